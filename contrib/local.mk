@@ -1,0 +1,1 @@
+# contrib: benchmarks and fuzz targets (built on request, not installed).

@@ -1,0 +1,37 @@
+# libsynchro: the pure core (no I/O). Tests link the convenience library
+# statically (no libtool wrappers, so valgrind sees the real binary).
+noinst_LTLIBRARIES += src/core/libsycore.la
+src_core_libsycore_la_SOURCES = \
+	src/core/alloc.c \
+	src/core/buf.c \
+	src/core/errors.c \
+	src/core/json.c \
+	src/core/jcs.c \
+	src/core/scalar.c \
+	src/core/types.c \
+	src/core/manifest.c \
+	src/core/push.c \
+	src/core/fingerprint.c \
+	src/core/matrix.c \
+	src/core/outcome.c
+src_core_libsycore_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+src_core_libsycore_la_LIBADD = $(CRYPTO_LIBS) -lm
+
+lib_LTLIBRARIES += src/libsynchro.la
+src_libsynchro_la_SOURCES =
+src_libsynchro_la_LIBADD = src/core/libsycore.la
+src_libsynchro_la_LDFLAGS = -version-info 0:0:0
+
+pkginclude_HEADERS += \
+	src/include/synchro/common.h \
+	src/include/synchro/alloc.h \
+	src/include/synchro/buf.h \
+	src/include/synchro/json.h \
+	src/include/synchro/jcs.h \
+	src/include/synchro/scalar.h \
+	src/include/synchro/types.h \
+	src/include/synchro/manifest.h \
+	src/include/synchro/push.h \
+	src/include/synchro/fingerprint.h \
+	src/include/synchro/matrix.h \
+	src/include/synchro/outcome.h

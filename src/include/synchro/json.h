@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The strict JSON reader: RFC 8259 exactly, UTF-8 validated, escaped lone
+ * surrogates refused, duplicate member names refused at every depth, nesting
+ * at most SY_JSON_MAX_DEPTH, nothing but whitespace after the value.
+ * Values live in a document arena and are freed together with it.
+ */
+#ifndef SYNCHRO_JSON_H
+#define SYNCHRO_JSON_H
+
+#include "synchro/common.h"
+
+#define SY_JSON_MAX_DEPTH 64
+
+typedef enum {
+	SY_JSON_NULL,
+	SY_JSON_FALSE,
+	SY_JSON_TRUE,
+	SY_JSON_NUMBER,
+	SY_JSON_STRING,
+	SY_JSON_ARRAY,
+	SY_JSON_OBJECT
+} sy_json_type;
+
+typedef struct sy_json sy_json;
+
+typedef struct {
+	const char *key; /* decoded UTF-8, NUL-terminated; may hold U+0000 (see key_len) */
+	size_t key_len;
+	sy_json *value;
+} sy_json_member;
+
+struct sy_json {
+	sy_json_type type;
+	union {
+		struct {
+			double value;     /* nearest double; +-HUGE_VAL when it overflows */
+			bool is_integer;  /* the literal has no fraction and no exponent */
+			const char *text; /* the literal exactly as written (NUL-terminated) */
+			size_t text_len;
+		} number;
+		struct {
+			const char *data; /* decoded UTF-8, NUL-terminated; may hold U+0000 */
+			size_t len;
+		} string;
+		struct {
+			sy_json **items;
+			size_t count;
+		} array;
+		struct {
+			sy_json_member *members; /* in document order */
+			size_t count;
+		} object;
+	} u;
+};
+
+typedef struct sy_json_doc sy_json_doc;
+
+/*
+ * Parses exactly one JSON value from text[0..len). Returns a new document the
+ * caller frees with sy_json_doc_free(); NULL with *err set (SY_ERR_INVALID_REQUEST
+ * with a message naming the byte offset, or SY_ERR_NOMEM).
+ */
+SY_MUST_CHECK sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err);
+void sy_json_doc_free(sy_json_doc *doc);
+const sy_json *sy_json_doc_root(const sy_json_doc *doc);
+
+/* Member lookup by exact name; NULL when absent. */
+const sy_json *sy_json_get(const sy_json *object, const char *key);
+const char *sy_json_type_name(sy_json_type t);
+
+/*
+ * Builders for values the server creates (responses, normalized arrays).
+ * They allocate in doc's arena; doc may be an empty document from
+ * sy_json_doc_new(). Every builder returns NULL when memory runs out, and
+ * accepts NULL arguments by returning NULL, so a chain of builders needs one
+ * check at its end.
+ */
+SY_MUST_CHECK sy_json_doc *sy_json_doc_new(void);
+sy_json *sy_json_new_null(sy_json_doc *doc);
+sy_json *sy_json_new_bool(sy_json_doc *doc, bool v);
+/* An integer-valued number (is_integer true). */
+sy_json *sy_json_new_int(sy_json_doc *doc, int64_t v);
+/* A finite double; NULL when not finite. */
+sy_json *sy_json_new_double(sy_json_doc *doc, double v);
+/* Copies s[0..len). */
+sy_json *sy_json_new_string(sy_json_doc *doc, const char *s, size_t len);
+sy_json *sy_json_new_cstring(sy_json_doc *doc, const char *s);
+sy_json *sy_json_new_array(sy_json_doc *doc);
+sy_json *sy_json_new_object(sy_json_doc *doc);
+/* Appends an item; returns false (and leaves arr unchanged) on NULL or no memory. */
+SY_MUST_CHECK bool sy_json_array_push(sy_json_doc *doc, sy_json *arr, sy_json *item);
+/* Appends a member (key copied); no duplicate check. */
+SY_MUST_CHECK bool sy_json_object_put(sy_json_doc *doc, sy_json *obj, const char *key,
+                                      sy_json *value);
+/* Deep copy of v (which may belong to another document) into doc. */
+sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v);
+/* Arena allocation in doc, freed with it; NULL on no memory. */
+void *sy_json_doc_alloc(sy_json_doc *doc, size_t n);
+
+#endif

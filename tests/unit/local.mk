@@ -1,0 +1,15 @@
+# CUnit suites of the pure core (no database). One program per module.
+noinst_LTLIBRARIES += tests/unit/libsytest.la
+tests_unit_libsytest_la_SOURCES = tests/unit/testutil.c tests/unit/testutil.h
+tests_unit_libsytest_la_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+
+UNIT_LDADD = tests/unit/libsytest.la src/core/libsycore.la $(CUNIT_LIBS) $(CRYPTO_LIBS) -lm
+UNIT_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests/unit
+
+UNIT_TESTS = tests/unit/test_errors
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+
+tests_unit_test_errors_SOURCES = tests/unit/test_errors.c
+tests_unit_test_errors_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_errors_LDADD = $(UNIT_LDADD)

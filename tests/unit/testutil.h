@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Shared helpers of the CUnit suites: running a registry, reading files, test data. */
+#ifndef SY_TESTUTIL_H
+#define SY_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+
+/* Runs every registered suite; returns the process exit status (0, 1). */
+int sy_test_run(void);
+/* Adds a suite with tests {name, fn, ...} terminated by {NULL, NULL}. */
+void sy_test_add_suite(const char *name, const CU_TestInfo *tests);
+/* Reads a whole file; returns a new NUL-terminated buffer (free()) or NULL. */
+char *sy_test_read_file(const char *path, size_t *len);
+/* The public test data directory ($SYNCHRO_TESTDATA), or NULL when absent. */
+const char *sy_test_data_dir(void);
+/* The source tree ($SYNCHRO_SRCDIR, else "."). */
+const char *sy_test_src_dir(void);
+
+/* Exit status automake's harness reads as "skipped". */
+#define SY_TEST_SKIP 77
+
+#endif
