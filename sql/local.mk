@@ -1,0 +1,1 @@
+# The database side: install script and numbered migrations.

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The commands of synchroctl; each returns the process exit status. */
+#ifndef SY_CTL_COMMANDS_H
+#define SY_CTL_COMMANDS_H
+
+/* Exit statuses (documented in synchroctl(1)). */
+#define SY_CTL_EXIT_OK 0
+#define SY_CTL_EXIT_FAILURE 1   /* the operation failed (database error, refused) */
+#define SY_CTL_EXIT_USAGE 2     /* bad usage or invalid input */
+#define SY_CTL_EXIT_NOTFOUND 3  /* the named object does not exist */
+#define SY_CTL_EXIT_CONNECT 4   /* cannot connect to PostgreSQL */
+
+/* Offline tools (src/ctl/offline.c): argv[0] is the command name. */
+int sy_ctl_canonicalize(int argc, char **argv);
+int sy_ctl_fingerprint(int argc, char **argv);
+
+/*
+ * Database commands (src/ctl/admin.c): conf is the -c path or NULL; argv[0] is
+ * the command name ("init", "migrate", "schema", "client", "ledger", ...).
+ */
+int sy_ctl_admin(const char *conf, int argc, char **argv);
+
+#endif

@@ -1,0 +1,1 @@
+# Integration suites against a throwaway PostgreSQL (tests/integration/with-pg).

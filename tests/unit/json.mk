@@ -1,0 +1,1 @@
+# CUnit suites owned by the json work; included from Makefile.am.

@@ -1,0 +1,1 @@
+# CUnit suites owned by the manifest work; included from Makefile.am.

@@ -1,0 +1,1 @@
+# CUnit suites owned by the matrix work; included from Makefile.am.

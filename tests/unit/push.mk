@@ -1,0 +1,1 @@
+# CUnit suites owned by the push work; included from Makefile.am.

@@ -1,0 +1,1 @@
+# CUnit suites owned by the scalar work; included from Makefile.am.
