@@ -1,1 +1,26 @@
-# The database side: install script and numbered migrations.
+# The database side: numbered migrations, the install script kept in step with them, and the
+# C table of migrations synchroctl embeds (src/store/migrations.h), generated into the build
+# tree by sql/embed.sh.
+SQL_MIGRATIONS = \
+	sql/migrations/0001_init.sql
+
+# Link (as nodist_*_SOURCES) into whatever runs the migrations.
+SQL_MIGRATIONS_C = src/store/sql_migrations.c
+
+EXTRA_DIST += sql/embed.sh sql/check-install.sh sql/install.sql $(SQL_MIGRATIONS)
+BUILT_SOURCES = $(SQL_MIGRATIONS_C)
+CLEANFILES += $(SQL_MIGRATIONS_C)
+noinst_HEADERS += src/store/migrations.h
+
+$(SQL_MIGRATIONS_C): $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%)
+	$(AM_V_GEN)$(MKDIR_P) src/store && \
+	$(SHELL) $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%) >$@.tmp && mv $@.tmp $@
+
+# sql/install.sql is kept in the source tree (packagers ship it for psql); this rebuilds it
+# after a migration changes, and sql/check-install.sh (a test) fails while it is stale.
+update-install-sql:
+	$(SHELL) $(srcdir)/sql/embed.sh --install $(SQL_MIGRATIONS:%=$(srcdir)/%) \
+	  >$(srcdir)/sql/install.sql
+.PHONY: update-install-sql
+
+TESTS += sql/check-install.sh
