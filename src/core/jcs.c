@@ -1,4 +1,538 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: being written */
+/* RFC 8785 (JCS) canonical writer: ECMAScript number form, JCS string escapes,
+ * members ordered by UTF-16 code units. */
 #include "config.h"
-typedef int sy_placeholder_jcs;
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synchro/alloc.h"
+#include "synchro/jcs.h"
+
+/* ---------------------------------------------------------------- numbers */
+
+/*
+ * Lays out positive d = digits * 10^(n - k) (k significant digits, no trailing
+ * zero) as ECMAScript Number::toString does (ECMA-262, Number::toString, steps
+ * for radix 10). Returns the length written at out (NUL added).
+ */
+static size_t layout_number(char *out, bool neg, const char *digits, int k, int n)
+{
+	char *o = out;
+	if (neg)
+		*o++ = '-';
+	if (k <= n && n <= 21) {
+		memcpy(o, digits, (size_t)k);
+		o += k;
+		for (int i = k; i < n; i++)
+			*o++ = '0';
+	} else if (0 < n && n <= 21) {
+		memcpy(o, digits, (size_t)n);
+		o += n;
+		*o++ = '.';
+		memcpy(o, digits + n, (size_t)(k - n));
+		o += k - n;
+	} else if (-6 < n && n <= 0) {
+		*o++ = '0';
+		*o++ = '.';
+		for (int i = 0; i < -n; i++)
+			*o++ = '0';
+		memcpy(o, digits, (size_t)k);
+		o += k;
+	} else {
+		int e = n - 1;
+		*o++ = digits[0];
+		if (k > 1) {
+			*o++ = '.';
+			memcpy(o, digits + 1, (size_t)(k - 1));
+			o += k - 1;
+		}
+		*o++ = 'e';
+		*o++ = e < 0 ? '-' : '+';
+		o += sprintf(o, "%d", e < 0 ? -e : e);
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* Decimal digits of m (> 0) without trailing zeros; returns k, adds the zeros
+ * dropped to *e. */
+static int mantissa_digits(uint64_t m, char digits[24], int *e)
+{
+	while (m % 10 == 0) {
+		m /= 10;
+		(*e)++;
+	}
+	char tmp[24];
+	int k = 0;
+	while (m > 0) {
+		tmp[k++] = (char)('0' + m % 10);
+		m /= 10;
+	}
+	for (int i = 0; i < k; i++)
+		digits[i] = tmp[k - 1 - i];
+	return k;
+}
+
+/* Whether m * 10^e reads back (strtod, round to nearest) as exactly d. The
+ * string has no decimal point, so the locale plays no part. */
+static bool round_trips(uint64_t m, int e, double d)
+{
+	char buf[48];
+	snprintf(buf, sizeof(buf), "%" PRIu64 "e%d", m, e);
+	return strtod(buf, NULL) == d;
+}
+
+/* The correctly rounded p-digit decimal of d as m * 10^e (m has p digits).
+ * %e writes the locale's decimal point; only digits and the exponent are read. */
+static void rounded_decimal(double d, int p, uint64_t *m, int *e)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%.*e", p - 1, d);
+	uint64_t v = 0;
+	const char *s = buf;
+	for (; *s != '\0' && *s != 'e'; s++) {
+		if (*s >= '0' && *s <= '9')
+			v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*m = v;
+	*e = (*s == 'e' ? atoi(s + 1) : 0) - (p - 1);
+}
+
+static const uint64_t pow10_u64[] = {
+	UINT64_C(1),
+	UINT64_C(10),
+	UINT64_C(100),
+	UINT64_C(1000),
+	UINT64_C(10000),
+	UINT64_C(100000),
+	UINT64_C(1000000),
+	UINT64_C(10000000),
+	UINT64_C(100000000),
+	UINT64_C(1000000000),
+	UINT64_C(10000000000),
+	UINT64_C(100000000000),
+	UINT64_C(1000000000000),
+	UINT64_C(10000000000000),
+	UINT64_C(100000000000000),
+	UINT64_C(1000000000000000),
+	UINT64_C(10000000000000000),
+	UINT64_C(100000000000000000),
+};
+
+/*
+ * Shortest round-trip decimal of a finite positive d, and among those the one
+ * closest to d: the digits, count k and exponent n of ECMAScript's definition.
+ * For a normal d, two different 15-digit decimals never read back as the same
+ * double (DBL_DIG), so a representation of at most 15 digits, when there is one,
+ * is the 15-digit rounding of d or one of its two neighbours (the neighbour
+ * matters only at a power of two, whose lower gap is half the upper one). The
+ * same holds for 16 digits; 17 always suffice. Subnormals, whose spacing is
+ * coarser, try every precision.
+ */
+static int shortest_digits(double d, char digits[24], int *n)
+{
+	uint64_t m = 0;
+	int e = 0;
+	bool found = false;
+	if (fpclassify(d) == FP_SUBNORMAL) {
+		for (int p = 1; p <= 17 && !found; p++) {
+			rounded_decimal(d, p, &m, &e);
+			found = p == 17 || round_trips(m, e, d);
+		}
+	} else {
+		for (int p = 15; p <= 17 && !found; p++) {
+			rounded_decimal(d, p, &m, &e);
+			if (p == 17 || round_trips(m, e, d)) {
+				found = true;
+			} else if (round_trips(m + 1, e, d)) {
+				m += 1;
+				found = true;
+			} else if (m == pow10_u64[p - 1]) {
+				if (round_trips(pow10_u64[p] - 1, e - 1, d)) {
+					m = pow10_u64[p] - 1;
+					e -= 1;
+					found = true;
+				}
+			} else if (round_trips(m - 1, e, d)) {
+				m -= 1;
+				found = true;
+			}
+		}
+	}
+	int k = mantissa_digits(m, digits, &e);
+	*n = k + e;
+	return k;
+}
+
+#define TWO53 9007199254740992.0
+
+/* Integers below 2^53 print as themselves (k <= n <= 16 in ECMAScript's terms). */
+static size_t format_integral(char *out, double d)
+{
+	bool neg = d < 0;
+	uint64_t u = (uint64_t)(neg ? -d : d);
+	char tmp[24];
+	int k = 0;
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u > 0);
+	char *o = out;
+	if (neg)
+		*o++ = '-';
+	while (k > 0)
+		*o++ = tmp[--k];
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+size_t sy_jcs_format_number(char out[SY_JCS_NUMBER_MAX], double d)
+{
+	if (!isfinite(d)) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (d == 0) {
+		out[0] = '0';
+		out[1] = '\0';
+		return 1;
+	}
+	if (fabs(d) < TWO53 && d == trunc(d))
+		return format_integral(out, d);
+	char digits[24];
+	int n;
+	int k = shortest_digits(fabs(d), digits, &n);
+	return layout_number(out, d < 0, digits, k, n);
+}
+
+bool sy_jcs_write_number(sy_buf *out, double d)
+{
+	char buf[SY_JCS_NUMBER_MAX];
+	size_t n = sy_jcs_format_number(buf, d);
+	if (n == 0)
+		return false;
+	return sy_buf_append(out, buf, n);
+}
+
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * The fast path for numbers read from a document: a literal with at most 15
+ * significant digits is the shortest representation of its (normal) value, by
+ * the DBL_DIG argument above. The literal is trusted only when its digits
+ * recompute the value exactly, so a hand-made node with stale text is safe.
+ * Returns 0 when the literal does not qualify.
+ */
+static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
+{
+#if FLT_EVAL_METHOD == 0
+	const char *t = v->u.number.text;
+	size_t len = v->u.number.text_len;
+	double d = v->u.number.value;
+	if (t == NULL || len == 0 || fpclassify(d) != FP_NORMAL)
+		return 0;
+	size_t i = 0;
+	bool neg = false;
+	if (t[i] == '-') {
+		neg = true;
+		i++;
+	}
+	char digits[24];
+	int k = 0;       /* significant digits kept */
+	int zeros = 0;   /* zeros seen after the last non-zero digit, not yet kept */
+	long scale = 0;  /* value = digits * 10^scale */
+	bool frac = false, any = false;
+	for (; i < len; i++) {
+		char c = t[i];
+		if (c == '.') {
+			if (frac)
+				return 0;
+			frac = true;
+		} else if (c >= '0' && c <= '9') {
+			any = true;
+			if (c == '0') {
+				if (k > 0)
+					zeros++;
+				if (frac)
+					scale--;
+			} else {
+				if (k + zeros + 1 > 15)
+					return 0;
+				for (; zeros > 0; zeros--)
+					digits[k++] = '0';
+				digits[k++] = c;
+				if (frac)
+					scale--;
+			}
+		} else {
+			break;
+		}
+	}
+	if (!any || k == 0)
+		return 0;
+	scale += zeros;
+	if (i < len) {
+		if (t[i] != 'e' && t[i] != 'E')
+			return 0;
+		i++;
+		bool eneg = false;
+		if (i < len && (t[i] == '+' || t[i] == '-'))
+			eneg = t[i++] == '-';
+		long x = 0;
+		if (i >= len)
+			return 0;
+		for (; i < len; i++) {
+			if (t[i] < '0' || t[i] > '9')
+				return 0;
+			if (x < 100000)
+				x = x * 10 + (t[i] - '0');
+		}
+		scale += eneg ? -x : x;
+	}
+	if (scale < -22 || scale > 22)
+		return 0;
+	uint64_t m = 0;
+	for (int j = 0; j < k; j++)
+		m = m * 10 + (uint64_t)(digits[j] - '0');
+	double check = scale < 0 ? (double)m / pow10_exact[-scale] : (double)m * pow10_exact[scale];
+	if (check != fabs(d) || neg != (d < 0))
+		return 0;
+	return layout_number(out, neg, digits, k, k + (int)scale);
+#else
+	(void)out;
+	(void)v;
+	return 0;
+#endif
+}
+
+/* ---------------------------------------------------------------- strings */
+
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Non-zero when some byte of w is < 0x20, '"' or '\\' (a byte >= 0x80 is not). */
+static inline uint64_t needs_escape(uint64_t w)
+{
+	uint64_t q = w ^ (ONES * '"');
+	uint64_t b = w ^ (ONES * '\\');
+	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
+}
+
+bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	if (!sy_buf_reserve(out, len + 2) || !sy_buf_putc(out, '"'))
+		return false;
+	size_t i = 0;
+	while (i < len) {
+		size_t run = i;
+		while (len - run >= 8) {
+			uint64_t w;
+			memcpy(&w, p + run, 8);
+			if (needs_escape(w))
+				break;
+			run += 8;
+		}
+		while (run < len && p[run] >= 0x20 && p[run] != '"' && p[run] != '\\')
+			run++;
+		if (run > i && !sy_buf_append(out, p + i, run - i))
+			return false;
+		i = run;
+		if (i >= len)
+			break;
+		unsigned char c = p[i++];
+		char esc[6] = {'\\', 0, 0, 0, 0, 0};
+		size_t elen = 2;
+		switch (c) {
+		case '"':
+			esc[1] = '"';
+			break;
+		case '\\':
+			esc[1] = '\\';
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
+		default:
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xF];
+			elen = 6;
+			break;
+		}
+		if (!sy_buf_append(out, esc, elen))
+			return false;
+	}
+	return sy_buf_putc(out, '"');
+}
+
+/* ---------------------------------------------------------------- key order */
+
+/*
+ * UTF-8 byte order is code point order, which is UTF-16 order except that a
+ * supplementary character (4-byte UTF-8, a surrogate pair in UTF-16 starting at
+ * 0xD800..0xDBFF) sorts before U+E000..U+FFFF (UTF-8 lead bytes 0xEE, 0xEF).
+ * So only the first differing character matters, and only in that case.
+ */
+int sy_jcs_compare_keys(const char *a, size_t alen, const char *b, size_t blen)
+{
+	const unsigned char *x = (const unsigned char *)a;
+	const unsigned char *y = (const unsigned char *)b;
+	size_t m = alen < blen ? alen : blen;
+	size_t i = 0;
+	while (i < m && x[i] == y[i])
+		i++;
+	if (i == m)
+		return alen < blen ? -1 : alen > blen ? 1 : 0;
+	unsigned char cx = x[i], cy = y[i];
+	/* A differing continuation byte means both characters share their lead byte,
+	 * hence their length and their UTF-16 form's ordering by bytes. */
+	if ((cx & 0xC0) != 0x80 && (cy & 0xC0) != 0x80) {
+		if (cx >= 0xF0 && (cy == 0xEE || cy == 0xEF))
+			return -1;
+		if (cy >= 0xF0 && (cx == 0xEE || cx == 0xEF))
+			return 1;
+	}
+	return cx < cy ? -1 : 1;
+}
+
+/* ---------------------------------------------------------------- values */
+
+static int member_cmp(const void *pa, const void *pb)
+{
+	const sy_json_member *a = *(const sy_json_member *const *)pa;
+	const sy_json_member *b = *(const sy_json_member *const *)pb;
+	int c = sy_jcs_compare_keys(a->key, a->key_len, b->key, b->key_len);
+	if (c != 0)
+		return c;
+	/* Equal names only in builder-made objects: keep document order. */
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+static bool write_value(sy_buf *out, const sy_json *v, sy_error *err);
+
+#define SORT_ON_STACK 32
+
+static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
+{
+	size_t n = v->u.object.count;
+	const sy_json_member *m = v->u.object.members;
+	const sy_json_member *stack[SORT_ON_STACK];
+	const sy_json_member **order = NULL;
+	bool sorted = true;
+	for (size_t i = 1; i < n && sorted; i++)
+		sorted = sy_jcs_compare_keys(m[i - 1].key, m[i - 1].key_len, m[i].key,
+		                             m[i].key_len) < 0;
+	if (!sorted) {
+		if (n > SIZE_MAX / sizeof(*order))
+			goto nomem;
+		order = n <= SORT_ON_STACK ? stack : sy_malloc(n * sizeof(*order));
+		if (order == NULL)
+			goto nomem;
+		for (size_t i = 0; i < n; i++)
+			order[i] = &m[i];
+		qsort(order, n, sizeof(*order), member_cmp);
+	}
+	if (!sy_buf_putc(out, '{'))
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		const sy_json_member *mem = order != NULL ? order[i] : &m[i];
+		if (i > 0 && !sy_buf_putc(out, ','))
+			goto nomem;
+		if (!sy_jcs_write_string(out, mem->key, mem->key_len) || !sy_buf_putc(out, ':'))
+			goto nomem;
+		if (!write_value(out, mem->value, err))
+			goto fail;
+	}
+	if (!sy_buf_putc(out, '}'))
+		goto nomem;
+	if (order != stack)
+		sy_free(order);
+	return true;
+nomem:
+	sy_error_set(err, SY_ERR_NOMEM, "out of memory while writing JSON");
+fail:
+	if (order != stack)
+		sy_free(order);
+	return false;
+}
+
+static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
+{
+	bool ok;
+	if (v == NULL)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "missing value");
+	switch (v->type) {
+	case SY_JSON_NULL:
+		ok = sy_buf_append(out, "null", 4);
+		break;
+	case SY_JSON_FALSE:
+		ok = sy_buf_append(out, "false", 5);
+		break;
+	case SY_JSON_TRUE:
+		ok = sy_buf_append(out, "true", 4);
+		break;
+	case SY_JSON_NUMBER: {
+		double d = v->u.number.value;
+		if (!isfinite(d))
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST, "number is not finite");
+		char buf[SY_JCS_NUMBER_MAX];
+		size_t n;
+		if (d == 0 || (fabs(d) < TWO53 && d == trunc(d)))
+			n = sy_jcs_format_number(buf, d);
+		else if ((n = format_from_literal(buf, v)) == 0)
+			n = sy_jcs_format_number(buf, d);
+		ok = sy_buf_append(out, buf, n);
+		break;
+	}
+	case SY_JSON_STRING:
+		ok = sy_jcs_write_string(out, v->u.string.data, v->u.string.len);
+		break;
+	case SY_JSON_ARRAY:
+		if (!sy_buf_putc(out, '['))
+			goto nomem;
+		for (size_t i = 0; i < v->u.array.count; i++) {
+			if (i > 0 && !sy_buf_putc(out, ','))
+				goto nomem;
+			if (!write_value(out, v->u.array.items[i], err))
+				return false;
+		}
+		ok = sy_buf_putc(out, ']');
+		break;
+	case SY_JSON_OBJECT:
+		return write_object(out, v, err);
+	default:
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "unknown value type");
+	}
+	if (ok)
+		return true;
+nomem:
+	return sy_error_set(err, SY_ERR_NOMEM, "out of memory while writing JSON");
+}
+
+bool sy_jcs_write(sy_buf *out, const sy_json *v, sy_error *err)
+{
+	return write_value(out, v, err);
+}

@@ -1,4 +1,1085 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* placeholder: being written */
+/* The strict JSON reader (RFC 8259 exactly) and the value builders, both
+ * allocating from one arena per document. */
 #include "config.h"
-typedef int sy_placeholder_json;
+
+#include <float.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <math.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synchro/alloc.h"
+#include "synchro/jcs.h"
+#include "synchro/json.h"
+
+/* ---------------------------------------------------------------- arena */
+
+typedef struct sy_arena_chunk {
+	struct sy_arena_chunk *next;
+	size_t used;
+	size_t cap;
+	alignas(max_align_t) unsigned char data[];
+} sy_arena_chunk;
+
+#define ARENA_FIRST_CHUNK 4096
+#define ARENA_MAX_CHUNK (1024 * 1024)
+
+struct sy_json_doc {
+	sy_arena_chunk *chunks; /* head is the chunk being filled */
+	size_t next_cap;        /* size of the next regular chunk */
+	sy_json *root;
+};
+
+static sy_arena_chunk *arena_new_chunk(size_t cap)
+{
+	if (cap > SIZE_MAX - sizeof(sy_arena_chunk))
+		return NULL;
+	sy_arena_chunk *c = sy_malloc(sizeof(sy_arena_chunk) + cap);
+	if (c == NULL)
+		return NULL;
+	c->next = NULL;
+	c->used = 0;
+	c->cap = cap;
+	return c;
+}
+
+/*
+ * align must be a power of two no larger than alignof(max_align_t). A request
+ * bigger than a quarter of a regular chunk gets a chunk of its own, linked behind
+ * the head so the head keeps filling.
+ */
+static void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
+{
+	sy_arena_chunk *c = doc->chunks;
+	if (c != NULL) {
+		size_t off = (c->used + align - 1) & ~(align - 1);
+		if (off <= c->cap && n <= c->cap - off) {
+			c->used = off + n;
+			return c->data + off;
+		}
+	}
+	if (n > doc->next_cap / 4) {
+		sy_arena_chunk *big = arena_new_chunk(n);
+		if (big == NULL)
+			return NULL;
+		big->used = n;
+		if (c != NULL) {
+			big->next = c->next;
+			c->next = big;
+		} else {
+			doc->chunks = big;
+		}
+		return big->data;
+	}
+	sy_arena_chunk *fresh = arena_new_chunk(doc->next_cap);
+	if (fresh == NULL)
+		return NULL;
+	if (doc->next_cap < ARENA_MAX_CHUNK)
+		doc->next_cap *= 2;
+	fresh->next = c;
+	doc->chunks = fresh;
+	fresh->used = n;
+	return fresh->data;
+}
+
+#define ARENA_NEW(doc, type) ((type *)arena_alloc((doc), sizeof(type), alignof(type)))
+
+static char *arena_strndup(sy_json_doc *doc, const char *s, size_t n)
+{
+	if (n == SIZE_MAX)
+		return NULL;
+	char *d = arena_alloc(doc, n + 1, 1);
+	if (d == NULL)
+		return NULL;
+	if (n > 0)
+		memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+static sy_json_doc *doc_create(size_t first_chunk)
+{
+	sy_json_doc *doc = sy_malloc(sizeof(*doc));
+	if (doc == NULL)
+		return NULL;
+	doc->chunks = NULL;
+	doc->next_cap = first_chunk;
+	doc->root = NULL;
+	return doc;
+}
+
+sy_json_doc *sy_json_doc_new(void)
+{
+	return doc_create(ARENA_FIRST_CHUNK);
+}
+
+void sy_json_doc_free(sy_json_doc *doc)
+{
+	if (doc == NULL)
+		return;
+	sy_arena_chunk *c = doc->chunks;
+	while (c != NULL) {
+		sy_arena_chunk *next = c->next;
+		sy_free(c);
+		c = next;
+	}
+	sy_free(doc);
+}
+
+const sy_json *sy_json_doc_root(const sy_json_doc *doc)
+{
+	return doc != NULL ? doc->root : NULL;
+}
+
+void sy_json_doc_set_root(sy_json_doc *doc, sy_json *root)
+{
+	if (doc != NULL)
+		doc->root = root;
+}
+
+void *sy_json_doc_alloc(sy_json_doc *doc, size_t n)
+{
+	if (doc == NULL)
+		return NULL;
+	return arena_alloc(doc, n, alignof(max_align_t));
+}
+
+/* ---------------------------------------------------------------- parser */
+
+typedef struct {
+	const unsigned char *p; /* start of the text */
+	size_t len;
+	size_t pos;
+	sy_json_doc *doc;
+	sy_error *err;
+	bool nomem;
+	/* Scratch stacks shared by all nesting levels: children are collected here
+	 * and copied to the arena, at their final size, when their container closes. */
+	sy_json **items;
+	size_t items_len, items_cap;
+	sy_json_member *members;
+	size_t *key_pos; /* byte offset of each member name, beside members */
+	size_t members_len, members_cap;
+	uint32_t *table; /* open-addressing index for duplicate detection */
+	size_t table_cap;
+	char decimal_point; /* of the current C locale, for strtod */
+} parser;
+
+static bool perr(parser *ps, size_t at, const char *reason)
+{
+	if (!ps->nomem)
+		sy_error_set(ps->err, SY_ERR_INVALID_REQUEST, "invalid JSON at byte %zu: %s", at,
+		             reason);
+	return false;
+}
+
+static bool pnomem(parser *ps)
+{
+	if (!ps->nomem) {
+		ps->nomem = true;
+		sy_error_set(ps->err, SY_ERR_NOMEM, "out of memory while parsing JSON");
+	}
+	return false;
+}
+
+static inline void skip_ws(parser *ps)
+{
+	const unsigned char *p = ps->p;
+	size_t i = ps->pos, n = ps->len;
+	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
+		i++;
+	ps->pos = i;
+}
+
+static bool parse_value(parser *ps, sy_json **out, int depth);
+
+/*
+ * Length of the valid UTF-8 sequence at p[0..n) whose lead byte is >= 0x80, or 0
+ * when it is invalid: overlong forms, UTF-16 surrogates, beyond U+10FFFF,
+ * truncated sequences (RFC 3629, section 4).
+ */
+static size_t utf8_seq_len(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	if (c >= 0xC2 && c <= 0xDF) {
+		if (n >= 2 && (p[1] & 0xC0) == 0x80)
+			return 2;
+		return 0;
+	}
+	if (c >= 0xE0 && c <= 0xEF) {
+		if (n < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+			return 0;
+		if (c == 0xE0 && p[1] < 0xA0)
+			return 0; /* overlong */
+		if (c == 0xED && p[1] >= 0xA0)
+			return 0; /* surrogate */
+		return 3;
+	}
+	if (c >= 0xF0 && c <= 0xF4) {
+		if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+		    (p[3] & 0xC0) != 0x80)
+			return 0;
+		if (c == 0xF0 && p[1] < 0x90)
+			return 0; /* overlong */
+		if (c == 0xF4 && p[1] >= 0x90)
+			return 0; /* > U+10FFFF */
+		return 4;
+	}
+	return 0;
+}
+
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Non-zero when some byte of w is < 0x20, '"', '\\' or >= 0x80 (bit tricks from
+ * "Bit Twiddling Hacks": a borrow only runs past a byte that is a real match). */
+static inline uint64_t special_bytes(uint64_t w)
+{
+	uint64_t q = w ^ (ONES * '"');
+	uint64_t b = w ^ (ONES * '\\');
+	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS;
+}
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Reads the 4 hex digits after "\u" at p[i..]; -1 when they are not there. */
+static long read_hex4(const unsigned char *p, size_t i, size_t n)
+{
+	if (n - i < 4)
+		return -1;
+	long v = 0;
+	for (int k = 0; k < 4; k++) {
+		int h = hexval(p[i + k]);
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	return v;
+}
+
+static size_t put_utf8(unsigned char *d, unsigned long cp)
+{
+	if (cp < 0x80) {
+		d[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		d[0] = (unsigned char)(0xC0 | (cp >> 6));
+		d[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		d[0] = (unsigned char)(0xE0 | (cp >> 12));
+		d[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		d[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	d[0] = (unsigned char)(0xF0 | (cp >> 18));
+	d[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+	d[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+	d[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/*
+ * Parses the string whose opening quote is at ps->pos. The first pass finds the
+ * closing quote while validating UTF-8 and refusing raw control characters; the
+ * second copies (no escapes) or decodes, which never grows the text.
+ */
+static bool parse_string(parser *ps, const char **out, size_t *out_len)
+{
+	const unsigned char *p = ps->p;
+	size_t n = ps->len;
+	size_t start = ps->pos + 1;
+	size_t i = start;
+	bool escapes = false;
+
+	for (;;) {
+		while (n - i >= 8) {
+			uint64_t w;
+			memcpy(&w, p + i, 8);
+			if (special_bytes(w))
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			return perr(ps, ps->pos, "unterminated string");
+		unsigned char c = p[i];
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			escapes = true;
+			if (n - i < 2)
+				return perr(ps, ps->pos, "unterminated string");
+			i += 2;
+			continue;
+		}
+		if (c < 0x20)
+			return perr(ps, i, "unescaped control character in string");
+		if (c >= 0x80) {
+			size_t l = utf8_seq_len(p + i, n - i);
+			if (l == 0)
+				return perr(ps, i, "invalid UTF-8");
+			i += l;
+			continue;
+		}
+		i++;
+	}
+	size_t end = i; /* the closing quote */
+	size_t raw = end - start;
+	char *d = arena_alloc(ps->doc, raw + 1, 1);
+	if (d == NULL)
+		return pnomem(ps);
+	if (!escapes) {
+		memcpy(d, p + start, raw);
+		d[raw] = '\0';
+		*out = d;
+		*out_len = raw;
+		ps->pos = end + 1;
+		return true;
+	}
+
+	unsigned char *o = (unsigned char *)d;
+	i = start;
+	while (i < end) {
+		const unsigned char *bs = memchr(p + i, '\\', end - i);
+		size_t run = (bs != NULL ? (size_t)(bs - p) : end) - i;
+		memcpy(o, p + i, run);
+		o += run;
+		i += run;
+		if (i >= end)
+			break;
+		size_t esc = i;
+		unsigned char e = p[i + 1];
+		i += 2;
+		switch (e) {
+		case '"':
+			*o++ = '"';
+			break;
+		case '\\':
+			*o++ = '\\';
+			break;
+		case '/':
+			*o++ = '/';
+			break;
+		case 'b':
+			*o++ = '\b';
+			break;
+		case 'f':
+			*o++ = '\f';
+			break;
+		case 'n':
+			*o++ = '\n';
+			break;
+		case 'r':
+			*o++ = '\r';
+			break;
+		case 't':
+			*o++ = '\t';
+			break;
+		case 'u': {
+			long u = read_hex4(p, i, end);
+			if (u < 0)
+				return perr(ps, esc, "invalid \\u escape");
+			i += 4;
+			unsigned long cp = (unsigned long)u;
+			if (u >= 0xDC00 && u <= 0xDFFF)
+				return perr(ps, esc, "lone low surrogate escape");
+			if (u >= 0xD800 && u <= 0xDBFF) {
+				long lo = -1;
+				if (end - i >= 6 && p[i] == '\\' && p[i + 1] == 'u')
+					lo = read_hex4(p, i + 2, end);
+				if (lo < 0xDC00 || lo > 0xDFFF)
+					return perr(ps, esc, "high surrogate escape not followed by a low one");
+				i += 6;
+				cp = 0x10000 + (((unsigned long)u - 0xD800) << 10) +
+				     ((unsigned long)lo - 0xDC00);
+			}
+			o += put_utf8(o, cp);
+			break;
+		}
+		default:
+			return perr(ps, esc, "invalid escape in string");
+		}
+	}
+	*o = '\0';
+	*out = d;
+	*out_len = (size_t)(o - (unsigned char *)d);
+	ps->pos = end + 1;
+	return true;
+}
+
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * strtod on a NUL-terminated literal of the RFC grammar. strtod reads the decimal
+ * point of the current locale; the process is expected to stay in the C locale
+ * (nothing here calls setlocale), but a different point is honoured by rewriting
+ * the '.' so the result never depends on the locale.
+ */
+static double literal_strtod(const parser *ps, const char *text, size_t len)
+{
+	if (ps->decimal_point == '.' || memchr(text, '.', len) == NULL)
+		return strtod(text, NULL);
+	char small[128];
+	char *copy = len < sizeof(small) ? small : sy_malloc(len + 1);
+	if (copy == NULL)
+		return strtod(text, NULL);
+	memcpy(copy, text, len + 1);
+	*(char *)memchr(copy, '.', len) = ps->decimal_point;
+	double v = strtod(copy, NULL);
+	if (copy != small)
+		sy_free(copy);
+	return v;
+}
+
+static bool parse_number(parser *ps, sy_json **out)
+{
+	const unsigned char *p = ps->p;
+	size_t n = ps->len;
+	size_t start = ps->pos, i = start;
+	bool neg = false, is_int = true;
+	uint64_t mant = 0;
+	int ndigits = 0; /* significant digits folded into mant, up to 19 */
+	bool mant_exact = true;
+	long frac_digits = 0;
+	long exp10 = 0;
+
+	if (p[i] == '-') {
+		neg = true;
+		i++;
+	}
+	if (i >= n || p[i] < '0' || p[i] > '9')
+		return perr(ps, start, "invalid number");
+	if (p[i] == '0') {
+		i++;
+		if (i < n && p[i] >= '0' && p[i] <= '9')
+			return perr(ps, start, "leading zero in number");
+	} else {
+		while (i < n && p[i] >= '0' && p[i] <= '9') {
+			if (ndigits < 19) {
+				mant = mant * 10 + (p[i] - '0');
+				ndigits++;
+			} else {
+				mant_exact = false;
+			}
+			i++;
+		}
+	}
+	if (i < n && p[i] == '.') {
+		is_int = false;
+		i++;
+		if (i >= n || p[i] < '0' || p[i] > '9')
+			return perr(ps, i, "digit expected after decimal point");
+		while (i < n && p[i] >= '0' && p[i] <= '9') {
+			if (mant == 0 && p[i] == '0') {
+				frac_digits++; /* leading zeros are not significant */
+			} else if (ndigits < 19) {
+				mant = mant * 10 + (p[i] - '0');
+				ndigits++;
+				frac_digits++;
+			} else {
+				mant_exact = false;
+			}
+			i++;
+		}
+	}
+	if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+		is_int = false;
+		i++;
+		bool eneg = false;
+		if (i < n && (p[i] == '+' || p[i] == '-')) {
+			eneg = p[i] == '-';
+			i++;
+		}
+		if (i >= n || p[i] < '0' || p[i] > '9')
+			return perr(ps, i, "digit expected in exponent");
+		while (i < n && p[i] >= '0' && p[i] <= '9') {
+			if (exp10 < 100000)
+				exp10 = exp10 * 10 + (p[i] - '0');
+			i++;
+		}
+		if (eneg)
+			exp10 = -exp10;
+	}
+
+	size_t tlen = i - start;
+	sy_json *v = ARENA_NEW(ps->doc, sy_json);
+	char *text = arena_strndup(ps->doc, (const char *)p + start, tlen);
+	if (v == NULL || text == NULL)
+		return pnomem(ps);
+
+	double value;
+	long e = exp10 - frac_digits;
+#if FLT_EVAL_METHOD == 0
+	/* Clinger's fast path: both operands exact, so one correctly rounded operation. */
+	if (mant_exact && mant <= (UINT64_C(1) << 53) && e >= -22 && e <= 22) {
+		value = (double)mant;
+		if (e < 0)
+			value /= pow10_exact[-e];
+		else
+			value *= pow10_exact[e];
+		if (neg)
+			value = -value;
+	} else {
+		value = literal_strtod(ps, text, tlen);
+	}
+#else
+	value = literal_strtod(ps, text, tlen);
+#endif
+	v->type = SY_JSON_NUMBER;
+	v->u.number.value = value;
+	v->u.number.is_integer = is_int;
+	v->u.number.text = text;
+	v->u.number.text_len = tlen;
+	ps->pos = i;
+	*out = v;
+	return true;
+}
+
+static uint32_t key_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* Small objects compare pairwise; larger ones go through a hash index, so a
+ * document with many members stays linear. */
+#define DUP_LINEAR_MAX 12
+
+static bool check_duplicates(parser *ps, const sy_json_member *m, size_t count,
+                             const size_t *key_pos)
+{
+	if (count <= DUP_LINEAR_MAX) {
+		for (size_t a = 1; a < count; a++) {
+			for (size_t b = 0; b < a; b++) {
+				if (m[a].key_len == m[b].key_len &&
+				    memcmp(m[a].key, m[b].key, m[a].key_len) == 0)
+					return perr(ps, key_pos[a], "duplicate member name");
+			}
+		}
+		return true;
+	}
+	size_t cap = 16;
+	while (cap < count * 2)
+		cap *= 2;
+	if (cap > ps->table_cap) {
+		uint32_t *t = sy_malloc(cap * sizeof(*t));
+		if (t == NULL)
+			return pnomem(ps);
+		sy_free(ps->table);
+		ps->table = t;
+		ps->table_cap = cap;
+	}
+	uint32_t *t = ps->table;
+	memset(t, 0xFF, cap * sizeof(*t));
+	for (size_t a = 0; a < count; a++) {
+		size_t slot = key_hash(m[a].key, m[a].key_len) & (cap - 1);
+		while (t[slot] != UINT32_MAX) {
+			const sy_json_member *o = &m[t[slot]];
+			if (o->key_len == m[a].key_len && memcmp(o->key, m[a].key, o->key_len) == 0)
+				return perr(ps, key_pos[a], "duplicate member name");
+			slot = (slot + 1) & (cap - 1);
+		}
+		t[slot] = (uint32_t)a;
+	}
+	return true;
+}
+
+static bool grow(parser *ps, void **arr, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 64;
+	if (ncap > SIZE_MAX / elem)
+		return pnomem(ps);
+	void *np = sy_realloc(*arr, ncap * elem);
+	if (np == NULL)
+		return pnomem(ps);
+	*arr = np;
+	*cap = ncap;
+	return true;
+}
+
+static bool parse_array(parser *ps, sy_json **out, int depth)
+{
+	size_t open = ps->pos;
+	size_t base = ps->items_len;
+	ps->pos++;
+	skip_ws(ps);
+	if (ps->pos < ps->len && ps->p[ps->pos] == ']') {
+		ps->pos++;
+	} else {
+		for (;;) {
+			sy_json *item;
+			if (!parse_value(ps, &item, depth))
+				return false;
+			if (ps->items_len == ps->items_cap &&
+			    !grow(ps, (void **)&ps->items, &ps->items_cap, sizeof(*ps->items)))
+				return false;
+			ps->items[ps->items_len++] = item;
+			skip_ws(ps);
+			if (ps->pos >= ps->len)
+				return perr(ps, open, "unterminated array");
+			unsigned char c = ps->p[ps->pos];
+			ps->pos++;
+			if (c == ']')
+				break;
+			if (c != ',')
+				return perr(ps, ps->pos - 1, "',' or ']' expected");
+			skip_ws(ps);
+		}
+	}
+	size_t count = ps->items_len - base;
+	sy_json *v = ARENA_NEW(ps->doc, sy_json);
+	sy_json **items = NULL;
+	if (count > 0)
+		items = arena_alloc(ps->doc, count * sizeof(*items), alignof(sy_json *));
+	if (v == NULL || (count > 0 && items == NULL))
+		return pnomem(ps);
+	if (count > 0)
+		memcpy(items, ps->items + base, count * sizeof(*items));
+	ps->items_len = base;
+	v->type = SY_JSON_ARRAY;
+	v->u.array.items = items;
+	v->u.array.count = count;
+	v->u.array.capacity = count;
+	*out = v;
+	return true;
+}
+
+static bool parse_object(parser *ps, sy_json **out, int depth)
+{
+	size_t open = ps->pos;
+	size_t base = ps->members_len;
+	ps->pos++;
+	skip_ws(ps);
+	if (ps->pos < ps->len && ps->p[ps->pos] == '}') {
+		ps->pos++;
+	} else {
+		for (;;) {
+			if (ps->pos >= ps->len)
+				return perr(ps, open, "unterminated object");
+			if (ps->p[ps->pos] != '"')
+				return perr(ps, ps->pos, "member name expected");
+			if (ps->members_len == ps->members_cap) {
+				size_t cap = ps->members_cap;
+				if (!grow(ps, (void **)&ps->key_pos, &cap, sizeof(*ps->key_pos)) ||
+				    !grow(ps, (void **)&ps->members, &ps->members_cap,
+				          sizeof(*ps->members)))
+					return false;
+			}
+			size_t idx = ps->members_len;
+			sy_json_member *m = &ps->members[idx];
+			ps->key_pos[idx] = ps->pos;
+			if (!parse_string(ps, &m->key, &m->key_len))
+				return false;
+			m->value = NULL;
+			ps->members_len++;
+			skip_ws(ps);
+			if (ps->pos >= ps->len || ps->p[ps->pos] != ':')
+				return perr(ps, ps->pos, "':' expected");
+			ps->pos++;
+			skip_ws(ps);
+			sy_json *val;
+			if (!parse_value(ps, &val, depth))
+				return false;
+			/* parse_value may have moved ps->members. */
+			ps->members[idx].value = val;
+			skip_ws(ps);
+			if (ps->pos >= ps->len)
+				return perr(ps, open, "unterminated object");
+			unsigned char c = ps->p[ps->pos];
+			ps->pos++;
+			if (c == '}')
+				break;
+			if (c != ',')
+				return perr(ps, ps->pos - 1, "',' or '}' expected");
+			skip_ws(ps);
+		}
+	}
+	size_t count = ps->members_len - base;
+	if (count > 1 && !check_duplicates(ps, ps->members + base, count, ps->key_pos + base))
+		return false;
+	sy_json *v = ARENA_NEW(ps->doc, sy_json);
+	sy_json_member *members = NULL;
+	if (count > 0)
+		members = arena_alloc(ps->doc, count * sizeof(*members), alignof(sy_json_member));
+	if (v == NULL || (count > 0 && members == NULL))
+		return pnomem(ps);
+	if (count > 0)
+		memcpy(members, ps->members + base, count * sizeof(*members));
+	ps->members_len = base;
+	v->type = SY_JSON_OBJECT;
+	v->u.object.members = members;
+	v->u.object.count = count;
+	v->u.object.capacity = count;
+	*out = v;
+	return true;
+}
+
+static sy_json *new_node(sy_json_doc *doc, sy_json_type t)
+{
+	sy_json *v = ARENA_NEW(doc, sy_json);
+	if (v != NULL) {
+		memset(v, 0, sizeof(*v));
+		v->type = t;
+	}
+	return v;
+}
+
+static bool parse_literal(parser *ps, const char *word, size_t wlen, sy_json_type t,
+                          sy_json **out)
+{
+	if (ps->len - ps->pos < wlen || memcmp(ps->p + ps->pos, word, wlen) != 0)
+		return perr(ps, ps->pos, "invalid literal");
+	sy_json *v = new_node(ps->doc, t);
+	if (v == NULL)
+		return pnomem(ps);
+	ps->pos += wlen;
+	*out = v;
+	return true;
+}
+
+/* Expects ps->pos on the first byte of the value (whitespace skipped). */
+static bool parse_value(parser *ps, sy_json **out, int depth)
+{
+	if (ps->pos >= ps->len)
+		return perr(ps, ps->pos, "value expected");
+	unsigned char c = ps->p[ps->pos];
+	switch (c) {
+	case '{':
+	case '[':
+		if (depth >= SY_JSON_MAX_DEPTH)
+			return perr(ps, ps->pos, "nesting deeper than 64");
+		return c == '{' ? parse_object(ps, out, depth + 1) : parse_array(ps, out, depth + 1);
+	case '"': {
+		sy_json *v = ARENA_NEW(ps->doc, sy_json);
+		if (v == NULL)
+			return pnomem(ps);
+		v->type = SY_JSON_STRING;
+		if (!parse_string(ps, &v->u.string.data, &v->u.string.len))
+			return false;
+		*out = v;
+		return true;
+	}
+	case 't':
+		return parse_literal(ps, "true", 4, SY_JSON_TRUE, out);
+	case 'f':
+		return parse_literal(ps, "false", 5, SY_JSON_FALSE, out);
+	case 'n':
+		return parse_literal(ps, "null", 4, SY_JSON_NULL, out);
+	default:
+		if (c == '-' || (c >= '0' && c <= '9'))
+			return parse_number(ps, out);
+		if (c >= 0x80 && utf8_seq_len(ps->p + ps->pos, ps->len - ps->pos) == 0)
+			return perr(ps, ps->pos, "invalid UTF-8");
+		return perr(ps, ps->pos, "unexpected character");
+	}
+}
+
+sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err)
+{
+	size_t first = len < ARENA_FIRST_CHUNK / 2 ? ARENA_FIRST_CHUNK : len * 2;
+	if (first > ARENA_MAX_CHUNK)
+		first = ARENA_MAX_CHUNK;
+	const struct lconv *lc = localeconv();
+	parser ps = {
+		.p = (const unsigned char *)text,
+		.len = text != NULL ? len : 0,
+		.err = err,
+		.decimal_point = lc != NULL && lc->decimal_point != NULL && lc->decimal_point[0]
+		                         ? lc->decimal_point[0]
+		                         : '.',
+	};
+	sy_json *root = NULL;
+	ps.doc = doc_create(first);
+	if (ps.doc == NULL) {
+		pnomem(&ps);
+		return NULL;
+	}
+	skip_ws(&ps);
+	if (!parse_value(&ps, &root, 0))
+		goto fail;
+	skip_ws(&ps);
+	if (ps.pos != ps.len) {
+		if (ps.p[ps.pos] >= 0x80 && utf8_seq_len(ps.p + ps.pos, ps.len - ps.pos) == 0)
+			perr(&ps, ps.pos, "invalid UTF-8");
+		else
+			perr(&ps, ps.pos, "unexpected data after the value");
+		goto fail;
+	}
+	ps.doc->root = root;
+	sy_free(ps.items);
+	sy_free(ps.members);
+	sy_free(ps.key_pos);
+	sy_free(ps.table);
+	return ps.doc;
+fail:
+	sy_free(ps.items);
+	sy_free(ps.members);
+	sy_free(ps.key_pos);
+	sy_free(ps.table);
+	sy_json_doc_free(ps.doc);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- access */
+
+const sy_json *sy_json_get(const sy_json *object, const char *key)
+{
+	if (object == NULL || object->type != SY_JSON_OBJECT || key == NULL)
+		return NULL;
+	size_t klen = strlen(key);
+	const sy_json_member *m = object->u.object.members;
+	for (size_t i = 0; i < object->u.object.count; i++) {
+		if (m[i].key_len == klen && memcmp(m[i].key, key, klen) == 0)
+			return m[i].value;
+	}
+	return NULL;
+}
+
+const char *sy_json_type_name(sy_json_type t)
+{
+	switch (t) {
+	case SY_JSON_NULL:
+		return "null";
+	case SY_JSON_FALSE:
+	case SY_JSON_TRUE:
+		return "boolean";
+	case SY_JSON_NUMBER:
+		return "number";
+	case SY_JSON_STRING:
+		return "string";
+	case SY_JSON_ARRAY:
+		return "array";
+	case SY_JSON_OBJECT:
+		return "object";
+	}
+	return "unknown";
+}
+
+/* ---------------------------------------------------------------- builders */
+
+sy_json *sy_json_new_null(sy_json_doc *doc)
+{
+	return doc != NULL ? new_node(doc, SY_JSON_NULL) : NULL;
+}
+
+sy_json *sy_json_new_bool(sy_json_doc *doc, bool v)
+{
+	return doc != NULL ? new_node(doc, v ? SY_JSON_TRUE : SY_JSON_FALSE) : NULL;
+}
+
+static sy_json *new_number(sy_json_doc *doc, double value, const char *text, size_t len)
+{
+	sy_json *v = new_node(doc, SY_JSON_NUMBER);
+	char *t = arena_strndup(doc, text, len);
+	if (v == NULL || t == NULL)
+		return NULL;
+	v->u.number.value = value;
+	v->u.number.text = t;
+	v->u.number.text_len = len;
+	v->u.number.is_integer = strpbrk(t, ".eE") == NULL;
+	return v;
+}
+
+sy_json *sy_json_new_int(sy_json_doc *doc, int64_t v)
+{
+	if (doc == NULL)
+		return NULL;
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return new_number(doc, (double)v, buf, (size_t)n);
+}
+
+sy_json *sy_json_new_double(sy_json_doc *doc, double v)
+{
+	if (doc == NULL || !isfinite(v))
+		return NULL;
+	char buf[SY_JCS_NUMBER_MAX];
+	size_t n = sy_jcs_format_number(buf, v);
+	return new_number(doc, v, buf, n);
+}
+
+sy_json *sy_json_new_string(sy_json_doc *doc, const char *s, size_t len)
+{
+	if (doc == NULL || (s == NULL && len > 0))
+		return NULL;
+	sy_json *v = new_node(doc, SY_JSON_STRING);
+	char *d = arena_strndup(doc, s, len);
+	if (v == NULL || d == NULL)
+		return NULL;
+	v->u.string.data = d;
+	v->u.string.len = len;
+	return v;
+}
+
+sy_json *sy_json_new_cstring(sy_json_doc *doc, const char *s)
+{
+	if (s == NULL)
+		return NULL;
+	return sy_json_new_string(doc, s, strlen(s));
+}
+
+sy_json *sy_json_new_array(sy_json_doc *doc)
+{
+	return doc != NULL ? new_node(doc, SY_JSON_ARRAY) : NULL;
+}
+
+sy_json *sy_json_new_object(sy_json_doc *doc)
+{
+	return doc != NULL ? new_node(doc, SY_JSON_OBJECT) : NULL;
+}
+
+/* Storage outgrown in the arena stays there until the document is freed; doubling
+ * keeps that waste below the final size. */
+static void *grow_slots(sy_json_doc *doc, void *old, size_t count, size_t *capacity, size_t elem,
+                        size_t align)
+{
+	if (count < *capacity)
+		return old;
+	size_t ncap = count < 4 ? 4 : count * 2;
+	if (ncap > SIZE_MAX / elem)
+		return NULL;
+	void *np = arena_alloc(doc, ncap * elem, align);
+	if (np == NULL)
+		return NULL;
+	if (count > 0)
+		memcpy(np, old, count * elem);
+	*capacity = ncap;
+	return np;
+}
+
+bool sy_json_array_push(sy_json_doc *doc, sy_json *arr, sy_json *item)
+{
+	if (doc == NULL || arr == NULL || item == NULL || arr->type != SY_JSON_ARRAY)
+		return false;
+	size_t cap = arr->u.array.capacity;
+	sy_json **items = grow_slots(doc, arr->u.array.items, arr->u.array.count, &cap,
+	                             sizeof(sy_json *), alignof(sy_json *));
+	if (items == NULL)
+		return false;
+	items[arr->u.array.count] = item;
+	arr->u.array.items = items;
+	arr->u.array.capacity = cap;
+	arr->u.array.count++;
+	return true;
+}
+
+bool sy_json_object_put(sy_json_doc *doc, sy_json *obj, const char *key, sy_json *value)
+{
+	if (doc == NULL || obj == NULL || key == NULL || value == NULL ||
+	    obj->type != SY_JSON_OBJECT)
+		return false;
+	return sy_json_object_putn(doc, obj, key, strlen(key), value);
+}
+
+bool sy_json_object_putn(sy_json_doc *doc, sy_json *obj, const char *key, size_t key_len,
+                         sy_json *value)
+{
+	if (doc == NULL || obj == NULL || (key == NULL && key_len > 0) || value == NULL ||
+	    obj->type != SY_JSON_OBJECT)
+		return false;
+	char *k = arena_strndup(doc, key, key_len);
+	if (k == NULL)
+		return false;
+	size_t cap = obj->u.object.capacity;
+	sy_json_member *m = grow_slots(doc, obj->u.object.members, obj->u.object.count, &cap,
+	                               sizeof(sy_json_member), alignof(sy_json_member));
+	if (m == NULL)
+		return false;
+	m[obj->u.object.count].key = k;
+	m[obj->u.object.count].key_len = key_len;
+	m[obj->u.object.count].value = value;
+	obj->u.object.members = m;
+	obj->u.object.capacity = cap;
+	obj->u.object.count++;
+	return true;
+}
+
+sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v)
+{
+	if (doc == NULL || v == NULL)
+		return NULL;
+	switch (v->type) {
+	case SY_JSON_NULL:
+	case SY_JSON_FALSE:
+	case SY_JSON_TRUE:
+		return new_node(doc, v->type);
+	case SY_JSON_NUMBER: {
+		sy_json *c = new_number(doc, v->u.number.value, v->u.number.text,
+		                        v->u.number.text_len);
+		if (c != NULL)
+			c->u.number.is_integer = v->u.number.is_integer;
+		return c;
+	}
+	case SY_JSON_STRING:
+		return sy_json_new_string(doc, v->u.string.data, v->u.string.len);
+	case SY_JSON_ARRAY: {
+		size_t n = v->u.array.count;
+		sy_json *c = new_node(doc, SY_JSON_ARRAY);
+		if (c == NULL)
+			return NULL;
+		if (n == 0)
+			return c;
+		if (n > SIZE_MAX / sizeof(sy_json *))
+			return NULL;
+		sy_json **items = arena_alloc(doc, n * sizeof(*items), alignof(sy_json *));
+		if (items == NULL)
+			return NULL;
+		for (size_t i = 0; i < n; i++) {
+			items[i] = sy_json_copy(doc, v->u.array.items[i]);
+			if (items[i] == NULL)
+				return NULL;
+		}
+		c->u.array.items = items;
+		c->u.array.count = n;
+		c->u.array.capacity = n;
+		return c;
+	}
+	case SY_JSON_OBJECT: {
+		size_t n = v->u.object.count;
+		sy_json *c = new_node(doc, SY_JSON_OBJECT);
+		if (c == NULL)
+			return NULL;
+		if (n == 0)
+			return c;
+		if (n > SIZE_MAX / sizeof(sy_json_member))
+			return NULL;
+		sy_json_member *m = arena_alloc(doc, n * sizeof(*m), alignof(sy_json_member));
+		if (m == NULL)
+			return NULL;
+		for (size_t i = 0; i < n; i++) {
+			const sy_json_member *src = &v->u.object.members[i];
+			m[i].key = arena_strndup(doc, src->key, src->key_len);
+			m[i].key_len = src->key_len;
+			m[i].value = sy_json_copy(doc, src->value);
+			if (m[i].key == NULL || m[i].value == NULL)
+				return NULL;
+		}
+		c->u.object.members = m;
+		c->u.object.count = n;
+		c->u.object.capacity = n;
+		return c;
+	}
+	}
+	return NULL;
+}

@@ -16,6 +16,12 @@ SY_MUST_CHECK bool sy_jcs_write(sy_buf *out, const sy_json *v, sy_error *err);
 
 /* Appends the ECMAScript Number::toString form of a finite d (-0 gives "0"). */
 SY_MUST_CHECK bool sy_jcs_write_number(sy_buf *out, double d);
+/* Room for any sy_jcs_format_number() output and its NUL ("-1.2345678901234567e-308"). */
+#define SY_JCS_NUMBER_MAX 32
+/* Writes the Number::toString form of a finite d plus a NUL; returns its length
+ * (0, with out = "", when d is not finite). */
+size_t sy_jcs_format_number(char out[SY_JCS_NUMBER_MAX], double d);
+
 /* Appends s[0..len) (valid UTF-8) as a JCS string literal with its quotes. */
 SY_MUST_CHECK bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len);
 

@@ -46,10 +46,12 @@ struct sy_json {
 		struct {
 			sy_json **items;
 			size_t count;
+			size_t capacity; /* slots allocated (builders); 0 for a hand-made value */
 		} array;
 		struct {
 			sy_json_member *members; /* in document order */
 			size_t count;
+			size_t capacity; /* slots allocated (builders); 0 for a hand-made value */
 		} object;
 	} u;
 };
@@ -57,13 +59,17 @@ struct sy_json {
 typedef struct sy_json_doc sy_json_doc;
 
 /*
- * Parses exactly one JSON value from text[0..len). Returns a new document the
+ * Parses exactly one JSON value from text[0..len) (text need not be
+ * NUL-terminated). Byte offsets in messages count from 0. Numbers are converted
+ * without regard to the locale's decimal point. Returns a new document the
  * caller frees with sy_json_doc_free(); NULL with *err set (SY_ERR_INVALID_REQUEST
  * with a message naming the byte offset, or SY_ERR_NOMEM).
  */
 SY_MUST_CHECK sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err);
 void sy_json_doc_free(sy_json_doc *doc);
 const sy_json *sy_json_doc_root(const sy_json_doc *doc);
+/* Makes root (built in doc) the value sy_json_doc_root() returns. */
+void sy_json_doc_set_root(sy_json_doc *doc, sy_json *root);
 
 /* Member lookup by exact name; NULL when absent. */
 const sy_json *sy_json_get(const sy_json *object, const char *key);
@@ -81,7 +87,8 @@ sy_json *sy_json_new_null(sy_json_doc *doc);
 sy_json *sy_json_new_bool(sy_json_doc *doc, bool v);
 /* An integer-valued number (is_integer true). */
 sy_json *sy_json_new_int(sy_json_doc *doc, int64_t v);
-/* A finite double; NULL when not finite. */
+/* A finite double; NULL when not finite. Its text is the JCS form of v and
+ * is_integer tells whether that text has neither fraction nor exponent. */
 sy_json *sy_json_new_double(sy_json_doc *doc, double v);
 /* Copies s[0..len). */
 sy_json *sy_json_new_string(sy_json_doc *doc, const char *s, size_t len);
@@ -93,6 +100,9 @@ SY_MUST_CHECK bool sy_json_array_push(sy_json_doc *doc, sy_json *arr, sy_json *i
 /* Appends a member (key copied); no duplicate check. */
 SY_MUST_CHECK bool sy_json_object_put(sy_json_doc *doc, sy_json *obj, const char *key,
                                       sy_json *value);
+/* The same with a counted key, which may hold U+0000. */
+SY_MUST_CHECK bool sy_json_object_putn(sy_json_doc *doc, sy_json *obj, const char *key,
+                                       size_t key_len, sy_json *value);
 /* Deep copy of v (which may belong to another document) into doc. */
 sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v);
 /* Arena allocation in doc, freed with it; NULL on no memory. */
