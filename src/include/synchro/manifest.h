@@ -3,6 +3,7 @@
 #ifndef SYNCHRO_MANIFEST_H
 #define SYNCHRO_MANIFEST_H
 
+#include "synchro/json.h"
 #include "synchro/scalar.h"
 #include "synchro/types.h"
 
@@ -27,7 +28,7 @@ typedef struct {
 	size_t field_count;
 	sy_delete_mode delete_mode;
 	char *delete_column;  /* soft mode: the timestamptz column; else NULL */
-	char *owner_field;    /* field_id of the owner field, or NULL */
+	char *owner_field;    /* field_id of the owner field (points into fields), or NULL */
 	sy_policy read;
 	sy_policy write;
 } sy_table;
@@ -42,18 +43,91 @@ typedef struct {
 	size_t canonical_len;
 } sy_manifest;
 
+/* Longest table_id, field_id or SQL identifier, in bytes (PostgreSQL's NAMEDATALEN - 1). */
+#define SY_MANIFEST_NAME_MAX 63
+
 /*
  * Parses and validates a manifest. Returns a new manifest the caller frees with
  * sy_manifest_free(); NULL with *err set (SY_ERR_INVALID_REQUEST naming the
- * member path, e.g. "tables[1].fields[0].type: unknown type \"int\"").
+ * member path, e.g. "tables[1].fields[0].type: unknown type \"int\"", or
+ * SY_ERR_NOMEM).
+ *
+ * Rules beyond PROTOCOL.md §4, all enforced here:
+ * - Every object has exactly its members; unknown members are refused.
+ *   Root {tables}; table {table_id, relation, pk, fields, delete, policy};
+ *   pk {field_id, column, type}; field {field_id, column, type, nullable, writable};
+ *   delete {mode:"hard"} or {mode:"soft", column}; policy {read, write[, owner_field]}.
+ * - At least one table; a table may have no non-pk fields.
+ * - table_id, field_id: 1..63 bytes of UTF-8 without control characters
+ *   (U+0000..U+001F, U+007F..U+009F); non-ASCII is allowed. table_ids are unique;
+ *   field_ids are unique within a table, the pk's included.
+ * - relation: "name" or "schema.name"; every SQL name (relation parts, columns) is
+ *   the unquoted lowercase form [a-z_][a-z0-9_$]* of at most 63 bytes (the store
+ *   quotes it). Relations are unique as written; columns are unique within a table,
+ *   the pk's included.
+ * - pk type: uuid, int64, int32 or text.
+ * - policy.read: owner|all; policy.write: owner|all|none. owner_field is required
+ *   when read or write is "owner" and refused otherwise; it names a non-pk field
+ *   of type text (nullable or not).
+ * - delete soft: the column is not the pk's; a field may map it (it need not),
+ *   and must then be type timestamp and nullable.
  */
 SY_MUST_CHECK sy_manifest *sy_manifest_parse(const char *text, size_t len, sy_error *err);
+/* The same from an already parsed JSON value (root is not retained). */
+SY_MUST_CHECK sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err);
 void sy_manifest_free(sy_manifest *m);
 
 const sy_table *sy_manifest_table(const sy_manifest *m, const char *table_id, size_t len);
 /* A non-pk field of t by field_id; NULL when absent. */
 const sy_field *sy_table_field(const sy_table *t, const char *field_id, size_t len);
+/* A non-pk field of t by column name; NULL when absent (compare t->pk.column yourself). */
+const sy_field *sy_table_field_by_column(const sy_table *t, const char *column, size_t len);
 /* Effective writability: declared writable and neither owner field nor soft-delete column. */
 bool sy_field_writable(const sy_table *t, const sy_field *f);
+
+/*
+ * Historical compatibility (ADR schema_incompatible). A submitted field of
+ * table_id is incompatible when the current schema's table has no field (pk
+ * included) with that field_id, or when the authored manifest has that table
+ * and field and its type differs from the current one. Changes of nullability,
+ * writability, column or relation are not incompatibilities: the mutation is
+ * then judged under the current schema (validation_failed at most).
+ * - authored NULL (historical manifest unavailable), or authored without the
+ *   table or field: only presence in the current schema counts.
+ * - table absent from current: every submitted field is incompatible (possibly
+ *   none). Whether the mutation is then schema_incompatible or table_not_synced
+ *   depends on the whole history of versions, which the caller knows: test
+ *   sy_manifest_table(current, ...) == NULL first.
+ * current must not be NULL. Equal submitted ids are reported once.
+ */
+
+/*
+ * Field ids of the authored mutation that the current schema cannot represent,
+ * sorted by unsigned UTF-8 bytes: *out_ids is a new array of *out_count new
+ * NUL-terminated strings the caller frees with sy_manifest_free_ids() (NULL when
+ * *out_count is 0). False with *err set (SY_ERR_NOMEM) only when memory runs
+ * out. Submitted ids holding U+0000 come back cut at it: a caller that accepts
+ * such ids uses sy_manifest_incompatible_indexes().
+ */
+SY_MUST_CHECK bool sy_manifest_incompatible_fields(const sy_manifest *authored,
+                                                   const sy_manifest *current,
+                                                   const char *table_id, size_t table_len,
+                                                   const char *const *field_ids,
+                                                   const size_t *field_lens, size_t count,
+                                                   char ***out_ids, size_t *out_count,
+                                                   sy_error *err);
+void sy_manifest_free_ids(char **ids, size_t n);
+/*
+ * The same as positions into field_ids: *out_idx is a new array (sy_free(); NULL
+ * when *out_count is 0) of indexes whose ids are sorted by unsigned bytes; of
+ * equal ids, the first index.
+ */
+SY_MUST_CHECK bool sy_manifest_incompatible_indexes(const sy_manifest *authored,
+                                                    const sy_manifest *current,
+                                                    const char *table_id, size_t table_len,
+                                                    const char *const *field_ids,
+                                                    const size_t *field_lens, size_t count,
+                                                    size_t **out_idx, size_t *out_count,
+                                                    sy_error *err);
 
 #endif
