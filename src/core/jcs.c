@@ -13,6 +13,31 @@
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
 
+/* ---------------------------------------------------------------- output */
+
+/* Appends without a call when the buffer has room: the writer emits many small
+ * pieces. Keeps sy_buf's invariants (NUL-terminated, sticky failure). */
+static inline bool put(sy_buf *b, const void *p, size_t n)
+{
+	if (b->data != NULL && n < b->cap - b->len && !b->failed) {
+		memcpy(b->data + b->len, p, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+		return true;
+	}
+	return sy_buf_append(b, p, n);
+}
+
+static inline bool putch(sy_buf *b, char c)
+{
+	if (b->data != NULL && 1 < b->cap - b->len && !b->failed) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+		return true;
+	}
+	return sy_buf_append(b, &c, 1);
+}
+
 /* ---------------------------------------------------------------- numbers */
 
 /*
@@ -78,10 +103,22 @@ static int mantissa_digits(uint64_t m, char digits[24], int *e)
 	return k;
 }
 
-/* Whether m * 10^e reads back (strtod, round to nearest) as exactly d. The
- * string has no decimal point, so the locale plays no part. */
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * Whether m * 10^e reads back (round to nearest) as exactly d. When m and 10^|e|
+ * are both exact doubles one correctly rounded operation gives the answer
+ * (Clinger's fast path); otherwise strtod decides. The string has no decimal
+ * point, so the locale plays no part.
+ */
 static bool round_trips(uint64_t m, int e, double d)
 {
+#if FLT_EVAL_METHOD == 0
+	if (m <= (UINT64_C(1) << 53) && e >= -22 && e <= 22)
+		return (e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e]) == d;
+#endif
 	char buf[48];
 	snprintf(buf, sizeof(buf), "%" PRIu64 "e%d", m, e);
 	return strtod(buf, NULL) == d;
@@ -129,10 +166,10 @@ static const uint64_t pow10_u64[] = {
  * closest to d: the digits, count k and exponent n of ECMAScript's definition.
  * For a normal d, two different 15-digit decimals never read back as the same
  * double (DBL_DIG), so a representation of at most 15 digits, when there is one,
- * is the 15-digit rounding of d or one of its two neighbours (the neighbour
- * matters only at a power of two, whose lower gap is half the upper one). The
- * same holds for 16 digits; 17 always suffice. Subnormals, whose spacing is
- * coarser, try every precision.
+ * is the 15-digit rounding of d or one of its two neighbours (a neighbour wins
+ * only at a power of two, whose lower gap is half the upper one). The same holds
+ * for 16 digits; 17 always suffice. Subnormals, whose spacing is coarser, try
+ * every precision.
  */
 static int shortest_digits(double d, char digits[24], int *n)
 {
@@ -145,9 +182,25 @@ static int shortest_digits(double d, char digits[24], int *n)
 			found = p == 17 || round_trips(m, e, d);
 		}
 	} else {
-		for (int p = 15; p <= 17 && !found; p++) {
-			rounded_decimal(d, p, &m, &e);
-			if (p == 17 || round_trips(m, e, d)) {
+		uint64_t m17;
+		int e17;
+		rounded_decimal(d, 17, &m17, &e17);
+		for (int p = 15; p <= 16 && !found; p++) {
+			/* The p-digit rounding of d from its 17-digit one, unless the digits
+			 * dropped are exactly a half: then d may sit on either side. */
+			uint64_t div = pow10_u64[17 - p];
+			uint64_t rem = m17 % div;
+			m = m17 / div;
+			e = e17 + (17 - p);
+			if (rem == div / 2)
+				rounded_decimal(d, p, &m, &e);
+			else if (rem > div / 2)
+				m++;
+			if (m == pow10_u64[p]) {
+				m /= 10;
+				e++;
+			}
+			if (round_trips(m, e, d)) {
 				found = true;
 			} else if (round_trips(m + 1, e, d)) {
 				m += 1;
@@ -162,6 +215,10 @@ static int shortest_digits(double d, char digits[24], int *n)
 				m -= 1;
 				found = true;
 			}
+		}
+		if (!found) {
+			m = m17;
+			e = e17;
 		}
 	}
 	int k = mantissa_digits(m, digits, &e);
@@ -216,12 +273,8 @@ bool sy_jcs_write_number(sy_buf *out, double d)
 	size_t n = sy_jcs_format_number(buf, d);
 	if (n == 0)
 		return false;
-	return sy_buf_append(out, buf, n);
+	return put(out, buf, n);
 }
-
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /*
  * The fast path for numbers read from a document: a literal with at most 15
@@ -329,7 +382,7 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
-	if (!sy_buf_reserve(out, len + 2) || !sy_buf_putc(out, '"'))
+	if (!sy_buf_reserve(out, len + 2) || !putch(out, '"'))
 		return false;
 	size_t i = 0;
 	while (i < len) {
@@ -343,7 +396,7 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 		}
 		while (run < len && p[run] >= 0x20 && p[run] != '"' && p[run] != '\\')
 			run++;
-		if (run > i && !sy_buf_append(out, p + i, run - i))
+		if (run > i && !put(out, p + i, run - i))
 			return false;
 		i = run;
 		if (i >= len)
@@ -382,10 +435,10 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 			elen = 6;
 			break;
 		}
-		if (!sy_buf_append(out, esc, elen))
+		if (!put(out, esc, elen))
 			return false;
 	}
-	return sy_buf_putc(out, '"');
+	return putch(out, '"');
 }
 
 /* ---------------------------------------------------------------- key order */
@@ -434,6 +487,7 @@ static int member_cmp(const void *pa, const void *pb)
 static bool write_value(sy_buf *out, const sy_json *v, sy_error *err);
 
 #define SORT_ON_STACK 32
+#define INSERTION_SORT_MAX 16
 
 static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 {
@@ -453,20 +507,30 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 			goto nomem;
 		for (size_t i = 0; i < n; i++)
 			order[i] = &m[i];
-		qsort(order, n, sizeof(*order), member_cmp);
+		if (n <= INSERTION_SORT_MAX) {
+			for (size_t i = 1; i < n; i++) {
+				const sy_json_member *x = order[i];
+				size_t j = i;
+				for (; j > 0 && member_cmp(&order[j - 1], &x) > 0; j--)
+					order[j] = order[j - 1];
+				order[j] = x;
+			}
+		} else {
+			qsort(order, n, sizeof(*order), member_cmp);
+		}
 	}
-	if (!sy_buf_putc(out, '{'))
+	if (!putch(out, '{'))
 		goto nomem;
 	for (size_t i = 0; i < n; i++) {
 		const sy_json_member *mem = order != NULL ? order[i] : &m[i];
-		if (i > 0 && !sy_buf_putc(out, ','))
+		if (i > 0 && !putch(out, ','))
 			goto nomem;
-		if (!sy_jcs_write_string(out, mem->key, mem->key_len) || !sy_buf_putc(out, ':'))
+		if (!sy_jcs_write_string(out, mem->key, mem->key_len) || !putch(out, ':'))
 			goto nomem;
 		if (!write_value(out, mem->value, err))
 			goto fail;
 	}
-	if (!sy_buf_putc(out, '}'))
+	if (!putch(out, '}'))
 		goto nomem;
 	if (order != stack)
 		sy_free(order);
@@ -486,13 +550,13 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "missing value");
 	switch (v->type) {
 	case SY_JSON_NULL:
-		ok = sy_buf_append(out, "null", 4);
+		ok = put(out, "null", 4);
 		break;
 	case SY_JSON_FALSE:
-		ok = sy_buf_append(out, "false", 5);
+		ok = put(out, "false", 5);
 		break;
 	case SY_JSON_TRUE:
-		ok = sy_buf_append(out, "true", 4);
+		ok = put(out, "true", 4);
 		break;
 	case SY_JSON_NUMBER: {
 		double d = v->u.number.value;
@@ -504,22 +568,22 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 			n = sy_jcs_format_number(buf, d);
 		else if ((n = format_from_literal(buf, v)) == 0)
 			n = sy_jcs_format_number(buf, d);
-		ok = sy_buf_append(out, buf, n);
+		ok = put(out, buf, n);
 		break;
 	}
 	case SY_JSON_STRING:
 		ok = sy_jcs_write_string(out, v->u.string.data, v->u.string.len);
 		break;
 	case SY_JSON_ARRAY:
-		if (!sy_buf_putc(out, '['))
+		if (!putch(out, '['))
 			goto nomem;
 		for (size_t i = 0; i < v->u.array.count; i++) {
-			if (i > 0 && !sy_buf_putc(out, ','))
+			if (i > 0 && !putch(out, ','))
 				goto nomem;
 			if (!write_value(out, v->u.array.items[i], err))
 				return false;
 		}
-		ok = sy_buf_putc(out, ']');
+		ok = putch(out, ']');
 		break;
 	case SY_JSON_OBJECT:
 		return write_object(out, v, err);

@@ -48,20 +48,12 @@ static sy_arena_chunk *arena_new_chunk(size_t cap)
 }
 
 /*
- * align must be a power of two no larger than alignof(max_align_t). A request
- * bigger than a quarter of a regular chunk gets a chunk of its own, linked behind
- * the head so the head keeps filling.
+ * A request bigger than a quarter of a regular chunk gets a chunk of its own,
+ * linked behind the head so the head keeps filling.
  */
-static void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
+static void *arena_alloc_slow(sy_json_doc *doc, size_t n)
 {
 	sy_arena_chunk *c = doc->chunks;
-	if (c != NULL) {
-		size_t off = (c->used + align - 1) & ~(align - 1);
-		if (off <= c->cap && n <= c->cap - off) {
-			c->used = off + n;
-			return c->data + off;
-		}
-	}
 	if (n > doc->next_cap / 4) {
 		sy_arena_chunk *big = arena_new_chunk(n);
 		if (big == NULL)
@@ -84,6 +76,20 @@ static void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
 	doc->chunks = fresh;
 	fresh->used = n;
 	return fresh->data;
+}
+
+/* align must be a power of two no larger than alignof(max_align_t). */
+static inline void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
+{
+	sy_arena_chunk *c = doc->chunks;
+	if (c != NULL) {
+		size_t off = (c->used + align - 1) & ~(align - 1);
+		if (off <= c->cap && n <= c->cap - off) {
+			c->used = off + n;
+			return c->data + off;
+		}
+	}
+	return arena_alloc_slow(doc, n);
 }
 
 #define ARENA_NEW(doc, type) ((type *)arena_alloc((doc), sizeof(type), alignof(type)))
@@ -190,6 +196,8 @@ static inline void skip_ws(parser *ps)
 {
 	const unsigned char *p = ps->p;
 	size_t i = ps->pos, n = ps->len;
+	if (i < n && p[i] > ' ')
+		return;
 	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
 		i++;
 	ps->pos = i;
