@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "store/conn.h"
+
+/* Every text the store reads or writes assumes these (timestamps, floats, bytea). */
+static const char session_sql[] = "SET DateStyle = 'ISO'; SET TimeZone = 'UTC'; "
+                                  "SET extra_float_digits = 1; SET bytea_output = 'hex'";
+
+sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
+{
+	if (PQsetClientEncoding(c, "UTF8") != 0)
+		return sy_store_fail(err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION
+		                                                         : SY_STORE_FAILED,
+		                     "cannot set the client encoding to UTF8");
+	return sy_store_command(c, session_sql, "session settings", err);
+}
+
+PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_error *err)
+{
+	/* libpq expands a dbname holding '=' or a URI; anything else is a plain database name. */
+	bool expands = conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
+	                            strncmp(conninfo, "postgresql://", 13) == 0);
+	if (expands) {
+		/* Checked first: libpq's own parse errors quote pieces of the string. */
+		char *perr = NULL;
+		PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
+		if (perr)
+			PQfreemem(perr);
+		if (!opts) {
+			sy_store_fail(err, SY_STORE_INVALID,
+			              "invalid connection string (not shown: it may hold a password)");
+			return NULL;
+		}
+		PQconninfoFree(opts);
+	}
+	const char *keys[] = {"fallback_application_name", "dbname", NULL};
+	const char *vals[] = {application_name ? application_name : "synchro",
+	                      conninfo ? conninfo : "", NULL};
+	PGconn *c = PQconnectdbParams(keys, vals, 1);
+	if (!c) {
+		sy_store_fail(err, SY_STORE_NOMEM, "cannot connect: out of memory");
+		return NULL;
+	}
+	if (PQstatus(c) != CONNECTION_OK) {
+		/* libpq's message names host, port and user, never the password. */
+		sy_store_fail(err, SY_STORE_CONNECTION, "cannot connect: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	if (sy_store_session_setup(c, err) != SY_STORE_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+void sy_store_disconnect(PGconn *c)
+{
+	if (c)
+		PQfinish(c);
+}

@@ -1,0 +1,26 @@
+# The store: the only code that speaks SQL (libpq), and synchro.conf (one table of options).
+# Programs link src/store/libsystore.la and src/core/libsycore.la.
+noinst_LTLIBRARIES += src/store/libsystore.la
+src_store_libsystore_la_SOURCES = \
+	src/store/store.c src/store/store.h \
+	src/store/config.c src/store/config.h \
+	src/store/conn.c src/store/conn.h \
+	src/store/migrate.c src/store/migrate.h \
+	src/store/schema.c src/store/schema.h \
+	src/store/clients.c src/store/clients.h \
+	src/store/ledger.c src/store/ledger.h
+# Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
+nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
+src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
+src_store_libsystore_la_LIBADD = $(LIBPQ_LIBS)
+
+# The option table against synchro.conf(5) and conf/synchro.conf.sample, and the ini reader.
+check_PROGRAMS += tests/unit/test_config
+TESTS += tests/unit/test_config
+tests_unit_test_config_SOURCES = tests/unit/test_config.c
+tests_unit_test_config_CFLAGS = $(UNIT_CFLAGS) $(LIBPQ_CFLAGS)
+tests_unit_test_config_LDADD = src/store/libsystore.la $(UNIT_LDADD) $(LIBPQ_LIBS)
+
+dist_man_MANS += doc/synchroctl.1 doc/synchro.conf.5
+sysconfexampledir = $(docdir)/examples
+dist_sysconfexample_DATA = conf/synchro.conf.sample

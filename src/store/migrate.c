@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/migrate.h"
+#include "synchro/alloc.h"
+
+const char *const sy_store_roles[] = {"synchro_owner", "synchro_app", "synchro_walsync"};
+const size_t sy_store_role_count = sizeof sy_store_roles / sizeof sy_store_roles[0];
+
+/* Serializes concurrent runners (two synchroctl migrate, or init beside a migrate). */
+static const char lock_sql[] = "SELECT pg_advisory_xact_lock(hashtext('synchro:migrate'))";
+
+static void note_line(sy_store_note_fn note, void *arg, const char *line)
+{
+	if (note)
+		note(arg, line);
+}
+
+static sy_store_status finish(PGconn *c, sy_store_status st)
+{
+	if (st != SY_STORE_OK)
+		sy_store_rollback(c);
+	return st;
+}
+
+sy_store_status sy_store_create_roles(PGconn *c, sy_store_note_fn note, void *arg, sy_error *err)
+{
+	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	if (st != SY_STORE_OK)
+		return st;
+	PGresult *r = sy_store_exec(c, lock_sql, 0, NULL, PGRES_TUPLES_OK, "lock", NULL, &st, err);
+	PQclear(r);
+	if (st != SY_STORE_OK)
+		return finish(c, st);
+	for (size_t i = 0; i < sy_store_role_count; i++) {
+		const char *params[] = {sy_store_roles[i]};
+		r = sy_store_exec(c, "SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", 1, params,
+		                  PGRES_TUPLES_OK, "role lookup", NULL, &st, err);
+		if (!r)
+			return finish(c, st);
+		bool exists = PQntuples(r) > 0;
+		PQclear(r);
+		if (exists)
+			continue;
+		char *q = sy_store_quote_ident(c, sy_store_roles[i], err);
+		if (!q)
+			return finish(c, SY_STORE_FAILED);
+		char sql[200];
+		snprintf(sql, sizeof sql, "CREATE ROLE %s NOLOGIN", q);
+		sy_free(q);
+		char what[100];
+		snprintf(what, sizeof what, "create role %s", sy_store_roles[i]);
+		st = sy_store_command(c, sql, what, err);
+		if (st != SY_STORE_OK)
+			return finish(c, st);
+		char line[100];
+		snprintf(line, sizeof line, "created role %s", sy_store_roles[i]);
+		note_line(note, arg, line);
+	}
+	return finish(c, sy_store_command(c, "COMMIT", "commit", err));
+}
+
+/* Whether synchro.migrations exists (it does not before migration 1). */
+static sy_store_status have_table(PGconn *c, bool *have, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, "SELECT to_regclass('synchro.migrations') IS NOT NULL", 0,
+	                            NULL, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
+	if (!r)
+		return st;
+	*have = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return SY_STORE_OK;
+}
+
+/* Refuses a database that went further than, or elsewhere than, this program's list. */
+static sy_store_status check_recorded(PGconn *c, const sy_sql_migration *list, size_t count,
+                                      int *max_version, sy_error *err)
+{
+	bool have = false;
+	sy_store_status st = have_table(c, &have, err);
+	*max_version = 0;
+	if (st != SY_STORE_OK || !have)
+		return st;
+	PGresult *r = sy_store_exec(c, "SELECT version, name FROM synchro.migrations ORDER BY version",
+	                            0, NULL, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
+	if (!r)
+		return st;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int v = atoi(PQgetvalue(r, i, 0));
+		const char *name = PQgetvalue(r, i, 1);
+		const sy_sql_migration *m = NULL;
+		for (size_t j = 0; j < count; j++)
+			if (list[j].version == v)
+				m = &list[j];
+		if (!m) {
+			st = sy_store_fail(err, SY_STORE_FAILED,
+			                   "the database records migration %d (%.60s), which this program "
+			                   "does not know: it is older than the database",
+			                   v, name);
+			break;
+		}
+		if (strcmp(m->name, name) != 0) {
+			st = sy_store_fail(err, SY_STORE_FAILED,
+			                   "the database records migration %d as '%.60s', this program "
+			                   "calls it '%s'",
+			                   v, name, m->name);
+			break;
+		}
+		if (v > *max_version)
+			*max_version = v;
+	}
+	PQclear(r);
+	return st;
+}
+
+/* "migration 2 (fences), line 14: <message>" from an error result of the migration's text. */
+static sy_store_status migration_error(PGconn *c, PGresult *r, const sy_sql_migration *m,
+                                       sy_error *err)
+{
+	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *pos = r ? PQresultErrorField(r, PG_DIAG_STATEMENT_POSITION) : NULL;
+	char where[40] = "";
+	if (pos) {
+		/* The position counts characters (not bytes) from 1 in the whole text. */
+		long want = atol(pos), chars = 0, line = 1;
+		for (const unsigned char *p = (const unsigned char *)m->sql; *p && chars < want - 1; p++) {
+			if ((*p & 0xC0) != 0x80)
+				chars++;
+			if (*p == '\n')
+				line++;
+		}
+		snprintf(where, sizeof where, ", line %ld", line);
+	}
+	sy_store_status st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	sy_store_fail(err, st, "migration %d (%s)%s: %s", m->version, m->name, where,
+	              primary ? primary : PQerrorMessage(c));
+	return st;
+}
+
+static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *applied,
+                                 sy_error *err)
+{
+	*applied = false;
+	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	if (st != SY_STORE_OK)
+		return st;
+	PGresult *r = sy_store_exec(c, lock_sql, 0, NULL, PGRES_TUPLES_OK, "lock", NULL, &st, err);
+	PQclear(r);
+	if (st != SY_STORE_OK)
+		return finish(c, st);
+	bool have = false;
+	st = have_table(c, &have, err);
+	if (st != SY_STORE_OK)
+		return finish(c, st);
+	char version[16];
+	snprintf(version, sizeof version, "%d", m->version);
+	const char *params[] = {version, m->name};
+	if (have) {
+		r = sy_store_exec(c, "SELECT 1 FROM synchro.migrations WHERE version = $1::int", 1,
+		                  params, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
+		if (!r)
+			return finish(c, st);
+		bool done = PQntuples(r) > 0;
+		PQclear(r);
+		if (done) /* a concurrent runner applied it after our first look */
+			return finish(c, sy_store_command(c, "COMMIT", "commit", err));
+	}
+	/* A migration is several statements: the simple query protocol runs them in our transaction. */
+	r = PQexec(c, m->sql);
+	ExecStatusType rs = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK && rs != PGRES_EMPTY_QUERY) {
+		st = migration_error(c, r, m, err);
+		PQclear(r);
+		return finish(c, st);
+	}
+	PQclear(r);
+	r = sy_store_exec(c, "INSERT INTO synchro.migrations (version, name) VALUES ($1::int, $2)", 2,
+	                  params, PGRES_COMMAND_OK, "recording the migration", NULL, &st, err);
+	PQclear(r);
+	if (st != SY_STORE_OK)
+		return finish(c, st);
+	st = finish(c, sy_store_command(c, "COMMIT", "commit", err));
+	*applied = st == SY_STORE_OK;
+	return st;
+}
+
+sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list, size_t count,
+                                      sy_store_note_fn note, void *arg, size_t *applied,
+                                      sy_error *err)
+{
+	int max_version;
+	size_t n = 0;
+	sy_store_status st = check_recorded(c, list, count, &max_version, err);
+	for (size_t i = 0; st == SY_STORE_OK && i < count; i++) {
+		bool done = false;
+		st = apply_one(c, &list[i], &done, err);
+		if (done) {
+			char line[200];
+			snprintf(line, sizeof line, "applied migration %d (%s)", list[i].version,
+			         list[i].name);
+			note_line(note, arg, line);
+			n++;
+		}
+	}
+	if (applied)
+		*applied = n;
+	return st;
+}
+
+sy_store_status sy_store_migrate(PGconn *c, sy_store_note_fn note, void *arg, size_t *applied,
+                                 sy_error *err)
+{
+	return sy_store_migrate_list(c, sy_sql_migrations, sy_sql_migration_count, note, arg,
+	                             applied, err);
+}
+
+sy_store_status sy_store_migration_state(PGconn *c, int *version, size_t *pending, sy_error *err)
+{
+	bool have = false;
+	sy_store_status st = have_table(c, &have, err);
+	*version = 0;
+	if (pending)
+		*pending = sy_sql_migration_count;
+	if (st != SY_STORE_OK || !have)
+		return st;
+	PGresult *r = sy_store_exec(c, "SELECT version FROM synchro.migrations", 0, NULL,
+	                            PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
+	if (!r)
+		return st;
+	size_t known = 0;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int v = atoi(PQgetvalue(r, i, 0));
+		if (v > *version)
+			*version = v;
+		for (size_t j = 0; j < sy_sql_migration_count; j++)
+			if (sy_sql_migrations[j].version == v)
+				known++;
+	}
+	PQclear(r);
+	if (pending)
+		*pending = sy_sql_migration_count - known;
+	return SY_STORE_OK;
+}

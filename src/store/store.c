@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "synchro/alloc.h"
+
+static sy_errcode status_errcode(sy_store_status st)
+{
+	switch (st) {
+	case SY_STORE_OK:
+		return SY_ERR_NONE;
+	case SY_STORE_INVALID:
+		return SY_ERR_INVALID_REQUEST;
+	case SY_STORE_NOT_FOUND:
+		return SY_ERR_NOT_FOUND;
+	case SY_STORE_NOMEM:
+		return SY_ERR_NOMEM;
+	case SY_STORE_CONFLICT:
+	case SY_STORE_FAILED:
+	case SY_STORE_CONNECTION:
+		break;
+	}
+	return SY_ERR_TEMPORARY_UNAVAILABLE;
+}
+
+/* Server and libpq messages can span lines (DETAIL, HINT, "Is the server running..."). */
+static void one_line(char *s)
+{
+	char *nl = strpbrk(s, "\r\n");
+	if (nl)
+		*nl = '\0';
+	size_t n = strlen(s);
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+}
+
+sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		err->code = status_errcode(st);
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof err->message, fmt, ap);
+		va_end(ap);
+		one_line(err->message);
+	}
+	return st;
+}
+
+PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+                        ExecStatusType expect, const char *what, char sqlstate[6],
+                        sy_store_status *st, sy_error *err)
+{
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+	if (r && PQresultStatus(r) == expect) {
+		*st = SY_STORE_OK;
+		return r;
+	}
+	char msg[SY_ERROR_MESSAGE_MAX];
+	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	if (primary)
+		snprintf(msg, sizeof msg, "%s", primary);
+	else if (r && (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
+		snprintf(msg, sizeof msg, "unexpected result from the server");
+	else
+		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+	one_line(msg);
+	if (sqlstate && code)
+		snprintf(sqlstate, 6, "%s", code);
+	PQclear(r);
+	*st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
+		snprintf(msg, sizeof msg, "connection to the server lost");
+	sy_store_fail(err, *st, "%s: %s", what, msg);
+	return NULL;
+}
+
+sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, sql, 0, NULL, PGRES_COMMAND_OK, what, NULL, &st, err);
+	PQclear(r);
+	return st;
+}
+
+void sy_store_rollback(PGconn *c)
+{
+	if (PQtransactionStatus(c) == PQTRANS_IDLE || PQstatus(c) != CONNECTION_OK)
+		return;
+	PQclear(PQexec(c, "ROLLBACK"));
+}
+
+char *sy_store_quote_ident(PGconn *c, const char *name, sy_error *err)
+{
+	char *q = PQescapeIdentifier(c, name, strlen(name));
+	if (!q) {
+		sy_store_fail(err, SY_STORE_INVALID, "cannot quote identifier \"%s\"", name);
+		return NULL;
+	}
+	char *out = sy_strndup(q, strlen(q));
+	PQfreemem(q);
+	if (!out)
+		sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	return out;
+}
+
+char *sy_store_quote_relation(PGconn *c, const char *relation, sy_error *err)
+{
+	char *schema = NULL, *name = NULL, *out = NULL;
+	const char *dot = strchr(relation, '.');
+	if (dot) {
+		char *part = sy_strndup(relation, (size_t)(dot - relation));
+		if (!part) {
+			sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+			goto fail;
+		}
+		schema = sy_store_quote_ident(c, part, err);
+		sy_free(part);
+		if (!schema)
+			goto fail;
+	}
+	name = sy_store_quote_ident(c, dot ? dot + 1 : relation, err);
+	if (!name)
+		goto fail;
+	size_t n = (schema ? strlen(schema) + 1 : 0) + strlen(name) + 1;
+	out = sy_malloc(n);
+	if (!out) {
+		sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+		goto fail;
+	}
+	snprintf(out, n, "%s%s%s", schema ? schema : "", schema ? "." : "", name);
+fail:
+	sy_free(schema);
+	sy_free(name);
+	return out;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The store (the only code that speaks SQL): status codes and the libpq helpers its modules share. */
+#ifndef SY_STORE_STORE_H
+#define SY_STORE_STORE_H
+
+#include <libpq-fe.h>
+
+#include "synchro/common.h"
+
+/*
+ * Outcome of a store operation. Details (one line, never a credential, never a
+ * ledger body) go to the caller's sy_error.
+ */
+typedef enum {
+	SY_STORE_OK = 0,
+	SY_STORE_FAILED,     /* the database refused or failed the operation */
+	SY_STORE_INVALID,    /* the input cannot be used (bad identifier, bad manifest) */
+	SY_STORE_NOT_FOUND,  /* the named object does not exist (for the named user) */
+	SY_STORE_CONFLICT,   /* the object is in a state that forbids it (e.g. already retired) */
+	SY_STORE_CONNECTION, /* cannot connect, or the connection was lost */
+	SY_STORE_NOMEM
+} sy_store_status;
+
+/* Receives one line of progress for the operator ("applied migration 2 (fences)"). */
+typedef void (*sy_store_note_fn)(void *arg, const char *line);
+
+/* Length of a timestamp as the store reports it: YYYY-MM-DDTHH:MM:SS.ffffffZ (server_time). */
+#define SY_STORE_TIME_LEN 27
+
+/*
+ * The SQL expression that renders a timestamptz column/expression e as server_time text.
+ * Used inside the store's own queries only.
+ */
+#define SY_STORE_TIME_SQL(e) "to_char((" e ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+/*
+ * Runs sql with text parameters (values always go here, never into sql). Returns the
+ * result, which the caller clears, when its status is `expect`. Otherwise clears it,
+ * sets *err to "what: <server's primary message>" (one line), *st to SY_STORE_CONNECTION
+ * when the connection is gone and SY_STORE_FAILED otherwise, copies the SQLSTATE into
+ * sqlstate (may be NULL; "" when none) and returns NULL.
+ */
+SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
+                                      const char *const *params, ExecStatusType expect,
+                                      const char *what, char sqlstate[6], sy_store_status *st,
+                                      sy_error *err);
+/* The same for a statement without rows (BEGIN, SET, DDL): SY_STORE_OK or the failure. */
+SY_MUST_CHECK sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what,
+                                               sy_error *err);
+/* Rolls back the open transaction, if any; best effort (used on failure paths). */
+void sy_store_rollback(PGconn *c);
+
+/*
+ * "schema.name" or "name" as a quoted SQL identifier ("schema"."name") for statement
+ * text; a new string the caller frees with sy_free(); NULL with *err set.
+ */
+SY_MUST_CHECK char *sy_store_quote_relation(PGconn *c, const char *relation, sy_error *err);
+/* One quoted identifier; a new string the caller frees with sy_free(); NULL with *err set. */
+SY_MUST_CHECK char *sy_store_quote_ident(PGconn *c, const char *name, sy_error *err);
+
+/* Sets *err to msg and returns st (so callers can `return sy_store_fail(...)`). */
+sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt, ...)
+	SY_PRINTF(3, 4);
+
+#endif
