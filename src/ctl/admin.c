@@ -124,7 +124,9 @@ static PGconn *open_db(const sy_cfg *cfg, int *code)
 	sy_error err = {0};
 	PGconn *c = sy_store_connect(sy_cfg_str(cfg, "database", "conninfo"), "synchroctl", &err);
 	if (!c)
-		*code = fail_line(SY_CTL_EXIT_CONNECT, "%s", err.message);
+		*code = fail_line(err.code == SY_ERR_INVALID_REQUEST ? SY_CTL_EXIT_USAGE
+		                                                     : SY_CTL_EXIT_CONNECT,
+		                  "%s", err.message);
 	return c;
 }
 

@@ -8,8 +8,11 @@
 #include "store/conn.h"
 
 /* Every text the store reads or writes assumes these (timestamps, floats, bytea). */
-static const char session_sql[] = "SET DateStyle = 'ISO'; SET TimeZone = 'UTC'; "
-                                  "SET extra_float_digits = 1; SET bytea_output = 'hex'";
+static const char session_sql[] =
+	"SELECT pg_catalog.set_config('DateStyle', 'ISO', false),"
+	"       pg_catalog.set_config('TimeZone', 'UTC', false),"
+	"       pg_catalog.set_config('extra_float_digits', '1', false),"
+	"       pg_catalog.set_config('bytea_output', 'hex', false)";
 
 sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 {
@@ -17,7 +20,11 @@ sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 		return sy_store_fail(err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION
 		                                                         : SY_STORE_FAILED,
 		                     "cannot set the client encoding to UTF8");
-	return sy_store_command(c, session_sql, "session settings", err);
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, session_sql, 0, NULL, PGRES_TUPLES_OK, "session settings",
+	                            NULL, &st, err);
+	PQclear(r);
+	return st;
 }
 
 PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_error *err)

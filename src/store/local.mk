@@ -24,3 +24,6 @@ tests_unit_test_config_LDADD = src/store/libsystore.la $(UNIT_LDADD) $(LIBPQ_LIB
 dist_man_MANS += doc/synchroctl.1 doc/synchro.conf.5
 sysconfexampledir = $(docdir)/examples
 dist_sysconfexample_DATA = conf/synchro.conf.sample
+
+# synchroctl against a throwaway PostgreSQL (tests/integration/with-pg).
+EXTRA_DIST += tests/integration/test_ctl.pgt

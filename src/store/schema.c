@@ -410,14 +410,14 @@ static sy_store_status install_table(PGconn *c, const sy_table *t, const char *o
 	const char *soft = t->delete_mode == SY_DELETE_SOFT ? t->delete_column : "";
 	const char *p[] = {oid, t->table_id, t->pk.column, soft, owner ? owner->column : ""};
 	PGresult *r = sy_store_exec(
-		c, "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass, $2, $3, $4, $5)",
+		c, "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass, $2::text, $3::text, $4::text, $5::text)",
 		5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st, err);
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return st;
-	r = sy_store_exec(c,
-	                  "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass, $2, $3, $4)",
-	                  4, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
+	r = sy_store_exec(
+		c, "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass, $2::text, $3::text, $4::text, $5::text)", 5,
+		p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
 	if (!r)
 		return st;
 	char line[SY_ERROR_MESSAGE_MAX];
