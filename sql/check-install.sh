@@ -4,6 +4,14 @@
 # sql/embed.sh --install makes (fix: make update-install-sql).
 set -eu
 src=${SYNCHRO_SRCDIR:-.}
+# Every migration file must be listed in sql/local.mk, or synchroctl would not embed it.
+for f in "$src"/sql/migrations/[0-9][0-9][0-9][0-9]_*.sql; do
+	b=$(basename "$f")
+	if ! grep -q "sql/migrations/$b" "$src/sql/local.mk"; then
+		echo "sql/migrations/$b is missing from SQL_MIGRATIONS in sql/local.mk" >&2
+		exit 1
+	fi
+done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT INT TERM HUP
 sh "$src/sql/embed.sh" --install "$src"/sql/migrations/[0-9][0-9][0-9][0-9]_*.sql >"$out"

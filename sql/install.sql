@@ -4,11 +4,646 @@
 
 -- ==== migration 1: init (0001_init.sql) ====
 -- SPDX-License-Identifier: BSD-2-Clause
--- Migration 1: roles, schema synchro and the migrations ledger (placeholder, being filled in).
-CREATE SCHEMA synchro;
+-- Migration 1: the roles, schema synchro, its tables (ledgers, clients, retirements, schema
+-- versions, row fences, changelog, rebuild sessions, writer lease), the triggers that keep
+-- the ledgers append-only and retirement irreversible, and the least grants of each role.
+-- Run once per database by synchroctl init/migrate (one transaction, which then records
+-- this migration in synchro.migrations) or through sql/install.sql with psql -1.
+-- Refusals raised here carry SQLSTATEs of class SY (doc/operations.md):
+--   SY002 immutable ledger record   SY003 retirement is permanent
+--   SY004 client retired            SY005 ledger deletion refused
+
+-- Roles are cluster-wide: another database of the cluster may have created them already.
+-- All are NOLOGIN groups; a sysadmin grants them to login roles (doc/operations.md).
+DO $roles$
+DECLARE
+	r text;
+BEGIN
+	FOREACH r IN ARRAY ARRAY['synchro_owner', 'synchro_app', 'synchro_walsync'] LOOP
+		IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) THEN
+			EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+		END IF;
+	END LOOP;
+	-- The installer creates the objects as synchro_owner (SET ROLE below); a non-superuser
+	-- with CREATEROLE needs the membership for that and keeps it to administer later.
+	IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
+	   AND NOT pg_catalog.pg_has_role(current_user, 'synchro_owner', 'USAGE') THEN
+		EXECUTE pg_catalog.format('GRANT synchro_owner TO %I', current_user);
+	END IF;
+END
+$roles$;
+
+CREATE SCHEMA synchro AUTHORIZATION synchro_owner;
+
+-- Everything below is owned by synchro_owner; SECURITY DEFINER functions run as it.
+SET ROLE synchro_owner;
+
+REVOKE ALL ON SCHEMA synchro FROM PUBLIC;
+GRANT USAGE ON SCHEMA synchro TO synchro_app, synchro_walsync;
+-- Functions synchro_owner creates are not callable by PUBLIC unless granted one by one.
+ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+
+-- Which migrations ran (the runner inserts the row in the migration's own transaction).
 CREATE TABLE synchro.migrations (
-	version integer PRIMARY KEY,
+	version integer PRIMARY KEY CHECK (version > 0),
 	name text NOT NULL,
 	applied_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Published schema manifests: version n+1 per publish whose hash differs, kept forever
+-- (PROTOCOL 4); manifest holds the exact JCS bytes the hash covers.
+CREATE TABLE synchro.schema_versions (
+	version bigint PRIMARY KEY CHECK (version > 0),
+	hash text NOT NULL UNIQUE CHECK (hash ~ '^[0-9a-f]{64}$'),
+	manifest text NOT NULL,
+	published_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Every table_id ever published (synchroctl schema publish records it with the first
+-- schema version naming it): a table absent from the current schema is
+-- schema_incompatible when it is here, table_not_synced when it never was.
+CREATE TABLE synchro.synced_tables (
+	table_id text PRIMARY KEY CHECK (table_id <> ''),
+	first_version bigint CHECK (first_version > 0),
+	recorded_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Registered clients. client_id is globally unique (another user's id answers 401);
+-- generation opens n+1 per connect; accepted_write_epoch advances once per batch that
+-- accepted a source write (ADR); materialized_write_epoch is what walsync has caught up to.
+CREATE TABLE synchro.clients (
+	client_id uuid PRIMARY KEY,
+	user_id text NOT NULL,
+	generation bigint NOT NULL DEFAULT 0 CHECK (generation >= 0),
+	accepted_write_epoch bigint NOT NULL DEFAULT 1 CHECK (accepted_write_epoch > 0),
+	materialized_write_epoch bigint NOT NULL DEFAULT 1 CHECK (materialized_write_epoch > 0),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	last_seen_at timestamptz,
+	UNIQUE (user_id, client_id)
+);
+
+-- The permanent retirement marker (ADR "Ledger retention and irreversible client
+-- retirement"): never updated, never deleted; its client can never register, reconnect or
+-- push again, and only its existence makes that client's ledger rows deletable.
+CREATE TABLE synchro.retirements (
+	client_id uuid PRIMARY KEY,
+	user_id text NOT NULL,
+	retirement_id uuid NOT NULL UNIQUE,
+	retired_at timestamptz NOT NULL DEFAULT now(),
+	FOREIGN KEY (user_id, client_id) REFERENCES synchro.clients (user_id, client_id)
+);
+
+-- Batch ledger (ADR "Required durable ledger fields"): one row per scoped batch identity.
+-- Only a complete row is replayable, and a complete row always has its exact canonical
+-- response; it is never changed afterwards and never expires by age.
+CREATE TABLE synchro.batches (
+	user_id text NOT NULL,
+	client_id uuid NOT NULL,
+	batch_id uuid NOT NULL,
+	protocol_version integer NOT NULL CHECK (protocol_version > 0),
+	client_generation bigint NOT NULL CHECK (client_generation > 0),
+	schema_version bigint NOT NULL CHECK (schema_version > 0),
+	schema_hash text NOT NULL CHECK (schema_hash ~ '^[0-9a-f]{64}$'),
+	fp_algorithm text NOT NULL CHECK (fp_algorithm = 'sha256'),
+	fp_version integer NOT NULL CHECK (fp_version > 0),
+	fp_domain text NOT NULL CHECK (fp_domain <> ''),
+	fingerprint bytea NOT NULL CHECK (length(fingerprint) = 32),
+	atomic boolean NOT NULL,
+	state text NOT NULL CHECK (state IN ('claimed', 'complete')),
+	http_status integer CHECK (http_status BETWEEN 100 AND 599),
+	response bytea,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	completed_at timestamptz,
+	PRIMARY KEY (user_id, client_id, batch_id),
+	FOREIGN KEY (user_id, client_id) REFERENCES synchro.clients (user_id, client_id),
+	CONSTRAINT batch_complete_has_response CHECK (state <> 'complete' OR
+		(http_status IS NOT NULL AND response IS NOT NULL AND completed_at IS NOT NULL))
+);
+
+-- Mutation ledger: one row per scoped mutation identity, inserted once with its one
+-- terminal outcome (exact canonical bytes) and never changed.
+CREATE TABLE synchro.mutations (
+	user_id text NOT NULL,
+	client_id uuid NOT NULL,
+	mutation_id uuid NOT NULL,
+	fp_algorithm text NOT NULL CHECK (fp_algorithm = 'sha256'),
+	fp_version integer NOT NULL CHECK (fp_version > 0),
+	fp_domain text NOT NULL CHECK (fp_domain <> ''),
+	fingerprint bytea NOT NULL CHECK (length(fingerprint) = 32),
+	batch_id uuid NOT NULL,
+	ordinal integer NOT NULL CHECK (ordinal >= 0),
+	authored_schema_version bigint CHECK (authored_schema_version > 0),
+	authored_schema_hash text CHECK (authored_schema_hash ~ '^[0-9a-f]{64}$'),
+	submitted_schema_version bigint CHECK (submitted_schema_version > 0),
+	submitted_schema_hash text CHECK (submitted_schema_hash ~ '^[0-9a-f]{64}$'),
+	table_id text NOT NULL,
+	pk text NOT NULL,
+	operation text NOT NULL CHECK (operation IN ('insert', 'update', 'delete')),
+	status text NOT NULL CHECK (status IN ('applied', 'conflict', 'rejected_terminal')),
+	code text,
+	outcome bytea NOT NULL,
+	outcome_schema_version bigint NOT NULL CHECK (outcome_schema_version > 0),
+	outcome_schema_hash text NOT NULL CHECK (outcome_schema_hash ~ '^[0-9a-f]{64}$'),
+	completed_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (user_id, client_id, mutation_id),
+	FOREIGN KEY (user_id, client_id, batch_id)
+		REFERENCES synchro.batches (user_id, client_id, batch_id),
+	-- The ADR's outcome partition: a code exactly for the non-applied statuses.
+	CONSTRAINT mutation_status_code CHECK (
+		(status = 'applied' AND code IS NULL) OR
+		(status = 'conflict' AND code IN
+			('version_conflict', 'row_already_exists', 'row_deleted', 'row_not_found')) OR
+		(status = 'rejected_terminal' AND code IN ('policy_rejected', 'validation_failed',
+			'table_not_synced', 'schema_incompatible', 'atomic_batch_rejected')))
+);
+CREATE INDEX mutations_batch ON synchro.mutations (user_id, client_id, batch_id);
+
+-- Row-version write fences (ADR "Opaque server versions"): the current state and opaque
+-- version of every synced row identity ever written, kept for deleted rows too (a
+-- fence-only delete stays distinguishable from absence). Written only by the
+-- version-fence trigger, in the transaction of the source write.
+CREATE TABLE synchro.row_fences (
+	table_id text NOT NULL,
+	pk text NOT NULL,
+	state text NOT NULL CHECK (state IN ('live', 'deleted')),
+	version text NOT NULL CHECK (version ~ '^[!-~]{1,128}$'),
+	mutation_id uuid,
+	client_id uuid,
+	user_id text,
+	source_xid xid8 NOT NULL,
+	source_lsn pg_lsn,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_id, pk)
+);
+
+-- Pull-visible changes in commit order, written only by walsync under the writer lease;
+-- compaction (synchroctl, as owner) removes old entries.
+CREATE TABLE synchro.changelog (
+	commit_lsn pg_lsn NOT NULL,
+	ordinal integer NOT NULL CHECK (ordinal >= 0),
+	xid xid8,
+	table_id text NOT NULL,
+	pk text NOT NULL,
+	version text NOT NULL,
+	state text NOT NULL CHECK (state IN ('live', 'deleted')),
+	mutation_id uuid,
+	client_id uuid,
+	user_id text,
+	owner_before text,
+	owner_after text,
+	committed_at timestamptz,
+	written_epoch bigint,
+	PRIMARY KEY (commit_lsn, ordinal)
+);
+
+-- Rebuild sessions bind the client's accepted_write_epoch at creation: a later accepted
+-- write makes the session non-replayable (PROTOCOL 8).
+CREATE TABLE synchro.rebuild_sessions (
+	user_id text NOT NULL,
+	client_id uuid NOT NULL,
+	rebuild_id uuid NOT NULL,
+	accepted_write_epoch bigint NOT NULL CHECK (accepted_write_epoch > 0),
+	stream_lsn pg_lsn NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (user_id, client_id, rebuild_id),
+	FOREIGN KEY (user_id, client_id) REFERENCES synchro.clients (user_id, client_id)
+);
+
+-- The single-writer lease of walsync: takeover bumps writer_epoch and fencing_token, and
+-- every changelog write is guarded by them.
+CREATE TABLE synchro.writer_lease (
+	role text PRIMARY KEY,
+	writer_id text NOT NULL,
+	writer_epoch bigint NOT NULL CHECK (writer_epoch > 0),
+	fencing_token uuid NOT NULL,
+	lease_until timestamptz NOT NULL,
+	heartbeat_at timestamptz
+);
+
+-- Ledger rows are immutable once complete; identity and fingerprint never change (ADR
+-- "Exact replay"). Applies to every role, the owner included.
+CREATE FUNCTION synchro.batches_before_update() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF OLD.state = 'complete' THEN
+		RAISE EXCEPTION 'synchro: a complete batch ledger row is immutable'
+			USING ERRCODE = 'SY002';
+	END IF;
+	IF (NEW.user_id, NEW.client_id, NEW.batch_id, NEW.protocol_version,
+	    NEW.client_generation, NEW.schema_version, NEW.schema_hash, NEW.fp_algorithm,
+	    NEW.fp_version, NEW.fp_domain, NEW.fingerprint, NEW.atomic, NEW.created_at)
+	   IS DISTINCT FROM
+	   (OLD.user_id, OLD.client_id, OLD.batch_id, OLD.protocol_version,
+	    OLD.client_generation, OLD.schema_version, OLD.schema_hash, OLD.fp_algorithm,
+	    OLD.fp_version, OLD.fp_domain, OLD.fingerprint, OLD.atomic, OLD.created_at) THEN
+		RAISE EXCEPTION 'synchro: the identity and fingerprint of a batch never change'
+			USING ERRCODE = 'SY002';
+	END IF;
+	RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER batches_before_update BEFORE UPDATE ON synchro.batches
+	FOR EACH ROW EXECUTE FUNCTION synchro.batches_before_update();
+
+-- Every mutation ledger row has exactly one terminal outcome, written at insert.
+CREATE FUNCTION synchro.refuse_change() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	RAISE EXCEPTION 'synchro: rows of %.% are immutable', TG_TABLE_SCHEMA, TG_TABLE_NAME
+		USING ERRCODE = 'SY002';
+END
+$fn$;
+CREATE TRIGGER mutations_before_update BEFORE UPDATE ON synchro.mutations
+	FOR EACH ROW EXECUTE FUNCTION synchro.refuse_change();
+-- Published manifests are kept forever and their bytes are what the hash covers.
+CREATE TRIGGER schema_versions_before_update BEFORE UPDATE OR DELETE ON synchro.schema_versions
+	FOR EACH ROW EXECUTE FUNCTION synchro.refuse_change();
+
+-- Ledger rows never expire: deletion is allowed only for a retired client's rows (ADR
+-- "Without that permanent marker ... ledger deletion is forbidden").
+CREATE FUNCTION synchro.ledger_before_delete() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM synchro.retirements r
+	               WHERE r.client_id = OLD.client_id AND r.user_id = OLD.user_id) THEN
+		RAISE EXCEPTION 'synchro: ledger rows of a client that is not retired are never deleted'
+			USING ERRCODE = 'SY005';
+	END IF;
+	RETURN OLD;
+END
+$fn$;
+CREATE TRIGGER batches_before_delete BEFORE DELETE ON synchro.batches
+	FOR EACH ROW EXECUTE FUNCTION synchro.ledger_before_delete();
+CREATE TRIGGER mutations_before_delete BEFORE DELETE ON synchro.mutations
+	FOR EACH ROW EXECUTE FUNCTION synchro.ledger_before_delete();
+
+-- TRUNCATE skips row triggers, so it is refused outright on the permanent tables.
+CREATE FUNCTION synchro.refuse_truncate() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	RAISE EXCEPTION 'synchro: %.% cannot be truncated', TG_TABLE_SCHEMA, TG_TABLE_NAME
+		USING ERRCODE = 'SY005';
+END
+$fn$;
+CREATE TRIGGER batches_no_truncate BEFORE TRUNCATE ON synchro.batches
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+CREATE TRIGGER mutations_no_truncate BEFORE TRUNCATE ON synchro.mutations
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+CREATE TRIGGER retirements_no_truncate BEFORE TRUNCATE ON synchro.retirements
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+CREATE TRIGGER clients_no_truncate BEFORE TRUNCATE ON synchro.clients
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+CREATE TRIGGER schema_versions_no_truncate BEFORE TRUNCATE ON synchro.schema_versions
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+CREATE TRIGGER row_fences_no_truncate BEFORE TRUNCATE ON synchro.row_fences
+	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
+
+-- Retirement is irreversible, for every role including the owner.
+CREATE FUNCTION synchro.retirements_before_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		-- Serializes with a concurrent connect or push, which update or lock this row:
+		-- once the marker commits, their trigger and gate checks see it.
+		PERFORM 1 FROM synchro.clients c WHERE c.client_id = NEW.client_id FOR UPDATE;
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION 'synchro: client retirement is permanent' USING ERRCODE = 'SY003';
+END
+$fn$;
+CREATE TRIGGER retirements_before_change BEFORE INSERT OR UPDATE OR DELETE
+	ON synchro.retirements
+	FOR EACH ROW EXECUTE FUNCTION synchro.retirements_before_change();
+
+-- A retired client_id can never register again, reconnect (generation) or accept writes
+-- (accepted_write_epoch); walsync may still record materialization of writes it accepted
+-- before. Identity never changes and the counters never go back.
+CREATE FUNCTION synchro.clients_before_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		IF EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = NEW.client_id) THEN
+			RAISE EXCEPTION 'synchro: client % is retired', NEW.client_id
+				USING ERRCODE = 'SY004';
+		END IF;
+		RETURN NEW;
+	END IF;
+	IF (NEW.client_id, NEW.user_id, NEW.created_at)
+	   IS DISTINCT FROM (OLD.client_id, OLD.user_id, OLD.created_at) THEN
+		RAISE EXCEPTION 'synchro: the identity of a client never changes'
+			USING ERRCODE = 'SY002';
+	END IF;
+	IF NEW.generation < OLD.generation
+	   OR NEW.accepted_write_epoch < OLD.accepted_write_epoch
+	   OR NEW.materialized_write_epoch < OLD.materialized_write_epoch THEN
+		RAISE EXCEPTION 'synchro: client generation and write epochs never decrease'
+			USING ERRCODE = 'SY002';
+	END IF;
+	IF (NEW.generation <> OLD.generation
+	    OR NEW.accepted_write_epoch <> OLD.accepted_write_epoch)
+	   AND EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = OLD.client_id) THEN
+		RAISE EXCEPTION 'synchro: client % is retired', OLD.client_id
+			USING ERRCODE = 'SY004';
+	END IF;
+	RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER clients_before_change BEFORE INSERT OR UPDATE ON synchro.clients
+	FOR EACH ROW EXECUTE FUNCTION synchro.clients_before_change();
+
+-- No new batch for a retired client, whatever raced with the retirement.
+CREATE FUNCTION synchro.batches_before_insert() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = NEW.client_id) THEN
+		RAISE EXCEPTION 'synchro: client % is retired', NEW.client_id
+			USING ERRCODE = 'SY004';
+	END IF;
+	RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER batches_before_insert BEFORE INSERT ON synchro.batches
+	FOR EACH ROW EXECUTE FUNCTION synchro.batches_before_insert();
+
+REVOKE EXECUTE ON FUNCTION synchro.batches_before_update(), synchro.refuse_change(),
+	synchro.ledger_before_delete(), synchro.refuse_truncate(),
+	synchro.retirements_before_change(), synchro.clients_before_change(),
+	synchro.batches_before_insert() FROM PUBLIC;
+
+-- Least grants (SQL-CONTRACT, doc/operations.md). synchro_app: the responders.
+GRANT SELECT ON synchro.migrations, synchro.schema_versions, synchro.synced_tables,
+	synchro.row_fences, synchro.changelog, synchro.writer_lease TO synchro_app;
+GRANT SELECT, INSERT ON synchro.clients, synchro.retirements, synchro.batches,
+	synchro.mutations TO synchro_app;
+GRANT UPDATE (generation, accepted_write_epoch, last_seen_at) ON synchro.clients
+	TO synchro_app;
+GRANT UPDATE (state, http_status, response, completed_at) ON synchro.batches TO synchro_app;
+GRANT SELECT, INSERT, UPDATE ON synchro.rebuild_sessions TO synchro_app;
+
+-- synchro_walsync: materializes the WAL into the changelog under the writer lease.
+GRANT SELECT ON synchro.migrations, synchro.schema_versions, synchro.synced_tables,
+	synchro.clients, synchro.row_fences TO synchro_walsync;
+GRANT SELECT, INSERT ON synchro.changelog TO synchro_walsync;
+GRANT SELECT, INSERT, UPDATE ON synchro.writer_lease TO synchro_walsync;
+GRANT UPDATE (materialized_write_epoch) ON synchro.clients TO synchro_walsync;
+GRANT UPDATE (source_lsn) ON synchro.row_fences TO synchro_walsync;
+
+RESET ROLE;
 INSERT INTO synchro.migrations (version, name) VALUES (1, 'init');
+
+-- ==== migration 2: version_fence (0002_version_fence.sql) ====
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Migration 2: the version-fence trigger of every synced relation, and the helpers that
+-- install it and backfill fences of existing rows.
+-- Refusals raised here carry SQLSTATEs of class SY (doc/operations.md):
+--   SY001 primary key of a synced row changed    SY005 TRUNCATE of a synced table
+--   SY010 invalid fence trigger configuration
+
+SET ROLE synchro_owner;
+
+-- ADR "Opaque server versions and atomic compare-and-swap": every row operation on a synced
+-- relation (push or direct application write; insert, update, soft delete, hard delete)
+-- mints a new random version, moves the fence under its row lock (the same locked path
+-- a push compare-and-swap takes) and emits one transactional logical message, so the
+-- source write, the version transition and the message commit or vanish together.
+-- Arguments: table_id, pk column, soft-delete column or '', owner column or ''.
+-- Transaction-local settings synchro.mutation_id / client_id / user_id name the push
+-- mutation that wrote the row; unset or empty means a direct application write.
+CREATE FUNCTION synchro.version_fence() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, synchro, pg_temp
+AS $fn$
+DECLARE
+	v_table_id text := TG_ARGV[0];
+	v_pk_col text := TG_ARGV[1];
+	v_soft_col text := coalesce(TG_ARGV[2], '');
+	v_owner_col text := coalesce(TG_ARGV[3], '');
+	v_old jsonb;
+	v_new jsonb;
+	v_pk text;
+	v_state text := 'live';
+	v_version text;
+	v_mutation uuid;
+	v_client uuid;
+	v_user text;
+	v_owner_before text;
+	v_owner_after text;
+BEGIN
+	IF TG_WHEN <> 'AFTER' OR TG_LEVEL <> 'ROW' OR TG_NARGS <> 4
+	   OR coalesce(v_table_id, '') = '' OR coalesce(v_pk_col, '') = '' THEN
+		RAISE EXCEPTION 'synchro: version_fence must be installed by synchro.install_fence_trigger'
+			USING ERRCODE = 'SY010';
+	END IF;
+	IF TG_OP <> 'INSERT' THEN
+		v_old := to_jsonb(OLD);
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		v_new := to_jsonb(NEW);
+	END IF;
+	IF NOT coalesce(v_new, v_old) ? v_pk_col THEN
+		RAISE EXCEPTION 'synchro: %.% has no column %', TG_TABLE_SCHEMA, TG_TABLE_NAME, v_pk_col
+			USING ERRCODE = 'SY010';
+	END IF;
+
+	IF TG_OP = 'DELETE' THEN
+		v_pk := v_old ->> v_pk_col;
+		v_state := 'deleted';
+	ELSE
+		v_pk := v_new ->> v_pk_col;
+		IF TG_OP = 'UPDATE' AND (v_old ->> v_pk_col) IS DISTINCT FROM v_pk THEN
+			RAISE EXCEPTION 'synchro: the primary key of a row of synced table "%" cannot change',
+				v_table_id
+				USING ERRCODE = 'SY001',
+				      DETAIL = pg_catalog.format('%s.%s: %s -> %s', TG_TABLE_SCHEMA,
+				               TG_TABLE_NAME, v_old ->> v_pk_col, v_pk),
+				      HINT = 'Delete the row and insert a new one.';
+		END IF;
+		IF v_soft_col <> '' THEN
+			IF NOT v_new ? v_soft_col THEN
+				RAISE EXCEPTION 'synchro: %.% has no column %', TG_TABLE_SCHEMA,
+					TG_TABLE_NAME, v_soft_col USING ERRCODE = 'SY010';
+			END IF;
+			IF jsonb_typeof(v_new -> v_soft_col) <> 'null' THEN
+				v_state := 'deleted';
+			END IF;
+		END IF;
+	END IF;
+	IF v_owner_col <> '' THEN
+		v_owner_before := v_old ->> v_owner_col;
+		v_owner_after := v_new ->> v_owner_col;
+	END IF;
+
+	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	v_version := replace(gen_random_uuid()::text, '-', '');
+	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
+	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;
+	v_user := nullif(current_setting('synchro.user_id', true), '');
+
+	INSERT INTO synchro.row_fences AS f
+		(table_id, pk, state, version, mutation_id, client_id, user_id, source_xid,
+		 source_lsn, updated_at)
+	VALUES (v_table_id, v_pk, v_state, v_version, v_mutation, v_client, v_user,
+		pg_current_xact_id(), NULL, now())
+	ON CONFLICT (table_id, pk) DO UPDATE SET
+		state = EXCLUDED.state,
+		version = EXCLUDED.version,
+		mutation_id = EXCLUDED.mutation_id,
+		client_id = EXCLUDED.client_id,
+		user_id = EXCLUDED.user_id,
+		source_xid = EXCLUDED.source_xid,
+		source_lsn = NULL,
+		updated_at = EXCLUDED.updated_at;
+
+	PERFORM pg_logical_emit_message(true, 'synchro', jsonb_build_object(
+		'table_id', v_table_id, 'pk', v_pk, 'version', v_version, 'state', v_state,
+		'mutation_id', v_mutation, 'client_id', v_client, 'user_id', v_user,
+		'owner_before', v_owner_before, 'owner_after', v_owner_after)::text);
+	RETURN NULL;
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION synchro.version_fence() FROM PUBLIC;
+
+-- Validates one fence configuration against the catalog: the pk column must be a NOT NULL
+-- column under a single-column unique index whose jsonb and text outputs agree (so the
+-- fence pk equals the canonical wire value), the soft-delete column a timestamptz.
+CREATE FUNCTION synchro.check_fence_config(relation regclass, pk_column text,
+	soft_delete_column text, owner_column text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	v_kind "char";
+	v_pk_att smallint;
+	v_pk_type oid;
+	v_pk_notnull boolean;
+	v_type oid;
+BEGIN
+	SELECT c.relkind INTO v_kind FROM pg_class c
+		WHERE c.oid = relation AND c.relnamespace <> 'synchro'::regnamespace;
+	IF v_kind IS NULL OR v_kind NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION 'synchro: % is not an application table', relation
+			USING ERRCODE = 'SY010';
+	END IF;
+	SELECT a.attnum, coalesce(nullif(t.typbasetype, 0), a.atttypid), a.attnotnull
+		INTO v_pk_att, v_pk_type, v_pk_notnull
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = relation AND a.attname = pk_column AND a.attnum > 0
+		  AND NOT a.attisdropped;
+	IF v_pk_att IS NULL THEN
+		RAISE EXCEPTION 'synchro: % has no column %', relation, pk_column
+			USING ERRCODE = 'SY010';
+	END IF;
+	IF v_pk_type NOT IN ('uuid'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype,
+	                     'text'::regtype, 'varchar'::regtype) THEN
+		RAISE EXCEPTION 'synchro: primary key %.% has unsupported type %', relation, pk_column,
+			format_type(v_pk_type, NULL) USING ERRCODE = 'SY010';
+	END IF;
+	IF NOT v_pk_notnull OR NOT EXISTS (
+		SELECT 1 FROM pg_index i
+		WHERE i.indrelid = relation AND i.indisunique AND i.indnkeyatts = 1
+		  AND i.indkey[0] = v_pk_att AND i.indpred IS NULL AND i.indexprs IS NULL) THEN
+		RAISE EXCEPTION 'synchro: %.% is not a NOT NULL column with a unique index of its own',
+			relation, pk_column USING ERRCODE = 'SY010';
+	END IF;
+	IF coalesce(soft_delete_column, '') <> '' THEN
+		SELECT a.atttypid INTO v_type FROM pg_attribute a
+			WHERE a.attrelid = relation AND a.attname = soft_delete_column AND a.attnum > 0
+			  AND NOT a.attisdropped;
+		IF v_type IS DISTINCT FROM 'timestamptz'::regtype THEN
+			RAISE EXCEPTION 'synchro: soft-delete column %.% is not a timestamptz column',
+				relation, soft_delete_column USING ERRCODE = 'SY010';
+		END IF;
+	END IF;
+	IF coalesce(owner_column, '') <> '' AND NOT EXISTS (
+		SELECT 1 FROM pg_attribute a
+		WHERE a.attrelid = relation AND a.attname = owner_column AND a.attnum > 0
+		  AND NOT a.attisdropped) THEN
+		RAISE EXCEPTION 'synchro: % has no column %', relation, owner_column
+			USING ERRCODE = 'SY010';
+	END IF;
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION synchro.check_fence_config(regclass, text, text, text) FROM PUBLIC;
+
+-- (Re)installs the version fence on one synced relation, and refuses TRUNCATE on it (which
+-- skips row triggers and would leave live fences without rows). Runs as the caller, who
+-- needs TRIGGER on the relation (its owner or a superuser) and membership in synchro_owner.
+CREATE FUNCTION synchro.install_fence_trigger(relation regclass, table_id text,
+	pk_column text, soft_delete_column text, owner_column text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF coalesce(table_id, '') = '' THEN
+		RAISE EXCEPTION 'synchro: empty table_id' USING ERRCODE = 'SY010';
+	END IF;
+	PERFORM synchro.check_fence_config(relation, pk_column, soft_delete_column, owner_column);
+	-- Dropped and created in one transaction: no write can slip between the two.
+	IF EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = relation
+	           AND t.tgname = 'synchro_version_fence') THEN
+		EXECUTE format('DROP TRIGGER synchro_version_fence ON %s', relation);
+	END IF;
+	EXECUTE format('CREATE TRIGGER synchro_version_fence AFTER INSERT OR UPDATE OR DELETE ON %s'
+		' FOR EACH ROW EXECUTE FUNCTION synchro.version_fence(%L, %L, %L, %L)', relation,
+		table_id, pk_column, coalesce(soft_delete_column, ''), coalesce(owner_column, ''));
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = relation
+	               AND t.tgname = 'synchro_no_truncate') THEN
+		EXECUTE format('CREATE TRIGGER synchro_no_truncate BEFORE TRUNCATE ON %s'
+			' FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate()', relation);
+	END IF;
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION synchro.install_fence_trigger(regclass, text, text, text, text)
+	FROM PUBLIC;
+
+-- Creates fences, with random versions, for rows of a relation that have none (a table
+-- that becomes synced with rows in it); emits one message per created fence like the
+-- trigger, as a direct write. Existing fences are left alone. Returns the number created.
+-- Runs as the caller (SELECT on the relation, membership in synchro_owner).
+CREATE FUNCTION synchro.backfill_fences(relation regclass, table_id text, pk_column text,
+	soft_delete_column text, owner_column text DEFAULT '') RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	n bigint;
+BEGIN
+	IF coalesce(table_id, '') = '' THEN
+		RAISE EXCEPTION 'synchro: empty table_id' USING ERRCODE = 'SY010';
+	END IF;
+	PERFORM synchro.check_fence_config(relation, pk_column, soft_delete_column, owner_column);
+	EXECUTE format($q$
+		WITH src AS MATERIALIZED (
+			SELECT r.%1$I::text AS pk, %2$s AS deleted, %3$s AS owner FROM %4$s AS r
+		), ins AS (
+			INSERT INTO synchro.row_fences (table_id, pk, state, version, source_xid)
+			SELECT $1, src.pk, CASE WHEN src.deleted THEN 'deleted' ELSE 'live' END,
+				replace(gen_random_uuid()::text, '-', ''), pg_current_xact_id()
+			FROM src
+			ON CONFLICT (table_id, pk) DO NOTHING
+			RETURNING pk, state, version
+		)
+		SELECT count(pg_logical_emit_message(true, 'synchro', jsonb_build_object(
+			'table_id', $1, 'pk', ins.pk, 'version', ins.version, 'state', ins.state,
+			'mutation_id', NULL, 'client_id', NULL, 'user_id', NULL,
+			'owner_before', NULL, 'owner_after', src.owner)::text))
+		FROM ins JOIN src ON src.pk = ins.pk
+		$q$,
+		pk_column,
+		CASE WHEN coalesce(soft_delete_column, '') = '' THEN 'false'
+		     ELSE format('r.%I IS NOT NULL', soft_delete_column) END,
+		CASE WHEN coalesce(owner_column, '') = '' THEN 'NULL::text'
+		     ELSE format('r.%I::text', owner_column) END,
+		relation)
+		INTO n USING table_id;
+	RETURN n;
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION synchro.backfill_fences(regclass, text, text, text, text)
+	FROM PUBLIC;
+
+RESET ROLE;
+INSERT INTO synchro.migrations (version, name) VALUES (2, 'version_fence');

@@ -2,7 +2,8 @@
 # C table of migrations synchroctl embeds (src/store/migrations.h), generated into the build
 # tree by sql/embed.sh.
 SQL_MIGRATIONS = \
-	sql/migrations/0001_init.sql
+	sql/migrations/0001_init.sql \
+	sql/migrations/0002_version_fence.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c
@@ -12,7 +13,7 @@ BUILT_SOURCES = $(SQL_MIGRATIONS_C)
 CLEANFILES += $(SQL_MIGRATIONS_C)
 noinst_HEADERS += src/store/migrations.h
 
-$(SQL_MIGRATIONS_C): $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%)
+$(SQL_MIGRATIONS_C): $(srcdir)/sql/local.mk $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%)
 	$(AM_V_GEN)$(MKDIR_P) src/store && \
 	$(SHELL) $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%) >$@.tmp && mv $@.tmp $@
 

@@ -1,1 +1,20 @@
-# Integration suites against a throwaway PostgreSQL (tests/integration/with-pg).
+# Integration suites against a throwaway PostgreSQL: every *.pgt test runs under
+# tests/integration/with-pg (PGT_LOG_COMPILER), which exits 77 (skip) without a server.
+# Suites link PGT_LDADD (pgtest.h helpers + the CUnit runner of tests/unit) and use PGT_CFLAGS.
+noinst_LTLIBRARIES += tests/integration/libpgtest.la
+tests_integration_libpgtest_la_SOURCES = tests/integration/pgtest.c tests/integration/pgtest.h
+tests_integration_libpgtest_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS) $(CUNIT_CFLAGS)
+
+PGT_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS) $(CUNIT_CFLAGS) \
+	-I$(top_srcdir)/tests/unit -I$(top_srcdir)/tests/integration
+PGT_LDADD = tests/integration/libpgtest.la tests/unit/libsytest.la $(LIBPQ_LIBS) $(CUNIT_LIBS)
+
+EXTRA_DIST += tests/integration/with-pg contrib/example/schema.sql contrib/example/manifest.json
+
+# The database contract itself: migrations, fences, messages, grants, retirement.
+check_PROGRAMS += tests/integration/test_sql.pgt
+TESTS += tests/integration/test_sql.pgt
+tests_integration_test_sql_pgt_SOURCES = tests/integration/test_sql.c
+nodist_tests_integration_test_sql_pgt_SOURCES = src/store/sql_migrations.c
+tests_integration_test_sql_pgt_CFLAGS = $(PGT_CFLAGS)
+tests_integration_test_sql_pgt_LDADD = $(PGT_LDADD)
