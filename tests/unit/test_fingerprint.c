@@ -65,8 +65,10 @@ static const char *vector_dir(const char *sub)
 
 static char *read_in(const char *dir, const char *name, const char *suffix, size_t *len)
 {
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+	char path[8192];
+	int n = snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return NULL;
 	return sy_test_read_file(path, len);
 }
 

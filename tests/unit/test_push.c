@@ -65,8 +65,10 @@ static void free_names(char **names, size_t n)
 
 static char *read_in(const char *dir, const char *name, const char *suffix, size_t *len)
 {
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+	char path[8192];
+	int n = snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return NULL;
 	char *text = sy_test_read_file(path, len);
 	if (text == NULL)
 		fprintf(stderr, "cannot read %s\n", path);
