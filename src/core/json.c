@@ -332,6 +332,8 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 			escapes = true;
 			if (n - i < 2)
 				return perr(ps, ps->pos, "unterminated string");
+			if (strchr("\"\\/bfnrtu", p[i + 1]) == NULL || p[i + 1] == '\0')
+				return perr(ps, i, "invalid escape in string");
 			i += 2;
 			continue;
 		}

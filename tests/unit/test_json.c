@@ -6,6 +6,7 @@
 #include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <json-c/json.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,8 @@ static bool same_as_jsonc(const sy_json *v, struct json_object *j)
 	return false;
 }
 
+static int jsonc_compared;
+
 static void check_jsonc(const char *name, const sy_json *root, const char *text, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
@@ -146,6 +149,7 @@ static void check_jsonc(const char *name, const sy_json *root, const char *text,
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	/* json-c refuses some valid documents (U+0000 in names, huge numbers); only
 	 * documents both accept are compared. */
+	jsonc_compared += jerr == json_tokener_success;
 	if (jerr == json_tokener_success && !same_as_jsonc(root, j)) {
 		fprintf(stderr, "\n  %s: values differ from json-c\n", name);
 		CU_FAIL("json-c disagrees");
@@ -212,6 +216,8 @@ static void test_jsontestsuite(void)
 	closedir(d);
 	/* The suite is all there: 95 y_, 188 n_, 35 i_ cases. */
 	CU_ASSERT(yes >= 90 && no >= 180 && impl >= 30);
+	fprintf(stderr, "(%d y_ documents cross-checked with json-c) ", jsonc_compared);
+	CU_ASSERT(jsonc_compared >= 80);
 }
 
 /* ------------------------------------------------------------ structure */
@@ -429,6 +435,8 @@ static void test_strings(void)
 	expect_refused_at("\"\\x41\"", 6, 1);
 	expect_refused_at("\"\\'\"", 4, 1);
 	expect_refused_at("\"\\U0041\"", 8, 1);
+	expect_refused_at("\"ab\\\xc3\xa9\"", 7, 3);
+	expect_refused_at("\"ab\\\x01\"", 6, 3);
 	expect_refused_at("\"\\", 2, 0);
 	expect_refused_at("\"a\tb\"", 5, 2);
 	expect_refused_at("\"a\nb\"", 5, 2);
@@ -834,6 +842,38 @@ static void test_alloc_failure(void)
 	free(text);
 }
 
+/* ------------------------------------------------------------ locale */
+
+/* The library never calls setlocale, but a host program might: a locale whose
+ * decimal point is ',' must not change what numbers read or write. Runs where
+ * such a locale is installed (e.g. LOCPATH pointing at a localedef output). */
+static void test_locale(void)
+{
+	static const char *names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8",
+	                              "de_DE", "fr_FR"};
+	const char *got = NULL;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && got == NULL; i++)
+		got = setlocale(LC_NUMERIC, names[i]);
+	if (got == NULL || strcmp(localeconv()->decimal_point, ",") != 0) {
+		setlocale(LC_NUMERIC, "C");
+		fprintf(stderr, "(no locale with a decimal comma: not checked) ");
+		return;
+	}
+	sy_error err;
+	const char *text = "[1.5,0.30000000000000004,1.25e-300,123456789.123456789,2.5e5]";
+	sy_json_doc *doc = parse(text, &err);
+	CU_ASSERT_PTR_NOT_NULL(doc);
+	char *c = doc != NULL ? canonical(sy_json_doc_root(doc)) : NULL;
+	setlocale(LC_NUMERIC, "C");
+	CU_ASSERT(doc != NULL && sy_json_doc_root(doc)->u.array.items[0]->u.number.value == 1.5);
+	CU_ASSERT(doc != NULL &&
+	          sy_json_doc_root(doc)->u.array.items[2]->u.number.value == 1.25e-300);
+	CU_ASSERT(c != NULL && strcmp(c, "[1.5,0.30000000000000004,1.25e-300,123456789.12345679,"
+	                                 "250000]") == 0);
+	sy_free(c);
+	sy_json_doc_free(doc);
+}
+
 /* ------------------------------------------------------------ main */
 
 int main(void)
@@ -849,6 +889,7 @@ int main(void)
 		{"values", test_values},
 		{"builders", test_builders},
 		{"failing allocations", test_alloc_failure},
+		{"decimal comma locale", test_locale},
 		{NULL, NULL},
 	};
 	static const CU_TestInfo data[] = {

@@ -60,8 +60,11 @@ typedef struct sy_json_doc sy_json_doc;
 
 /*
  * Parses exactly one JSON value from text[0..len) (text need not be
- * NUL-terminated). Byte offsets in messages count from 0. Numbers are converted
- * without regard to the locale's decimal point. Returns a new document the
+ * NUL-terminated). Messages read "invalid JSON at byte N: <reason>", N counting
+ * from 0. Numbers are converted as strtod would in the C locale: the library
+ * never calls setlocale, and a host locale with another decimal point is
+ * compensated for (it reads localeconv() once per call, so a thread changing the
+ * locale concurrently is the caller's problem). Returns a new document the
  * caller frees with sy_json_doc_free(); NULL with *err set (SY_ERR_INVALID_REQUEST
  * with a message naming the byte offset, or SY_ERR_NOMEM).
  */
@@ -71,7 +74,8 @@ const sy_json *sy_json_doc_root(const sy_json_doc *doc);
 /* Makes root (built in doc) the value sy_json_doc_root() returns. */
 void sy_json_doc_set_root(sy_json_doc *doc, sy_json *root);
 
-/* Member lookup by exact name; NULL when absent. */
+/* Member lookup by exact name (linear scan; a name holding U+0000 cannot be
+ * looked up this way); NULL when absent or when object is not an object. */
 const sy_json *sy_json_get(const sy_json *object, const char *key);
 const char *sy_json_type_name(sy_json_type t);
 
@@ -80,7 +84,8 @@ const char *sy_json_type_name(sy_json_type t);
  * They allocate in doc's arena; doc may be an empty document from
  * sy_json_doc_new(). Every builder returns NULL when memory runs out, and
  * accepts NULL arguments by returning NULL, so a chain of builders needs one
- * check at its end.
+ * check at its end. Strings and names are copied as given: they must be valid
+ * UTF-8 for the canonical writer's output to be JSON.
  */
 SY_MUST_CHECK sy_json_doc *sy_json_doc_new(void);
 sy_json *sy_json_new_null(sy_json_doc *doc);
