@@ -6,9 +6,11 @@ tests_unit_libsytest_la_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 UNIT_LDADD = tests/unit/libsytest.la src/core/libsycore.la $(CUNIT_LIBS) $(CRYPTO_LIBS) -lm
 UNIT_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests/unit
 
+# UNIT_TESTS: the suites contrib/check --valgrind runs under valgrind; every
+# fragment appends its own to UNIT_TESTS, check_PROGRAMS and TESTS.
 UNIT_TESTS = tests/unit/test_errors
-check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS)
+check_PROGRAMS += tests/unit/test_errors
+TESTS += tests/unit/test_errors
 
 tests_unit_test_errors_SOURCES = tests/unit/test_errors.c
 tests_unit_test_errors_CFLAGS = $(UNIT_CFLAGS)
