@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* One FastCGI request as HTTP: parameters, the capped body, and the response. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fcgi/http.h"
+#include "synchro/alloc.h"
+#include "synchro/outcome.h"
+
+void sy_http_init(sy_http *h, FCGX_Request *fcgx)
+{
+	memset(h, 0, sizeof *h);
+	h->fcgx = fcgx;
+	const char *m = FCGX_GetParam("REQUEST_METHOD", fcgx->envp);
+	h->method = m != NULL ? m : "";
+	const char *uri = FCGX_GetParam("REQUEST_URI", fcgx->envp);
+	if (uri == NULL || *uri == '\0')
+		uri = FCGX_GetParam("DOCUMENT_URI", fcgx->envp);
+	if (uri == NULL || *uri == '\0')
+		uri = FCGX_GetParam("SCRIPT_NAME", fcgx->envp);
+	if (uri != NULL) {
+		size_t n = strcspn(uri, "?#");
+		if (n < sizeof h->path) {
+			memcpy(h->path, uri, n);
+			h->path[n] = '\0';
+		}
+	}
+}
+
+void sy_http_done(sy_http *h)
+{
+	sy_free(h->body);
+	h->body = NULL;
+	h->body_len = 0;
+}
+
+const char *sy_http_param(const sy_http *h, const char *name)
+{
+	return FCGX_GetParam(name, h->fcgx->envp);
+}
+
+bool sy_http_read_body(sy_http *h, size_t max, sy_error *err)
+{
+	const char *cl = sy_http_param(h, "CONTENT_LENGTH");
+	if (cl == NULL || *cl == '\0')
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "request body: Content-Length required");
+	size_t len = 0;
+	for (const char *p = cl; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || len > max)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    *p < '0' || *p > '9' ? "request body: invalid Content-Length"
+			                                         : "request body: larger than %zu octets",
+			                    max);
+		len = len * 10 + (size_t)(*p - '0');
+	}
+	if (len > max)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "request body: larger than %zu octets",
+		                    max);
+	h->body = sy_malloc(len + 1);
+	if (h->body == NULL)
+		return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
+	size_t got = 0;
+	while (got < len) {
+		int n = FCGX_GetStr(h->body + got, (int)(len - got), h->fcgx->in);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	h->body[got] = '\0';
+	h->body_len = got;
+	if (got != len)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "request body: shorter than Content-Length");
+	return true;
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 422: return "Unprocessable Content";
+	case 426: return "Upgrade Required";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+void sy_http_respond(sy_http *h, int status, const char *content_type, const char *extra_headers,
+                     const char *body, size_t len)
+{
+	if (h->answered)
+		return;
+	h->answered = true;
+	h->status = status;
+	FCGX_FPrintF(h->fcgx->out,
+	             "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	             "Cache-Control: no-store\r\n%s\r\n",
+	             status, reason(status), content_type, len, extra_headers ? extra_headers : "");
+	if (len > 0)
+		FCGX_PutStr(body, (int)len, h->fcgx->out);
+}
+
+void sy_http_json(sy_http *h, int status, const sy_buf *body, const char *extra_headers)
+{
+	sy_http_respond(h, status, "application/json", extra_headers, body->data, body->len);
+}
+
+void sy_http_error(sy_http *h, sy_errcode code, const char *message, unsigned retry_after_s,
+                   const sy_schema_ref *current, const sy_schema_ref *received)
+{
+	int status = sy_errcode_http_status(code);
+	sy_buf body = SY_BUF_INIT;
+	sy_error err;
+	if (!sy_outcome_error_body(&body, code, message, current, received, &err)) {
+		/* Only memory can fail here: answer with a fixed canonical 503. */
+		static const char fixed[] = "{\"error\":{\"code\":\"temporary_unavailable\","
+		                            "\"message\":\"request could not be committed\","
+		                            "\"retryable\":true}}";
+		sy_buf_free(&body);
+		sy_http_respond(h, 503, "application/json", "Retry-After: 1\r\n", fixed,
+		                sizeof fixed - 1);
+		return;
+	}
+	char headers[64] = "";
+	if (status == 429 || status == 503)
+		snprintf(headers, sizeof headers, "Retry-After: %u\r\n", retry_after_s ? retry_after_s : 1);
+	sy_http_json(h, status, &body, headers);
+	sy_buf_free(&body);
+}

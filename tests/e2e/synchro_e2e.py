@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The end-to-end stack for tests: a throwaway PostgreSQL (from tests/integration/with-pg),
+synchro installed with contrib/example, synchro-fcgi on a UNIX socket, and real nginx or
+Apache (mod_proxy_fcgi) with HTTP basic authentication for alice and bob. Real HTTP only."""
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))
+BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
+SYNCHROCTL = os.path.join(BUILD, "src/ctl/synchroctl")
+FCGI = os.path.join(BUILD, "src/fcgi/synchro-fcgi")
+USERS = {"alice": "alice", "bob": "bob", "carol": "carol"}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def canonical(obj):
+    """JCS for the values tests build (strings, ints, bools, null, nested; no floats)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Stack:
+    def __init__(self, server="nginx", workers=2, extra_conf=""):
+        self.server = server
+        self.workers = workers
+        self.extra_conf = extra_conf
+        self.dir = tempfile.mkdtemp(prefix="synchro-e2e-")
+        os.chmod(self.dir, 0o755)
+        self.sock = os.path.join(self.dir, "synchro.sock")
+        self.port = free_port()
+        self.procs = {}
+        self.conf = os.path.join(self.dir, "synchro.conf")
+
+    # --- lifecycle ---------------------------------------------------------
+    def start(self):
+        self.write_conf()
+        self.ctl("init")
+        self.psql_file(os.path.join(SRC, "contrib/example/schema.sql"))
+        self.ctl("schema", "publish", os.path.join(SRC, "contrib/example/manifest.json"))
+        self.start_fcgi()
+        if self.server == "nginx":
+            self.start_nginx()
+        else:
+            self.start_apache()
+        wait_for(lambda: self.try_status("GET", "/healthz") == 200, what="healthz through " + self.server)
+        return self
+
+    def stop(self):
+        for name in list(self.procs):
+            self.stop_proc(name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def write_conf(self, **fcgi):
+        opts = {"listen": self.sock, "listen_mode": "0666", "workers": str(self.workers),
+                "lock_timeout_ms": "5000", "retry_after_s": "1"}
+        opts.update({k: str(v) for k, v in fcgi.items()})
+        conninfo = "host=%s port=%s dbname=%s user=%s" % (
+            os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"], os.environ.get("PGUSER", "postgres"))
+        with open(self.conf, "w") as f:
+            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % conninfo)
+            for k, v in opts.items():
+                f.write("%s = %s\n" % (k, v))
+            f.write(self.extra_conf)
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([SYNCHROCTL, "-c", self.conf] + list(args), capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise AssertionError("synchroctl %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
+        return r
+
+    def psql(self, sql, check=True):
+        r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise AssertionError("psql: %s" % r.stderr)
+        return r.stdout.strip()
+
+    def psql_file(self, path):
+        r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", path], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("psql -f %s: %s" % (path, r.stderr))
+
+    def spawn(self, name, argv, **kw):
+        log = open(os.path.join(self.dir, name + ".log"), "ab")
+        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **kw)
+        return self.procs[name]
+
+    def stop_proc(self, name, sig=signal.SIGTERM, timeout=20):
+        p = self.procs.pop(name, None)
+        if p is None or p.poll() is not None:
+            return
+        p.send_signal(sig)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+    def log(self, name):
+        try:
+            with open(os.path.join(self.dir, name + ".log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def start_fcgi(self):
+        self.spawn("fcgi", [FCGI, "-c", self.conf])
+        wait_for(lambda: os.path.exists(self.sock), what="synchro-fcgi socket")
+
+    def htpasswd(self):
+        path = os.path.join(self.dir, "htpasswd")
+        with open(path, "w") as f:
+            for user, pw in USERS.items():
+                digest = base64.b64encode(hashlib.sha1(pw.encode()).digest()).decode()
+                f.write("%s:{SHA}%s\n" % (user, digest))
+        os.chmod(path, 0o644)
+        return path
+
+    def start_nginx(self):
+        d = self.dir
+        conf = os.path.join(d, "nginx.conf")
+        site = open(os.path.join(SRC, "conf/nginx/synchro.conf")).read()
+        site = (site.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % self.port)
+                    .replace("/run/synchro/synchro.sock", self.sock)
+                    .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
+        with open(conf, "w") as f:
+            f.write("""daemon off;
+worker_processes 2;
+pid %(d)s/nginx.pid;
+error_log %(d)s/nginx-error.log warn;
+%(user)s
+events { worker_connections 512; }
+http {
+    access_log off;
+    client_body_temp_path %(d)s/nginx-body;
+    fastcgi_temp_path %(d)s/nginx-fastcgi;
+    proxy_temp_path %(d)s/nginx-proxy;
+    uwsgi_temp_path %(d)s/nginx-uwsgi;
+    scgi_temp_path %(d)s/nginx-scgi;
+%(site)s
+}
+""" % {"d": d, "site": site, "user": "user root;" if os.getuid() == 0 else ""})
+        self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
+
+    def start_apache(self):
+        d = self.dir
+        conf = os.path.join(d, "apache.conf")
+        mods = ["mpm_event", "authn_core", "authn_file", "authz_core", "authz_user", "authz_host",
+                "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime"]
+        loads = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m) for m in mods)
+        snippet = open(os.path.join(SRC, "conf/apache/synchro-proxy-fcgi.conf")).read()
+        snippet = (snippet.replace("/run/synchro/synchro.sock", self.sock)
+                          .replace("/etc/apache2/synchro.htpasswd", self.htpasswd()))
+        user = "User www-data\nGroup www-data\n" if os.getuid() == 0 else ""
+        with open(conf, "w") as f:
+            f.write("""ServerRoot %(d)s
+ServerName 127.0.0.1
+Listen 127.0.0.1:%(port)d
+PidFile %(d)s/apache.pid
+ErrorLog %(d)s/apache-error.log
+LogLevel warn
+DefaultRuntimeDir %(d)s
+Mutex file:%(d)s default
+%(user)s
+%(loads)s
+<VirtualHost 127.0.0.1:%(port)d>
+%(snippet)s
+</VirtualHost>
+""" % {"d": d, "port": self.port, "loads": loads, "snippet": snippet, "user": user})
+        self.spawn("apache", ["apache2", "-f", conf, "-DFOREGROUND"])
+
+    # --- HTTP ----------------------------------------------------------------
+    def request(self, method, path, body=None, user="alice", protocol="3", headers=None, raw=None, timeout=30):
+        h = {}
+        if user is not None:
+            h["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % (user, USERS.get(user, "wrong"))).encode()).decode()
+        if protocol is not None:
+            h["Synchro-Protocol"] = protocol
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        if data is not None:
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=data, headers=h)
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def try_status(self, method, path):
+        try:
+            return self.request(method, path, user=None, protocol=None, timeout=2)[0]
+        except OSError:
+            return None
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def connect(self, user="alice", client_id=None):
+        client_id = client_id or str(uuid.uuid4())
+        status, _, body = self.post("/v3/connect", {"client_id": client_id}, user=user)
+        assert status == 200, (status, body)
+        return json.loads(body)
+
+
+class Runner:
+    """A tiny test runner: named cases, each failure reported, exit status for automake."""
+
+    def __init__(self):
+        self.failures = []
+        self.ran = 0
+
+    def case(self, name, fn, *args):
+        self.ran += 1
+        t0 = time.monotonic()
+        try:
+            fn(*args)
+            print("PASS %s (%.2fs)" % (name, time.monotonic() - t0), flush=True)
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            import traceback
+            self.failures.append(name)
+            print("FAIL %s: %r" % (name, e), flush=True)
+            traceback.print_exc()
+
+    def finish(self):
+        print("%d cases, %d failed" % (self.ran, len(self.failures)))
+        for f in self.failures:
+            print("  failed: " + f)
+        return 1 if self.failures or self.ran == 0 else 0
