@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 {
 	int iterations = argc > 1 ? atoi(argv[1]) : 200;
 	sy_buf req = SY_BUF_INIT;
-	if (!build_request(&req, 1000, 640)) {
+	if (!build_request(&req, 1000, 480)) {
 		fputs("bench_core: out of memory\n", stderr);
 		return 1;
 	}
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		double t0 = now();
 		sy_push_request *r = sy_push_parse(req.data, req.len, &err);
 		if (r == NULL) {
-			fprintf(stderr, "bench_core: request refused: %s\n", err.message);
+			fprintf(stderr, "bench_core: request of %zu octets refused: %s\n", req.len, err.message);
 			return 1;
 		}
 		if (!sy_fp_push(r, "alice", 5, &batch, muts, &err)) {
