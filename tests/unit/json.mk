@@ -12,4 +12,4 @@ tests_unit_test_jcs_SOURCES = tests/unit/test_jcs.c
 tests_unit_test_jcs_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_jcs_LDADD = $(UNIT_LDADD)
 
-EXTRA_DIST += tests/vectors/jcs/numbers.txt
+EXTRA_DIST += tests/vectors/jcs/numbers.txt tests/vectors/jcs/gen-numbers.js
