@@ -3,7 +3,8 @@
 # tree by sql/embed.sh.
 SQL_MIGRATIONS = \
 	sql/migrations/0001_init.sql \
-	sql/migrations/0002_version_fence.sql
+	sql/migrations/0002_version_fence.sql \
+	sql/migrations/0003_publication.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c

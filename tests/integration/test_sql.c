@@ -267,7 +267,10 @@ static void test_migrations(void)
 	"  WHERE c.relnamespace = 'synchro'::regnamespace AND NOT t.tgisinternal"              \
 	" UNION ALL SELECT format('mig %s %s', version, name) FROM synchro.migrations"         \
 	" UNION ALL SELECT format('nsp %s %s', nspowner::regrole, nspacl) FROM pg_namespace"   \
-	"  WHERE nspname = 'synchro') s(x)"
+	"  WHERE nspname = 'synchro'"                                                          \
+	" UNION ALL SELECT format('pub %s %s %s', p.pubname, p.puballtables,"                  \
+	"        (SELECT count(*) FROM pg_publication_rel r WHERE r.prpubid = p.oid))"        \
+	"   FROM pg_publication p) s(x)"
 
 /* sql/install.sql (psql -1 -f) builds exactly what the runner builds, in a second database
  * of the same cluster (so the roles already exist). */
@@ -533,6 +536,50 @@ static void test_messages(void)
 	CU_ASSERT_FALSE(get_fence("item", "10").found);
 }
 
+/* walsync's pgoutput stream (publication synchro, messages on) carries the fence messages
+ * and no row images: the publication holds no table. */
+static void test_pgoutput(void)
+{
+	pgt_exec(db, "SELECT pg_create_logical_replication_slot('synchro_p', 'pgoutput')");
+	pgt_exec(db, "INSERT INTO item (id, label) VALUES (30, 'p')");
+	pgt_exec(db, "UPDATE item SET deleted_at = now() WHERE id = 30");
+	char *version = strdup(get_fence("item", "30").version);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(version);
+	/* Byte1 'M', Int8 flags, Int64 lsn, String prefix, Int32 length, content (protocol 1). */
+	PGresult *r = pgt_query(
+		db,
+		"SELECT chr(get_byte(data, 0)), get_byte(data, 1),"
+		"       CASE WHEN get_byte(data, 0) = 77 THEN substring(data FROM 11 FOR 8) END,"
+		"       CASE WHEN get_byte(data, 0) = 77 THEN"
+		"            convert_from(substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
+		"       CASE WHEN get_byte(data, 0) = 77 THEN"
+		"            convert_from(substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
+		"  FROM pg_logical_slot_get_binary_changes('synchro_p', NULL, NULL,"
+		"       'proto_version', '1', 'publication_names', 'synchro', 'messages', 'true')"
+		"  WITH ORDINALITY AS t(lsn, xid, data, n) ORDER BY n",
+		0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	int messages = 0, rows = 0;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *kind = PQgetvalue(r, i, 0);
+		if (strcmp(kind, "M") == 0) {
+			messages++;
+			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 1), "1"); /* transactional */
+			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 2), "\\x73796e6368726f00");
+			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 4), messages == 1 ? "live" : "deleted");
+			if (messages == 2)
+				CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 3), version);
+		} else if (strcmp(kind, "B") != 0 && strcmp(kind, "C") != 0) {
+			rows++;
+		}
+	}
+	CU_ASSERT_EQUAL(messages, 2);
+	CU_ASSERT_EQUAL(rows, 0);
+	PQclear(r);
+	free(version);
+	pgt_exec(db, "SELECT pg_drop_replication_slot('synchro_p')");
+}
+
 static void insert_client(PGconn *c, const char *client_id, const char *user)
 {
 	const char *p[] = {client_id, user};
@@ -570,6 +617,7 @@ static void test_app_role(void)
 	pgt_exec(db, "CREATE ROLE test_app LOGIN IN ROLE synchro_app");
 	pgt_exec(db, "GRANT SELECT, INSERT, UPDATE, DELETE ON todo, item TO synchro_app");
 	PGconn *app = pgt_connect("user=test_app");
+	discard();
 
 	insert_client(app, APP_CLIENT, "alice");
 	pgt_exec(app, "UPDATE synchro.clients SET generation = 2, accepted_write_epoch = 2,"
@@ -927,6 +975,7 @@ int main(void)
 		{"a primary-key update is refused", test_pk_update_refused},
 		{"versions are random", test_versions_random},
 		{"one logical message per transition, committed with it", test_messages},
+		{"pgoutput carries the messages and no rows", test_pgoutput},
 		{"synchro_app and synchro_walsync grants", test_app_role},
 		{"retirement is irreversible and gates ledger deletion", test_retirement},
 		{"ledger rows and manifests are immutable", test_ledger_immutable},
