@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl database administration: init, migrate, schema, client and ledger commands over the store. */
+/* synchroctl database administration: init, migrate, schema, client and ledger commands over the
+ * store. */
 #include "config.h"
 
 #include <errno.h>
@@ -89,7 +90,8 @@ static bool parse_args(int argc, char **argv, int first, unsigned allowed, int m
 				continue;
 			const char *v = s[n] == '=' ? s + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
-				fail_line(SY_CTL_EXIT_USAGE, "%s: %s needs a value", cmd, names[k].name);
+				fail_line(SY_CTL_EXIT_USAGE, "%s: %s needs a value", cmd,
+				          names[k].name);
 				return false;
 			}
 			const char **slot = names[k].bit == OPT_USER     ? &a->user
@@ -189,7 +191,8 @@ static int cmd_schema_publish(const sy_cfg *cfg, const char *path)
 	size_t len = 0;
 	char *text = read_file(path, &len);
 	if (!text)
-		return fail_line(SY_CTL_EXIT_USAGE, "schema publish: %s: %s", path, strerror(errno));
+		return fail_line(SY_CTL_EXIT_USAGE, "schema publish: %s: %s", path,
+		                 strerror(errno));
 	sy_error err = {0};
 	sy_manifest *m = sy_manifest_parse(text, len, &err);
 	sy_free(text);
@@ -207,7 +210,8 @@ static int cmd_schema_publish(const sy_cfg *cfg, const char *path)
 			code = SY_CTL_EXIT_OK;
 		} else {
 			/* A manifest that does not fit the catalog is a refusal, not bad usage. */
-			code = fail_line(st == SY_STORE_INVALID ? SY_CTL_EXIT_FAILURE : exit_code(st),
+			code = fail_line(st == SY_STORE_INVALID ? SY_CTL_EXIT_FAILURE
+			                                        : exit_code(st),
 			                 "schema publish: %s", err.message);
 		}
 	}
@@ -422,7 +426,8 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 		if (!parse_args(argc, argv, 2, 0, 1, &a, "schema publish"))
 			return SY_CTL_EXIT_USAGE;
 		if (a.npos != 1)
-			return fail_line(SY_CTL_EXIT_USAGE, "usage: synchroctl schema publish FILE");
+			return fail_line(SY_CTL_EXIT_USAGE,
+			                 "usage: synchroctl schema publish FILE");
 		return cmd_schema_publish(cfg, a.pos[0]);
 	}
 	if (strcmp(cmd, "schema") == 0 && strcmp(sub, "show") == 0) {
@@ -448,13 +453,14 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 		return run(cfg, C_CLIENT_RETIRE, &a, 0);
 	}
 	if (strcmp(cmd, "ledger") == 0 && strcmp(sub, "inspect") == 0) {
-		if (!parse_args(argc, argv, 2, OPT_USER | OPT_CLIENT | OPT_BATCH | OPT_SHOW_BODY, 0, &a,
-		                "ledger inspect"))
+		if (!parse_args(argc, argv, 2, OPT_USER | OPT_CLIENT | OPT_BATCH | OPT_SHOW_BODY, 0,
+		                &a, "ledger inspect"))
 			return SY_CTL_EXIT_USAGE;
 		if (!a.user || !a.client || !a.batch)
-			return fail_line(SY_CTL_EXIT_USAGE,
-			                 "usage: synchroctl ledger inspect --user USER --client CLIENT_ID "
-			                 "--batch BATCH_ID [--show-body]");
+			return fail_line(
+				SY_CTL_EXIT_USAGE,
+				"usage: synchroctl ledger inspect --user USER --client CLIENT_ID "
+				"--batch BATCH_ID [--show-body]");
 		return run(cfg, C_LEDGER_INSPECT, &a, 0);
 	}
 	if (strcmp(cmd, "ledger") == 0 && strcmp(sub, "purge-retired") == 0) {

@@ -8,8 +8,8 @@
 
 #include "store/clients.h"
 
-sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_client_fn fn,
-                                     void *arg, size_t *count, sy_error *err)
+sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_client_fn fn, void *arg,
+                                     size_t *count, sy_error *err)
 {
 	sy_store_status st;
 	const char *p[] = {user};
@@ -18,11 +18,9 @@ sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_clien
 	PGresult *r = sy_store_exec(
 		c,
 		"SELECT c.client_id, c.user_id, c.generation, c.accepted_write_epoch,"
-		"       c.materialized_write_epoch,"
-		"       coalesce(" SY_STORE_TIME_SQL("c.created_at") ", ''),"
-		"       coalesce(" SY_STORE_TIME_SQL("c.last_seen_at") ", ''),"
-		"       coalesce(" SY_STORE_TIME_SQL("r.retired_at") ", '')"
-		"  FROM synchro.clients c LEFT JOIN synchro.retirements r ON r.client_id = c.client_id"
+		"       c.materialized_write_epoch, c.created_at, c.last_seen_at, r.retired_at"
+		"  FROM synchro.clients c"
+		"  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id"
 		" WHERE $1::text IS NULL OR c.user_id = $1"
 		" ORDER BY c.user_id COLLATE \"C\", c.client_id",
 		1, p, PGRES_TUPLES_OK, "client list", NULL, &st, err);
@@ -35,10 +33,10 @@ sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_clien
 			.generation = atoll(PQgetvalue(r, i, 2)),
 			.accepted_write_epoch = atoll(PQgetvalue(r, i, 3)),
 			.materialized_write_epoch = atoll(PQgetvalue(r, i, 4)),
-			.created_at = PQgetvalue(r, i, 5),
-			.last_seen_at = PQgetvalue(r, i, 6),
-			.retired_at = PQgetvalue(r, i, 7),
 		};
+		sy_store_format_time(PQgetvalue(r, i, 5), cl.created_at);
+		sy_store_format_time(PQgetvalue(r, i, 6), cl.last_seen_at);
+		sy_store_format_time(PQgetvalue(r, i, 7), cl.retired_at);
 		if (count)
 			(*count)++;
 		if (!fn(arg, &cl))
@@ -67,24 +65,25 @@ static sy_store_status retire(PGconn *c, const char *user, const char *client_id
 		return sy_store_fail(err, SY_STORE_NOT_FOUND, "client %s of user \"%s\" not found",
 		                     client_id, user);
 	r = sy_store_exec(c,
-	                  "SELECT retirement_id, " SY_STORE_TIME_SQL("retired_at")
-	                  "  FROM synchro.retirements WHERE client_id = $1::uuid",
+	                  "SELECT retirement_id, retired_at FROM synchro.retirements"
+	                  " WHERE client_id = $1::uuid",
 	                  1, p, PGRES_TUPLES_OK, "retirement lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	if (PQntuples(r) == 1) {
 		snprintf(out->retirement_id, sizeof out->retirement_id, "%s", PQgetvalue(r, 0, 0));
-		snprintf(out->retired_at, sizeof out->retired_at, "%s", PQgetvalue(r, 0, 1));
+		sy_store_format_time(PQgetvalue(r, 0, 1), out->retired_at);
 		PQclear(r);
-		return sy_store_fail(err, SY_STORE_CONFLICT,
-		                     "client %s is already retired (since %s); retirement is irreversible",
-		                     client_id, out->retired_at);
+		return sy_store_fail(
+			err, SY_STORE_CONFLICT,
+			"client %s is already retired (since %s); retirement is irreversible",
+			client_id, out->retired_at);
 	}
 	PQclear(r);
 	r = sy_store_exec(c,
 	                  "INSERT INTO synchro.retirements (client_id, user_id, retirement_id)"
 	                  " VALUES ($1::uuid, $2, gen_random_uuid())"
-	                  " RETURNING retirement_id, " SY_STORE_TIME_SQL("retired_at"),
+	                  " RETURNING retirement_id, retired_at",
 	                  2, p, PGRES_TUPLES_OK, "writing the retirement marker", state, &st, err);
 	if (!r) {
 		if (strcmp(state, "23505") == 0) /* a concurrent retirement won */
@@ -93,7 +92,7 @@ static sy_store_status retire(PGconn *c, const char *user, const char *client_id
 		return st;
 	}
 	snprintf(out->retirement_id, sizeof out->retirement_id, "%s", PQgetvalue(r, 0, 0));
-	snprintf(out->retired_at, sizeof out->retired_at, "%s", PQgetvalue(r, 0, 1));
+	sy_store_format_time(PQgetvalue(r, 0, 1), out->retired_at);
 	PQclear(r);
 	return SY_STORE_OK;
 }
@@ -106,7 +105,8 @@ sy_store_status sy_store_client_retire(PGconn *c, const char *user, const char *
 		return sy_store_fail(err, SY_STORE_INVALID, "the user must not be empty");
 	if (!sy_uuid_valid(client_id, strlen(client_id)))
 		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "client id \"%.40s\" is not a lowercase non-nil UUID", client_id);
+		                     "client id \"%.40s\" is not a lowercase non-nil UUID",
+		                     client_id);
 	snprintf(out->client_id, sizeof out->client_id, "%s", client_id);
 	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
 	if (st != SY_STORE_OK)

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Clients and their irreversible retirement (ADR "Ledger retention and irreversible client retirement"). */
+/* Clients and their irreversible retirement (ADR "Ledger retention and irreversible client
+ * retirement"). */
 #ifndef SY_STORE_CLIENTS_H
 #define SY_STORE_CLIENTS_H
 
 #include "store/store.h"
 #include "synchro/scalar.h"
 
-/* One client as listed; the strings live for the duration of the callback. */
+/* One client as listed; the pointed-to strings live for the duration of the callback. */
 typedef struct {
 	const char *client_id;
 	const char *user_id;
 	long long generation;
 	long long accepted_write_epoch;
 	long long materialized_write_epoch;
-	const char *created_at;   /* server_time form; "" when unknown */
-	const char *last_seen_at; /* "" when never */
-	const char *retired_at;   /* "" when not retired */
+	char created_at[SY_STORE_TIME_LEN + 1];   /* server_time form */
+	char last_seen_at[SY_STORE_TIME_LEN + 1]; /* "" when never */
+	char retired_at[SY_STORE_TIME_LEN + 1];   /* "" when not retired */
 } sy_store_client;
 
 /* Return false to stop the listing. */
@@ -26,8 +27,8 @@ typedef bool (*sy_store_client_fn)(void *arg, const sy_store_client *client);
  * retired ones included. *count (may be NULL) receives the number listed.
  */
 SY_MUST_CHECK sy_store_status sy_store_client_list(PGconn *c, const char *user,
-                                                   sy_store_client_fn fn, void *arg,
-                                                   size_t *count, sy_error *err);
+                                                   sy_store_client_fn fn, void *arg, size_t *count,
+                                                   sy_error *err);
 
 typedef struct {
 	char client_id[SY_UUID_LEN + 1];

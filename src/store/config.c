@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro.conf: the single table of options (STYLE: one table, checked against the docs) and its reader. */
+/* synchro.conf: the single table of options (STYLE: one table, checked against the docs) and its
+ * reader. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,47 +20,48 @@
  */
 static const sy_cfg_option options[] = {
 	{"database", "conninfo", SY_CFG_STRING, "",
-	 "libpq connection string; empty: the libpq environment (PGHOST, PGDATABASE, ...)", NOLIMIT},
+         "libpq connection string; empty: the libpq environment (PGHOST, PGDATABASE, ...)",
+         NOLIMIT},
 
 	{"fcgi", "listen", SY_CFG_STRING, "",
-	 "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
+         "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
 	{"fcgi", "listen_owner", SY_CFG_STRING, "", "owner of the UNIX socket; empty: unchanged",
-	 NOLIMIT},
+         NOLIMIT},
 	{"fcgi", "listen_group", SY_CFG_STRING, "", "group of the UNIX socket; empty: unchanged",
-	 NOLIMIT},
+         NOLIMIT},
 	{"fcgi", "listen_mode", SY_CFG_MODE, "0660", "permissions of the UNIX socket (octal)",
-	 NOLIMIT},
+         NOLIMIT},
 	{"fcgi", "workers", SY_CFG_INT, "4", "responder processes the master keeps running", 1, 256,
-	 NULL},
+         NULL},
 	{"fcgi", "max_requests", SY_CFG_INT, "10000",
-	 "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
+         "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
 	{"fcgi", "auth_param", SY_CFG_STRING, "REMOTE_USER",
-	 "FastCGI parameter holding the authenticated user", NOLIMIT},
+         "FastCGI parameter holding the authenticated user", NOLIMIT},
 	{"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
-	 "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
+         "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
 	{"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,
-	 3600, NULL},
+         3600, NULL},
 	{"fcgi", "pull_wait_ms", SY_CFG_INT, "5000",
-	 "longest wait of a pull for the client's accepted pushes to be materialized", 0, 600000,
-	 NULL},
+         "longest wait of a pull for the client's accepted pushes to be materialized", 0, 600000,
+         NULL},
 	{"fcgi", "max_inflight", SY_CFG_INT, "0",
-	 "push requests executing at once across all responders before 429; 0: no limit", 0,
-	 100000, NULL},
+         "push requests executing at once across all responders before 429; 0: no limit", 0, 100000,
+         NULL},
 	{"fcgi", "max_inflight_per_client", SY_CFG_INT, "1",
-	 "push requests of one client executing at once before 429; 0: no limit", 0, 100000, NULL},
+         "push requests of one client executing at once before 429; 0: no limit", 0, 100000, NULL},
 
 	{"walsync", "slot", SY_CFG_STRING, "synchro", "logical replication slot name", NOLIMIT},
 	{"walsync", "writer_id", SY_CFG_STRING, "",
-	 "this instance's name in the writer lease; empty: hostname:pid", NOLIMIT},
+         "this instance's name in the writer lease; empty: hostname:pid", NOLIMIT},
 	{"walsync", "lease_s", SY_CFG_INT, "30", "writer lease duration in seconds", 1, 3600, NULL},
 	{"walsync", "renew_s", SY_CFG_INT, "5", "seconds between lease renewals (heartbeats)", 1,
-	 3600, NULL},
+         3600, NULL},
 	{"walsync", "stale_heartbeat_s", SY_CFG_INT, "15",
-	 "a standby takes the lease over when the heartbeat is older than this", 1, 3600, NULL},
+         "a standby takes the lease over when the heartbeat is older than this", 1, 3600, NULL},
 
 	{"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
 	{"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,
-	 "error|warning|info|debug"},
+         "error|warning|info|debug"},
 };
 
 #define OPTION_COUNT (sizeof options / sizeof options[0])
@@ -148,7 +150,8 @@ bool sy_cfg_value_valid(const sy_cfg_option *opt, const char *value, const char 
 static long find_option(const char *section, size_t slen, const char *key, size_t klen)
 {
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
-		if (strlen(options[i].section) == slen && memcmp(options[i].section, section, slen) == 0 &&
+		if (strlen(options[i].section) == slen &&
+		    memcmp(options[i].section, section, slen) == 0 &&
 		    strlen(options[i].key) == klen && memcmp(options[i].key, key, klen) == 0)
 			return (long)i;
 	}
@@ -242,7 +245,8 @@ sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name, sy_error *e
 			trim(&s, &sn);
 			if (!section_known(s, sn)) {
 				if (plain_name(s, sn))
-					snprintf(msg, sizeof msg, "unknown section [%.*s]", (int)sn, s);
+					snprintf(msg, sizeof msg, "unknown section [%.*s]", (int)sn,
+					         s);
 				else
 					snprintf(msg, sizeof msg, "unknown section");
 				line_error(err, name, lineno, msg);
@@ -254,7 +258,8 @@ sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name, sy_error *e
 		}
 		const char *eq = memchr(line, '=', n);
 		if (!eq) {
-			line_error(err, name, lineno, "expected \"key = value\", \"[section]\" or a comment");
+			line_error(err, name, lineno,
+			           "expected \"key = value\", \"[section]\" or a comment");
 			goto fail;
 		}
 		const char *key = line;
@@ -274,15 +279,15 @@ sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name, sy_error *e
 		}
 		long i = find_option(section, section_len, key, kn);
 		if (i < 0) {
-			snprintf(msg, sizeof msg, "unknown key '%.*s' in section [%.*s]", (int)kn, key,
-			         (int)section_len, section);
+			snprintf(msg, sizeof msg, "unknown key '%.*s' in section [%.*s]", (int)kn,
+			         key, (int)section_len, section);
 			line_error(err, name, lineno, msg);
 			goto fail;
 		}
 		const sy_cfg_option *opt = &options[i];
 		if (cfg->values[i]) {
-			snprintf(msg, sizeof msg, "[%s] %s set twice (first on line %u)", opt->section,
-			         opt->key, cfg->lines[i]);
+			snprintf(msg, sizeof msg, "[%s] %s set twice (first on line %u)",
+			         opt->section, opt->key, cfg->lines[i]);
 			line_error(err, name, lineno, msg);
 			goto fail;
 		}
@@ -296,13 +301,15 @@ sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name, sy_error *e
 		const char *why;
 		if (!sy_cfg_value_valid(opt, v, &why)) {
 			if (opt->type == SY_CFG_INT)
-				snprintf(msg, sizeof msg, "[%s] %s: expected an integer in %lld..%lld",
-				         opt->section, opt->key, opt->min, opt->max);
+				snprintf(msg, sizeof msg,
+				         "[%s] %s: expected an integer in %lld..%lld", opt->section,
+				         opt->key, opt->min, opt->max);
 			else if (opt->type == SY_CFG_ENUM)
-				snprintf(msg, sizeof msg, "[%s] %s: expected one of %s", opt->section,
-				         opt->key, opt->choices);
+				snprintf(msg, sizeof msg, "[%s] %s: expected one of %s",
+				         opt->section, opt->key, opt->choices);
 			else
-				snprintf(msg, sizeof msg, "[%s] %s: %s", opt->section, opt->key, why);
+				snprintf(msg, sizeof msg, "[%s] %s: %s", opt->section, opt->key,
+				         why);
 			line_error(err, name, lineno, msg);
 			goto fail;
 		}
@@ -320,7 +327,8 @@ sy_cfg *sy_cfg_load(const char *path, sy_error *err)
 	size_t len = 0, cap = 0;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s: cannot open: %s", path, strerror(errno));
+		sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s: cannot open: %s", path,
+		             strerror(errno));
 		return NULL;
 	}
 	for (;;) {

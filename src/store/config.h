@@ -39,8 +39,7 @@ typedef struct sy_cfg sy_cfg;
  */
 SY_MUST_CHECK sy_cfg *sy_cfg_load(const char *path, sy_error *err);
 /* The same from memory; name stands for the path in messages. */
-SY_MUST_CHECK sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name,
-                                   sy_error *err);
+SY_MUST_CHECK sy_cfg *sy_cfg_parse(const char *text, size_t len, const char *name, sy_error *err);
 /* Accepts NULL. */
 void sy_cfg_free(sy_cfg *cfg);
 

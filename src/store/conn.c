@@ -8,18 +8,17 @@
 #include "store/conn.h"
 
 /* Every text the store reads or writes assumes these (timestamps, floats, bytea). */
-static const char session_sql[] =
-	"SELECT pg_catalog.set_config('DateStyle', 'ISO', false),"
-	"       pg_catalog.set_config('TimeZone', 'UTC', false),"
-	"       pg_catalog.set_config('extra_float_digits', '1', false),"
-	"       pg_catalog.set_config('bytea_output', 'hex', false)";
+static const char session_sql[] = "SELECT pg_catalog.set_config('DateStyle', 'ISO', false),"
+				  "       pg_catalog.set_config('TimeZone', 'UTC', false),"
+				  "       pg_catalog.set_config('extra_float_digits', '1', false),"
+				  "       pg_catalog.set_config('bytea_output', 'hex', false)";
 
 sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 {
 	if (PQsetClientEncoding(c, "UTF8") != 0)
-		return sy_store_fail(err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION
-		                                                         : SY_STORE_FAILED,
-		                     "cannot set the client encoding to UTF8");
+		return sy_store_fail(
+			err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED,
+			"cannot set the client encoding to UTF8");
 	sy_store_status st;
 	PGresult *r = sy_store_exec(c, session_sql, 0, NULL, PGRES_TUPLES_OK, "session settings",
 	                            NULL, &st, err);
@@ -30,8 +29,9 @@ sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_error *err)
 {
 	/* libpq expands a dbname holding '=' or a URI; anything else is a plain database name. */
-	bool expands = conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
-	                            strncmp(conninfo, "postgresql://", 13) == 0);
+	bool expands =
+		conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
+	                     strncmp(conninfo, "postgresql://", 13) == 0);
 	if (expands) {
 		/* Checked first: libpq's own parse errors quote pieces of the string. */
 		char *perr = NULL;
@@ -39,8 +39,9 @@ PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_
 		if (perr)
 			PQfreemem(perr);
 		if (!opts) {
-			sy_store_fail(err, SY_STORE_INVALID,
-			              "invalid connection string (not shown: it may hold a password)");
+			sy_store_fail(
+				err, SY_STORE_INVALID,
+				"invalid connection string (not shown: it may hold a password)");
 			return NULL;
 		}
 		PQconninfoFree(opts);

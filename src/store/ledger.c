@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl ledger inspect / purge-retired: read-only views of the ledgers and the retirement purge. */
+/* synchroctl ledger inspect / purge-retired: read-only views of the ledgers and the retirement
+ * purge. */
 #include "config.h"
 
 #include <stdio.h>
@@ -16,10 +17,12 @@ static sy_store_status check_ids(const char *user, const char *client_id, const 
 		return sy_store_fail(err, SY_STORE_INVALID, "the user must not be empty");
 	if (!sy_uuid_valid(client_id, strlen(client_id)))
 		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "client id \"%.40s\" is not a lowercase non-nil UUID", client_id);
+		                     "client id \"%.40s\" is not a lowercase non-nil UUID",
+		                     client_id);
 	if (!sy_uuid_valid(batch_id, strlen(batch_id)))
 		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "batch id \"%.40s\" is not a lowercase non-nil UUID", batch_id);
+		                     "batch id \"%.40s\" is not a lowercase non-nil UUID",
+		                     batch_id);
 	return SY_STORE_OK;
 }
 
@@ -51,8 +54,7 @@ sy_store_status sy_store_ledger_batch(PGconn *c, const char *user, const char *c
 		"SELECT b.state, coalesce(b.http_status, 0), encode(b.fingerprint, 'hex'),"
 		"       b.fp_algorithm, b.fp_version, b.fp_domain, b.protocol_version,"
 		"       b.client_generation, b.schema_version, b.schema_hash, b.atomic,"
-		"       " SY_STORE_TIME_SQL("b.created_at") ","
-		"       coalesce(" SY_STORE_TIME_SQL("b.completed_at") ", ''),"
+		"       b.created_at, b.completed_at,"
 		"       (SELECT count(*) FROM synchro.mutations m WHERE m.user_id = b.user_id"
 		"           AND m.client_id = b.client_id AND m.batch_id = b.batch_id),"
 		"       CASE WHEN $4::bool THEN b.response END"
@@ -64,8 +66,8 @@ sy_store_status sy_store_ledger_batch(PGconn *c, const char *user, const char *c
 	if (PQntuples(r) != 1) {
 		PQclear(r);
 		return sy_store_fail(err, SY_STORE_NOT_FOUND,
-		                     "no batch %s of client %s of user \"%s\" in the ledger", batch_id,
-		                     client_id, user);
+		                     "no batch %s of client %s of user \"%s\" in the ledger",
+		                     batch_id, client_id, user);
 	}
 	snprintf(out->state, sizeof out->state, "%s", PQgetvalue(r, 0, 0));
 	out->http_status = atoi(PQgetvalue(r, 0, 1));
@@ -78,8 +80,8 @@ sy_store_status sy_store_ledger_batch(PGconn *c, const char *user, const char *c
 	out->schema_version = atoll(PQgetvalue(r, 0, 8));
 	snprintf(out->schema_hash, sizeof out->schema_hash, "%s", PQgetvalue(r, 0, 9));
 	out->atomic = strcmp(PQgetvalue(r, 0, 10), "t") == 0;
-	snprintf(out->created_at, sizeof out->created_at, "%s", PQgetvalue(r, 0, 11));
-	snprintf(out->completed_at, sizeof out->completed_at, "%s", PQgetvalue(r, 0, 12));
+	sy_store_format_time(PQgetvalue(r, 0, 11), out->created_at);
+	sy_store_format_time(PQgetvalue(r, 0, 12), out->completed_at);
 	out->mutation_count = atoll(PQgetvalue(r, 0, 13));
 	if (with_body && !PQgetisnull(r, 0, 14)) {
 		out->response = unhex(PQgetvalue(r, 0, 14), &out->response_len);
@@ -110,7 +112,7 @@ sy_store_status sy_store_ledger_mutations(PGconn *c, const char *user, const cha
 	PGresult *r = sy_store_exec(
 		c,
 		"SELECT mutation_id, ordinal, table_id, pk, operation, status, coalesce(code, ''),"
-		"       encode(fingerprint, 'hex'), " SY_STORE_TIME_SQL("completed_at") ","
+		"       encode(fingerprint, 'hex'), completed_at,"
 		"       CASE WHEN $4::bool THEN outcome END"
 		"  FROM synchro.mutations"
 		" WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid"
@@ -128,8 +130,8 @@ sy_store_status sy_store_ledger_mutations(PGconn *c, const char *user, const cha
 			.status = PQgetvalue(r, i, 5),
 			.code = PQgetvalue(r, i, 6),
 			.fingerprint = PQgetvalue(r, i, 7),
-			.completed_at = PQgetvalue(r, i, 8),
 		};
+		sy_store_format_time(PQgetvalue(r, i, 8), m.completed_at);
 		char *outcome = NULL;
 		if (with_body && !PQgetisnull(r, i, 9)) {
 			outcome = unhex(PQgetvalue(r, i, 9), &m.outcome_len);

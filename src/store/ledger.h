@@ -7,9 +7,9 @@
 #include "synchro/scalar.h"
 
 typedef struct {
-	char state[16];          /* "claimed" or "complete" */
-	int http_status;         /* 0 when not recorded yet */
-	char fingerprint[65];    /* lowercase hex of the 32-byte request fingerprint */
+	char state[16];       /* "claimed" or "complete" */
+	int http_status;      /* 0 when not recorded yet */
+	char fingerprint[65]; /* lowercase hex of the 32-byte request fingerprint */
 	char fp_algorithm[32];
 	int fp_version;
 	char fp_domain[128];
@@ -46,10 +46,10 @@ typedef struct {
 	const char *table_id;
 	const char *pk;
 	const char *operation;
-	const char *status; /* applied | conflict | rejected_terminal */
-	const char *code;   /* "" when none */
+	const char *status;      /* applied | conflict | rejected_terminal */
+	const char *code;        /* "" when none */
 	const char *fingerprint; /* hex */
-	const char *completed_at;
+	char completed_at[SY_STORE_TIME_LEN + 1];
 	const char *outcome; /* exact stored outcome bytes when asked for, else NULL */
 	size_t outcome_len;
 } sy_store_mutation;
@@ -58,10 +58,9 @@ typedef bool (*sy_store_mutation_fn)(void *arg, const sy_store_mutation *m);
 
 /* Calls fn for the mutations first recorded by the batch, by ordinal. */
 SY_MUST_CHECK sy_store_status sy_store_ledger_mutations(PGconn *c, const char *user,
-                                                        const char *client_id,
-                                                        const char *batch_id, bool with_body,
-                                                        sy_store_mutation_fn fn, void *arg,
-                                                        sy_error *err);
+                                                        const char *client_id, const char *batch_id,
+                                                        bool with_body, sy_store_mutation_fn fn,
+                                                        void *arg, sy_error *err);
 
 typedef struct {
 	long long clients;   /* retired clients that had ledger rows */

@@ -26,4 +26,7 @@ sysconfexampledir = $(docdir)/examples
 dist_sysconfexample_DATA = conf/synchro.conf.sample
 
 # synchroctl against a throwaway PostgreSQL (tests/integration/with-pg).
+if HAVE_PG_SERVER
+TESTS += tests/integration/test_ctl.pgt
+endif
 EXTRA_DIST += tests/integration/test_ctl.pgt

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once. */
+/* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once.
+ */
 #include "config.h"
 
 #include <stdio.h>
@@ -39,8 +40,8 @@ sy_store_status sy_store_create_roles(PGconn *c, sy_store_note_fn note, void *ar
 		return finish(c, st);
 	for (size_t i = 0; i < sy_store_role_count; i++) {
 		const char *params[] = {sy_store_roles[i]};
-		r = sy_store_exec(c, "SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", 1, params,
-		                  PGRES_TUPLES_OK, "role lookup", NULL, &st, err);
+		r = sy_store_exec(c, "SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", 1,
+		                  params, PGRES_TUPLES_OK, "role lookup", NULL, &st, err);
 		if (!r)
 			return finish(c, st);
 		bool exists = PQntuples(r) > 0;
@@ -87,8 +88,9 @@ static sy_store_status check_recorded(PGconn *c, const sy_sql_migration *list, s
 	*max_version = 0;
 	if (st != SY_STORE_OK || !have)
 		return st;
-	PGresult *r = sy_store_exec(c, "SELECT version, name FROM synchro.migrations ORDER BY version",
-	                            0, NULL, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
+	PGresult *r =
+		sy_store_exec(c, "SELECT version, name FROM synchro.migrations ORDER BY version", 0,
+	                      NULL, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -99,17 +101,19 @@ static sy_store_status check_recorded(PGconn *c, const sy_sql_migration *list, s
 			if (list[j].version == v)
 				m = &list[j];
 		if (!m) {
-			st = sy_store_fail(err, SY_STORE_FAILED,
-			                   "the database records migration %d (%.60s), which this program "
-			                   "does not know: it is older than the database",
-			                   v, name);
+			st = sy_store_fail(
+				err, SY_STORE_FAILED,
+				"the database records migration %d (%.60s), which this program "
+				"does not know: it is older than the database",
+				v, name);
 			break;
 		}
 		if (strcmp(m->name, name) != 0) {
-			st = sy_store_fail(err, SY_STORE_FAILED,
-			                   "the database records migration %d as '%.60s', this program "
-			                   "calls it '%s'",
-			                   v, name, m->name);
+			st = sy_store_fail(
+				err, SY_STORE_FAILED,
+				"the database records migration %d as '%.60s', this program "
+				"calls it '%s'",
+				v, name, m->name);
 			break;
 		}
 		if (v > *max_version)
@@ -129,7 +133,8 @@ static sy_store_status migration_error(PGconn *c, PGresult *r, const sy_sql_migr
 	if (pos) {
 		/* The position counts characters (not bytes) from 1 in the whole text. */
 		long want = atol(pos), chars = 0, line = 1;
-		for (const unsigned char *p = (const unsigned char *)m->sql; *p && chars < want - 1; p++) {
+		for (const unsigned char *p = (const unsigned char *)m->sql; *p && chars < want - 1;
+		     p++) {
 			if ((*p & 0xC0) != 0x80)
 				chars++;
 			if (*p == '\n')
@@ -143,8 +148,7 @@ static sy_store_status migration_error(PGconn *c, PGresult *r, const sy_sql_migr
 	return st;
 }
 
-static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *applied,
-                                 sy_error *err)
+static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *applied, sy_error *err)
 {
 	*applied = false;
 	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
@@ -171,7 +175,8 @@ static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *app
 		if (done) /* a concurrent runner applied it after our first look */
 			return finish(c, sy_store_command(c, "COMMIT", "commit", err));
 	}
-	/* A migration is several statements: the simple query protocol runs them in our transaction. */
+	/* A migration is several statements: the simple query protocol runs them in our
+	 * transaction. */
 	r = PQexec(c, m->sql);
 	ExecStatusType rs = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK && rs != PGRES_EMPTY_QUERY) {
@@ -180,8 +185,8 @@ static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *app
 		return finish(c, st);
 	}
 	PQclear(r);
-	r = sy_store_exec(c, "INSERT INTO synchro.migrations (version, name) VALUES ($1::int, $2)", 2,
-	                  params, PGRES_COMMAND_OK, "recording the migration", NULL, &st, err);
+	r = sy_store_exec(c, "INSERT INTO synchro.migrations (version, name) VALUES ($1::int, $2)",
+	                  2, params, PGRES_COMMAND_OK, "recording the migration", NULL, &st, err);
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return finish(c, st);

@@ -27,8 +27,8 @@ SY_MUST_CHECK sy_store_status sy_store_create_roles(PGconn *c, sy_store_note_fn 
  * have, or under another name. Stops at the first failure (earlier ones stay applied).
  */
 SY_MUST_CHECK sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list,
-                                                    size_t count, sy_store_note_fn note,
-                                                    void *arg, size_t *applied, sy_error *err);
+                                                    size_t count, sy_store_note_fn note, void *arg,
+                                                    size_t *applied, sy_error *err);
 /* sy_store_migrate_list() with the embedded migrations (sy_sql_migrations). */
 SY_MUST_CHECK sy_store_status sy_store_migrate(PGconn *c, sy_store_note_fn note, void *arg,
                                                size_t *applied, sy_error *err);

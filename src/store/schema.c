@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl schema publish / show: manifests checked against the catalog, fences installed, versions kept. */
+/* synchroctl schema publish / show: manifests checked against the catalog, fences installed,
+ * versions kept. */
 #include "config.h"
 
 #include <stdio.h>
@@ -30,8 +31,16 @@ static const struct {
 };
 
 /* Columns of the catalog query below. */
-enum { COL_NAME, COL_TYPNAME, COL_BUILTIN, COL_NOTNULL, COL_GENERATED, COL_ALWAYS, COL_HASDEF,
-       COL_DISPLAY };
+enum {
+	COL_NAME,
+	COL_TYPNAME,
+	COL_BUILTIN,
+	COL_NOTNULL,
+	COL_GENERATED,
+	COL_ALWAYS,
+	COL_HASDEF,
+	COL_DISPLAY
+};
 
 static const char columns_sql[] =
 	"SELECT a.attname, t.typname, tn.nspname = 'pg_catalog' AND t.typtype = 'b', a.attnotnull,"
@@ -43,8 +52,8 @@ static const char columns_sql[] =
 	" WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped"
 	" ORDER BY a.attnum";
 
-static const char relation_sql[] =
-	"SELECT c.oid, c.relkind FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)::oid";
+static const char relation_sql[] = "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c"
+				   " WHERE c.oid = pg_catalog.to_regclass($1)::oid";
 
 static const char pkey_sql[] =
 	"SELECT a.attname FROM pg_catalog.pg_index i"
@@ -109,30 +118,33 @@ static sy_store_status check_column(const sy_table *t, const PGresult *cols, con
 	int row = find_column(cols, column);
 	if (row < 0)
 		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "table \"%s\": %s: column \"%s\" does not exist in %s", t->table_id,
-		                     label, column, t->relation);
+		                     "table \"%s\": %s: column \"%s\" does not exist in %s",
+		                     t->table_id, label, column, t->relation);
 	const char *want;
 	if (!type_fits(type, cols, row, &want))
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "table \"%s\": %s: type %s needs %s column, but column \"%s\" is %s",
-		                     t->table_id, label, sy_type_name(type), want, column,
-		                     PQgetvalue(cols, row, COL_DISPLAY));
+		return sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": %s: type %s needs %s column, but column \"%s\" is %s",
+			t->table_id, label, sy_type_name(type), want, column,
+			PQgetvalue(cols, row, COL_DISPLAY));
 	bool notnull = is_true(cols, row, COL_NOTNULL);
 	if (nullable == 0 && !notnull)
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "table \"%s\": %s: declared nullable false, but column \"%s\" allows "
-		                     "NULL (add NOT NULL or declare it nullable)",
-		                     t->table_id, label, column);
+		return sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": %s: declared nullable false, but column \"%s\" allows "
+			"NULL (add NOT NULL or declare it nullable)",
+			t->table_id, label, column);
 	if (nullable == 1 && notnull)
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "table \"%s\": %s: declared nullable true, but column \"%s\" is NOT "
-		                     "NULL (the server could not store the null it accepted)",
-		                     t->table_id, label, column);
+		return sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": %s: declared nullable true, but column \"%s\" is NOT "
+			"NULL (the server could not store the null it accepted)",
+			t->table_id, label, column);
 	if (written && (is_true(cols, row, COL_GENERATED) || is_true(cols, row, COL_ALWAYS)))
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "table \"%s\": %s: column \"%s\" is generated, but the server writes "
-		                     "it",
-		                     t->table_id, label, column);
+		return sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": %s: column \"%s\" is generated, but the server writes it",
+			t->table_id, label, column);
 	return SY_STORE_OK;
 }
 
@@ -154,15 +166,16 @@ static sy_store_status check_table(PGconn *c, const sy_table *t, char oid[16],
 	if (!quoted)
 		return SY_STORE_INVALID;
 	const char *p1[] = {quoted};
-	PGresult *r = sy_store_exec(c, relation_sql, 1, p1, PGRES_TUPLES_OK, "relation lookup", NULL,
-	                            &st, err);
+	PGresult *r = sy_store_exec(c, relation_sql, 1, p1, PGRES_TUPLES_OK, "relation lookup",
+	                            NULL, &st, err);
 	sy_free(quoted);
 	if (!r)
 		return st;
 	if (PQntuples(r) != 1) {
 		PQclear(r);
-		return sy_store_fail(err, SY_STORE_INVALID, "table \"%s\": relation %s does not exist",
-		                     t->table_id, t->relation);
+		return sy_store_fail(err, SY_STORE_INVALID,
+		                     "table \"%s\": relation %s does not exist", t->table_id,
+		                     t->relation);
 	}
 	char kind = PQgetvalue(r, 0, 1)[0];
 	snprintf(oid, 16, "%s", PQgetvalue(r, 0, 0));
@@ -178,27 +191,31 @@ static sy_store_status check_table(PGconn *c, const sy_table *t, char oid[16],
 	if (!pk)
 		goto fail;
 	if (PQntuples(pk) == 0) {
-		st = sy_store_fail(err, SY_STORE_INVALID,
-		                   "table \"%s\": relation %s has no primary key (pk column \"%s\")",
-		                   t->table_id, t->relation, t->pk.column);
+		st = sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": relation %s has no primary key (pk column \"%s\")",
+			t->table_id, t->relation, t->pk.column);
 		goto fail;
 	}
 	if (PQntuples(pk) > 1) {
-		st = sy_store_fail(err, SY_STORE_INVALID,
-		                   "table \"%s\": pk column \"%s\": the primary key of %s has %d columns; "
-		                   "synchro needs a one-column primary key",
-		                   t->table_id, t->pk.column, t->relation, PQntuples(pk));
+		st = sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": pk column \"%s\": the primary key of %s has %d columns; "
+			"synchro needs a one-column primary key",
+			t->table_id, t->pk.column, t->relation, PQntuples(pk));
 		goto fail;
 	}
 	if (strcmp(PQgetvalue(pk, 0, 0), t->pk.column) != 0) {
-		st = sy_store_fail(err, SY_STORE_INVALID,
-		                   "table \"%s\": pk column \"%s\" is not the primary key of %s (its "
-		                   "primary key is \"%s\")",
-		                   t->table_id, t->pk.column, t->relation, PQgetvalue(pk, 0, 0));
+		st = sy_store_fail(
+			err, SY_STORE_INVALID,
+			"table \"%s\": pk column \"%s\" is not the primary key of %s (its "
+			"primary key is \"%s\")",
+			t->table_id, t->pk.column, t->relation, PQgetvalue(pk, 0, 0));
 		goto fail;
 	}
 
-	cols = sy_store_exec(c, columns_sql, 1, p2, PGRES_TUPLES_OK, "column lookup", NULL, &st, err);
+	cols = sy_store_exec(c, columns_sql, 1, p2, PGRES_TUPLES_OK, "column lookup", NULL, &st,
+	                     err);
 	if (!cols)
 		goto fail;
 	char label[SY_MANIFEST_NAME_MAX + 16];
@@ -216,7 +233,8 @@ static sy_store_status check_table(PGconn *c, const sy_table *t, char oid[16],
 	}
 	if (t->delete_mode == SY_DELETE_SOFT) {
 		snprintf(label, sizeof label, "soft-delete column");
-		st = check_column(t, cols, label, t->delete_column, SY_TYPE_TIMESTAMP, 1, true, err);
+		st = check_column(t, cols, label, t->delete_column, SY_TYPE_TIMESTAMP, 1, true,
+		                  err);
 		if (st != SY_STORE_OK)
 			goto fail;
 	}
@@ -226,8 +244,8 @@ static sy_store_status check_table(PGconn *c, const sy_table *t, char oid[16],
 		    !is_true(cols, i, COL_GENERATED) && !column_mapped(t, name)) {
 			char line[SY_ERROR_MESSAGE_MAX];
 			snprintf(line, sizeof line,
-			         "warning: table \"%s\": column \"%s\" of %s is NOT NULL without a default "
-			         "and not in the manifest: inserts through synchro will fail",
+			         "warning: table \"%s\": column \"%s\" of %s is NOT NULL without a "
+			         "default and not in the manifest: synchro inserts will fail",
 			         t->table_id, name, t->relation);
 			note_line(note, arg, line);
 		}
@@ -249,10 +267,11 @@ static sy_store_status check_all(PGconn *c, const sy_manifest *m, char (*oids)[1
 			return st;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(oids[j], oids[i]) == 0)
-				return sy_store_fail(err, SY_STORE_INVALID,
-				                     "tables \"%s\" and \"%s\" map the same relation %s",
-				                     m->tables[j].table_id, m->tables[i].table_id,
-				                     m->tables[i].relation);
+				return sy_store_fail(
+					err, SY_STORE_INVALID,
+					"tables \"%s\" and \"%s\" map the same relation %s",
+					m->tables[j].table_id, m->tables[i].table_id,
+					m->tables[i].relation);
 	}
 	return SY_STORE_OK;
 }
@@ -300,7 +319,8 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 		"SELECT t.tgrelid, n.nspname, c.relname, t.tgargs FROM pg_catalog.pg_trigger t"
 		"  JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid"
 		"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-		" WHERE t.tgname = 'synchro_version_fence' AND NOT t.tgisinternal AND t.tgnargs > 0",
+		" WHERE t.tgname = 'synchro_version_fence' AND NOT t.tgisinternal"
+		"   AND t.tgnargs > 0",
 		0, NULL, PGRES_TUPLES_OK, "trigger lookup", NULL, &st, err);
 	if (!r)
 		return st;
@@ -312,7 +332,8 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 		if (mapped)
 			continue;
 		size_t n = 0;
-		unsigned char *args = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 3), &n);
+		unsigned char *args =
+			PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 3), &n);
 		if (!args) {
 			st = sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
 			break;
@@ -322,7 +343,8 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 		const sy_table *t = sy_manifest_table(m, (const char *)args, idlen);
 		PQfreemem(args);
 		if (!t)
-			continue; /* a table the manifest dropped: its trigger keeps its fences exact */
+			continue; /* a table the manifest dropped: its trigger keeps its fences
+			             exact */
 		char *rel = quoted_name(c, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), err);
 		if (!rel) {
 			st = SY_STORE_FAILED;
@@ -340,8 +362,9 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 		if (st == SY_STORE_OK) {
 			char line[SY_ERROR_MESSAGE_MAX];
 			snprintf(line, sizeof line,
-			         "table \"%s\": dropped the fence trigger of %s.%s (now %s)", t->table_id,
-			         PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), t->relation);
+			         "table \"%s\": dropped the fence trigger of %s.%s (now %s)",
+			         t->table_id, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+			         t->relation);
 			note_line(note, arg, line);
 		}
 		sy_free(sql);
@@ -370,21 +393,23 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 		" UNION ALL "
 		"SELECT 'SCHEMA', n.nspname, NULL FROM pg_catalog.pg_class c"
 		"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-		" WHERE c.oid = $1::oid AND NOT pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')",
+		" WHERE c.oid = $1::oid"
+		"   AND NOT pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')",
 		1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r) && st == SY_STORE_OK; i++) {
 		const char *kind = PQgetvalue(r, i, 0);
-		char *name = strcmp(kind, "SCHEMA") == 0
-		                 ? sy_store_quote_ident(c, PQgetvalue(r, i, 1), err)
-		                 : quoted_name(c, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), err);
+		char *name =
+			strcmp(kind, "SCHEMA") == 0
+				? sy_store_quote_ident(c, PQgetvalue(r, i, 1), err)
+				: quoted_name(c, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), err);
 		if (!name) {
 			st = SY_STORE_FAILED;
 			break;
 		}
-		const char *privs = strcmp(kind, "TABLE") == 0 ? "SELECT, INSERT, UPDATE, DELETE"
-		                                                : "USAGE";
+		const char *privs =
+			strcmp(kind, "TABLE") == 0 ? "SELECT, INSERT, UPDATE, DELETE" : "USAGE";
 		size_t n = strlen(name) + 100;
 		char *sql = sy_malloc(n);
 		if (!sql) {
@@ -410,19 +435,23 @@ static sy_store_status install_table(PGconn *c, const sy_table *t, const char *o
 	const char *soft = t->delete_mode == SY_DELETE_SOFT ? t->delete_column : "";
 	const char *p[] = {oid, t->table_id, t->pk.column, soft, owner ? owner->column : ""};
 	PGresult *r = sy_store_exec(
-		c, "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass, $2::text, $3::text, $4::text, $5::text)",
+		c,
+		"SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
+		" $2::text, $3::text, $4::text, $5::text)",
 		5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st, err);
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return st;
-	r = sy_store_exec(
-		c, "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass, $2::text, $3::text, $4::text, $5::text)", 5,
-		p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
+	r = sy_store_exec(c,
+	                  "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
+	                  " $2::text, $3::text, $4::text, $5::text)",
+	                  5, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
 	if (!r)
 		return st;
 	char line[SY_ERROR_MESSAGE_MAX];
-	snprintf(line, sizeof line, "table \"%s\" (%s): fence trigger installed, %s fences backfilled",
-	         t->table_id, t->relation, PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "0");
+	snprintf(line, sizeof line,
+	         "table \"%s\" (%s): fence trigger installed, %s fences backfilled", t->table_id,
+	         t->relation, PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "0");
 	PQclear(r);
 	st = grant_all(c, oid, err);
 	if (st == SY_STORE_OK)
@@ -435,10 +464,11 @@ static sy_store_status latest(PGconn *c, long long *version, char hash[SY_HASH_H
                               sy_error *err)
 {
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c,
-	                            "SELECT version, hash FROM synchro.schema_versions"
-	                            " ORDER BY version DESC LIMIT 1",
-	                            0, NULL, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
+	PGresult *r =
+		sy_store_exec(c,
+	                      "SELECT version, hash FROM synchro.schema_versions"
+	                      " ORDER BY version DESC LIMIT 1",
+	                      0, NULL, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	*version = 0;
@@ -463,7 +493,8 @@ static sy_store_status require_migrated(PGconn *c, sy_error *err)
 		                     "schema synchro is not installed: run synchroctl init");
 	if (pending > 0)
 		return sy_store_fail(err, SY_STORE_FAILED,
-		                     "%zu migration(s) not applied: run synchroctl migrate", pending);
+		                     "%zu migration(s) not applied: run synchroctl migrate",
+		                     pending);
 	return SY_STORE_OK;
 }
 
@@ -487,7 +518,8 @@ static sy_store_status record_tables(PGconn *c, const sy_manifest *m, long long 
 		r = sy_store_exec(c,
 		                  "INSERT INTO synchro.synced_tables (table_id, first_version)"
 		                  " VALUES ($1, $2::bigint) ON CONFLICT (table_id) DO NOTHING",
-		                  2, p, PGRES_COMMAND_OK, "recording synced tables", NULL, &st, err);
+		                  2, p, PGRES_COMMAND_OK, "recording synced tables", NULL, &st,
+		                  err);
 		PQclear(r);
 	}
 	return st;
@@ -509,16 +541,18 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
 	bool same = out->version > 0 && strcmp(hash, m->hash) == 0;
 	if (!same) {
 		const char *p[] = {m->hash};
-		PGresult *r = sy_store_exec(c, "SELECT version FROM synchro.schema_versions WHERE hash = $1",
-		                            1, p, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
+		PGresult *r = sy_store_exec(
+			c, "SELECT version FROM synchro.schema_versions WHERE hash = $1", 1, p,
+			PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
 		if (!r)
 			return st;
 		if (PQntuples(r) > 0) {
-			st = sy_store_fail(err, SY_STORE_CONFLICT,
-			                   "the manifest equals version %s (hash %s), not the latest version "
-			                   "%lld: a schema reference names one manifest forever, so it cannot "
-			                   "be published again",
-			                   PQgetvalue(r, 0, 0), m->hash, out->version);
+			st = sy_store_fail(
+				err, SY_STORE_CONFLICT,
+				"the manifest equals version %s (hash %s), not the latest version "
+				"%lld: a schema reference names one manifest forever, so it cannot "
+				"be published again",
+				PQgetvalue(r, 0, 0), m->hash, out->version);
 			PQclear(r);
 			return st;
 		}
@@ -538,8 +572,8 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
 	                            "INSERT INTO synchro.schema_versions (version, hash, manifest)"
 	                            " SELECT coalesce(max(version), 0) + 1, $1, $2"
 	                            "   FROM synchro.schema_versions RETURNING version",
-	                            2, p, PGRES_TUPLES_OK, "recording the schema version", NULL, &st,
-	                            err);
+	                            2, p, PGRES_TUPLES_OK, "recording the schema version", NULL,
+	                            &st, err);
 	if (!r)
 		return st;
 	out->version = atoll(PQgetvalue(r, 0, 0));
@@ -578,24 +612,25 @@ sy_store_status sy_store_schema_get(PGconn *c, long long version, sy_store_schem
 	char v[24];
 	snprintf(v, sizeof v, "%lld", version);
 	const char *p[] = {v};
-	PGresult *r = sy_store_exec(
-		c,
-		"SELECT version, hash, " SY_STORE_TIME_SQL("published_at") ", manifest"
-		"  FROM synchro.schema_versions WHERE $1::bigint IN (0, version)"
-		" ORDER BY version DESC LIMIT 1",
-		1, p, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
+	PGresult *r =
+		sy_store_exec(c,
+	                      "SELECT version, hash, published_at, manifest"
+	                      "  FROM synchro.schema_versions WHERE $1::bigint IN (0, version)"
+	                      " ORDER BY version DESC LIMIT 1",
+	                      1, p, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
 		if (version == 0)
-			return sy_store_fail(err, SY_STORE_NOT_FOUND, "no schema has been published");
+			return sy_store_fail(err, SY_STORE_NOT_FOUND,
+			                     "no schema has been published");
 		return sy_store_fail(err, SY_STORE_NOT_FOUND, "schema version %lld does not exist",
 		                     version);
 	}
 	out->version = atoll(PQgetvalue(r, 0, 0));
 	snprintf(out->hash, sizeof out->hash, "%s", PQgetvalue(r, 0, 1));
-	snprintf(out->published_at, sizeof out->published_at, "%s", PQgetvalue(r, 0, 2));
+	sy_store_format_time(PQgetvalue(r, 0, 2), out->published_at);
 	out->manifest_len = (size_t)PQgetlength(r, 0, 3);
 	out->manifest = sy_strndup(PQgetvalue(r, 0, 3), out->manifest_len);
 	PQclear(r);

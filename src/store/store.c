@@ -68,7 +68,8 @@ PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *con
 	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	if (primary)
 		snprintf(msg, sizeof msg, "%s", primary);
-	else if (r && (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
+	else if (r &&
+	         (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
 		snprintf(msg, sizeof msg, "unexpected result from the server");
 	else
 		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
@@ -96,6 +97,41 @@ void sy_store_rollback(PGconn *c)
 	if (PQtransactionStatus(c) == PQTRANS_IDLE || PQstatus(c) != CONNECTION_OK)
 		return;
 	PQclear(PQexec(c, "ROLLBACK"));
+}
+
+static bool digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+bool sy_store_format_time(const char *pg, char out[SY_STORE_TIME_LEN + 1])
+{
+	size_t n = strlen(pg);
+	/* YYYY-MM-DD HH:MM:SS[.f{1,6}]+00 */
+	bool ok = n >= 22 && digits(pg, 4) && pg[4] == '-' && digits(pg + 5, 2) && pg[7] == '-' &&
+	          digits(pg + 8, 2) && pg[10] == ' ' && digits(pg + 11, 2) && pg[13] == ':' &&
+	          digits(pg + 14, 2) && pg[16] == ':' && digits(pg + 17, 2) &&
+	          strcmp(pg + n - 3, "+00") == 0;
+	size_t frac = 0;
+	if (ok && n > 22) {
+		frac = n - 23;
+		ok = pg[19] == '.' && frac >= 1 && frac <= 6 && digits(pg + 20, frac);
+	}
+	if (!ok) {
+		snprintf(out, SY_STORE_TIME_LEN + 1, "%s", pg);
+		return n == 0;
+	}
+	memcpy(out, pg, 19);
+	out[10] = 'T';
+	out[19] = '.';
+	memcpy(out + 20, "000000", 6);
+	memcpy(out + 20, pg + 20, frac);
+	out[26] = 'Z';
+	out[27] = '\0';
+	return true;
 }
 
 char *sy_store_quote_ident(PGconn *c, const char *name, sy_error *err)

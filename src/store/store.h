@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The store (the only code that speaks SQL): status codes and the libpq helpers its modules share. */
+/* The store (the only code that speaks SQL): status codes and the libpq helpers its modules share.
+ */
 #ifndef SY_STORE_STORE_H
 #define SY_STORE_STORE_H
 
@@ -28,10 +29,12 @@ typedef void (*sy_store_note_fn)(void *arg, const char *line);
 #define SY_STORE_TIME_LEN 27
 
 /*
- * The SQL expression that renders a timestamptz column/expression e as server_time text.
- * Used inside the store's own queries only.
+ * A timestamptz as the session prints it (DateStyle ISO, TimeZone UTC:
+ * "2026-01-02 03:04:05.5+00") in server_time form ("2026-01-02T03:04:05.500000Z"). An empty
+ * pg (SQL NULL) gives "". Text of any other shape (years past 9999, BC, infinity) is copied
+ * as is, cut to fit, and false returned.
  */
-#define SY_STORE_TIME_SQL(e) "to_char((" e ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+bool sy_store_format_time(const char *pg, char out[SY_STORE_TIME_LEN + 1]);
 
 /*
  * Runs sql with text parameters (values always go here, never into sql). Returns the

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "store/config.h"
+#include "store/store.h"
 #include "synchro/alloc.h"
 #include "testutil.h"
 
@@ -21,14 +22,26 @@ static void test_defaults_valid(void)
 	size_t n;
 	const sy_cfg_option *o = sy_cfg_options(&n);
 	/* The options the programs are specified to read (later issues may add more). */
-	static const char *const required[][2] = {
-		{"database", "conninfo"}, {"fcgi", "listen"}, {"fcgi", "listen_owner"},
-		{"fcgi", "listen_group"}, {"fcgi", "listen_mode"}, {"fcgi", "workers"},
-		{"fcgi", "max_requests"}, {"fcgi", "auth_param"}, {"fcgi", "lock_timeout_ms"},
-		{"fcgi", "retry_after_s"}, {"fcgi", "pull_wait_ms"}, {"fcgi", "max_inflight"},
-		{"fcgi", "max_inflight_per_client"}, {"walsync", "slot"}, {"walsync", "writer_id"},
-		{"walsync", "lease_s"}, {"walsync", "renew_s"}, {"walsync", "stale_heartbeat_s"},
-		{"log", "target"}, {"log", "level"}};
+	static const char *const required[][2] = {{"database", "conninfo"},
+	                                          {"fcgi", "listen"},
+	                                          {"fcgi", "listen_owner"},
+	                                          {"fcgi", "listen_group"},
+	                                          {"fcgi", "listen_mode"},
+	                                          {"fcgi", "workers"},
+	                                          {"fcgi", "max_requests"},
+	                                          {"fcgi", "auth_param"},
+	                                          {"fcgi", "lock_timeout_ms"},
+	                                          {"fcgi", "retry_after_s"},
+	                                          {"fcgi", "pull_wait_ms"},
+	                                          {"fcgi", "max_inflight"},
+	                                          {"fcgi", "max_inflight_per_client"},
+	                                          {"walsync", "slot"},
+	                                          {"walsync", "writer_id"},
+	                                          {"walsync", "lease_s"},
+	                                          {"walsync", "renew_s"},
+	                                          {"walsync", "stale_heartbeat_s"},
+	                                          {"log", "target"},
+	                                          {"log", "level"}};
 	for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
 		bool found = false;
 		for (size_t i = 0; i < n; i++)
@@ -50,8 +63,7 @@ static void test_defaults_valid(void)
 }
 
 /* The lines of text after the line equal to `header`, up to the next line starting with `next`. */
-static const char *section_body(const char *text, const char *header, const char *next,
-                                size_t *len)
+static const char *section_body(const char *text, const char *header, const char *next, size_t *len)
 {
 	size_t hl = strlen(header);
 	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
@@ -125,7 +137,8 @@ static void test_documented(void)
 		body = section_body(sample, header, "[", &len);
 		if (!body || !(has_line(body, len, "", o[i].key, " =") ||
 		               has_line(body, len, "# ", o[i].key, " ="))) {
-			fprintf(stderr, "synchro.conf.sample lacks [%s] %s\n", o[i].section, o[i].key);
+			fprintf(stderr, "synchro.conf.sample lacks [%s] %s\n", o[i].section,
+			        o[i].key);
 			CU_FAIL("option missing from conf/synchro.conf.sample");
 		}
 	}
@@ -215,16 +228,15 @@ static void test_errors(void)
 	expect_error("[log]\ntarget = file\n",
 	             "test.conf:2: [log] target: expected one of stderr|syslog");
 	expect_error("[fcgi\n", "test.conf:1: section header without closing ']'");
-	expect_error("[database]\nx\0y\n", "test.conf:2: expected \"key = value\", \"[section]\" or a comment");
+	expect_error("[database]\nx\0y\n",
+	             "test.conf:2: expected \"key = value\", \"[section]\" or a comment");
 }
 
 /* A stray line may hold a password: messages never repeat values or unparsable lines. */
 static void test_no_echo(void)
 {
-	const char *cases[] = {"[database]\nhost=/tmp password=s3cr3t\n",
-	                       "[database]\ns3cr3t\n",
-	                       "[fcgi]\nworkers = s3cr3t\n",
-	                       "[database]\n = s3cr3t\n",
+	const char *cases[] = {"[database]\nhost=/tmp password=s3cr3t\n", "[database]\ns3cr3t\n",
+	                       "[fcgi]\nworkers = s3cr3t\n", "[database]\n = s3cr3t\n",
 	                       "[s3cr3t password]\n"};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sy_error err = {0};
@@ -309,6 +321,29 @@ static void test_alloc_failures(void)
 	CU_ASSERT(succeeded);
 }
 
+static void expect_time(const char *pg, const char *want, bool ok)
+{
+	char out[SY_STORE_TIME_LEN + 1];
+	CU_ASSERT_EQUAL(sy_store_format_time(pg, out), ok);
+	CU_ASSERT_STRING_EQUAL(out, want);
+}
+
+/* The session's timestamptz text (DateStyle ISO, TimeZone UTC) in server_time form. */
+static void test_format_time(void)
+{
+	expect_time("2026-01-02 03:04:05.5+00", "2026-01-02T03:04:05.500000Z", true);
+	expect_time("2026-01-02 03:04:05.123456+00", "2026-01-02T03:04:05.123456Z", true);
+	expect_time("2026-01-02 03:04:05+00", "2026-01-02T03:04:05.000000Z", true);
+	expect_time("0001-01-01 00:00:00+00", "0001-01-01T00:00:00.000000Z", true);
+	expect_time("", "", true);
+	expect_time("infinity", "infinity", false);
+	/* cut to fit */
+	expect_time("2026-01-02 03:04:05.1234567+00", "2026-01-02 03:04:05.1234567", false);
+	expect_time("2026-01-02 03:04:05+01", "2026-01-02 03:04:05+01", false);
+	expect_time("2026-01-02 03:04:05.+00", "2026-01-02 03:04:05.+00", false);
+	expect_time("12026-01-02 03:04:05+00", "12026-01-02 03:04:05+00", false);
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -322,6 +357,11 @@ int main(void)
 		{"allocation failures", test_alloc_failures},
 		CU_TEST_INFO_NULL,
 	};
+	static const CU_TestInfo store_tests[] = {
+		{"timestamps as server_time", test_format_time},
+		CU_TEST_INFO_NULL,
+	};
 	sy_test_add_suite("config", tests);
+	sy_test_add_suite("store helpers", store_tests);
 	return sy_test_run();
 }
