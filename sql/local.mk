@@ -9,7 +9,7 @@ SQL_MIGRATIONS = \
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c
 
-EXTRA_DIST += sql/embed.sh sql/check-install.sh sql/install.sql $(SQL_MIGRATIONS)
+EXTRA_DIST += sql/embed.sh sql/check-install.sh $(SQL_MIGRATIONS)
 BUILT_SOURCES = $(SQL_MIGRATIONS_C)
 CLEANFILES += $(SQL_MIGRATIONS_C)
 noinst_HEADERS += src/store/migrations.h
@@ -17,6 +17,11 @@ noinst_HEADERS += src/store/migrations.h
 $(SQL_MIGRATIONS_C): $(srcdir)/sql/local.mk $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%)
 	$(AM_V_GEN)$(MKDIR_P) src/store && \
 	$(SHELL) $(srcdir)/sql/embed.sh $(SQL_MIGRATIONS:%=$(srcdir)/%) >$@.tmp && mv $@.tmp $@
+
+# For psql users and packagers: $(pkgdatadir)/sql/install.sql; doc/operations.md says how.
+sqldir = $(pkgdatadir)/sql
+dist_sql_DATA = sql/install.sql
+dist_doc_DATA += doc/operations.md
 
 # sql/install.sql is kept in the source tree (packagers ship it for psql); this rebuilds it
 # after a migration changes, and sql/check-install.sh (a test) fails while it is stale.
