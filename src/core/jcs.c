@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
@@ -378,67 +381,97 @@ static inline uint64_t needs_escape(uint64_t w)
 	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
 }
 
+/* The end of the run at p[i..n) that needs no escape. */
+static inline size_t skip_unescaped(const unsigned char *p, size_t i, size_t n)
+{
+#if defined(__SSE2__)
+	const __m128i quote = _mm_set1_epi8('"');
+	const __m128i bslash = _mm_set1_epi8('\\');
+	const __m128i ctl = _mm_set1_epi8(0x1F);
+	while (n - i >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		/* Unsigned v <= 0x1F exactly when min(v, 0x1F) == v. */
+		__m128i hit = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+		                           _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+		                                        _mm_cmpeq_epi8(v, bslash)));
+		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+		if (mask != 0)
+			return i + (size_t)__builtin_ctz(mask);
+		i += 16;
+	}
+#endif
+	while (n - i >= 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (needs_escape(w))
+			break;
+		i += 8;
+	}
+	while (i < n && p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
+		i++;
+	return i;
+}
+
+/* Writes straight into the buffer: room for the plain case is reserved once, and
+ * each escape reserves its extra bytes. */
 bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
-	if (!sy_buf_reserve(out, len + 2) || !putch(out, '"'))
+	if (len > SIZE_MAX - 8 || !sy_buf_reserve(out, len + 2))
 		return false;
+	char *o = out->data + out->len;
+	*o++ = '"';
 	size_t i = 0;
-	while (i < len) {
-		size_t run = i;
-		while (len - run >= 8) {
-			uint64_t w;
-			memcpy(&w, p + run, 8);
-			if (needs_escape(w))
-				break;
-			run += 8;
-		}
-		while (run < len && p[run] >= 0x20 && p[run] != '"' && p[run] != '\\')
-			run++;
-		if (run > i && !put(out, p + i, run - i))
-			return false;
+	for (;;) {
+		size_t run = skip_unescaped(p, i, len);
+		memcpy(o, p + i, run - i);
+		o += run - i;
 		i = run;
 		if (i >= len)
 			break;
 		unsigned char c = p[i++];
-		char esc[6] = {'\\', 0, 0, 0, 0, 0};
-		size_t elen = 2;
+		out->len = (size_t)(o - out->data);
+		/* The rest of the input, this escape (at most 6 bytes) and the quote. */
+		if (!sy_buf_reserve(out, (len - i) + 6 + 1))
+			return false;
+		o = out->data + out->len;
+		*o++ = '\\';
 		switch (c) {
 		case '"':
-			esc[1] = '"';
+			*o++ = '"';
 			break;
 		case '\\':
-			esc[1] = '\\';
+			*o++ = '\\';
 			break;
 		case '\b':
-			esc[1] = 'b';
+			*o++ = 'b';
 			break;
 		case '\f':
-			esc[1] = 'f';
+			*o++ = 'f';
 			break;
 		case '\n':
-			esc[1] = 'n';
+			*o++ = 'n';
 			break;
 		case '\r':
-			esc[1] = 'r';
+			*o++ = 'r';
 			break;
 		case '\t':
-			esc[1] = 't';
+			*o++ = 't';
 			break;
 		default:
-			esc[1] = 'u';
-			esc[2] = '0';
-			esc[3] = '0';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 0xF];
-			elen = 6;
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 0xF];
 			break;
 		}
-		if (!put(out, esc, elen))
-			return false;
 	}
-	return putch(out, '"');
+	*o++ = '"';
+	*o = '\0';
+	out->len = (size_t)(o - out->data);
+	return true;
 }
 
 /* ---------------------------------------------------------------- key order */

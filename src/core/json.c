@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
@@ -252,6 +255,35 @@ static inline uint64_t special_bytes(uint64_t w)
 	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS;
 }
 
+/* The end of the run of plain ASCII (no quote, backslash or control) at p[i..n). */
+static inline size_t skip_plain(const unsigned char *p, size_t i, size_t n)
+{
+#if defined(__SSE2__)
+	const __m128i quote = _mm_set1_epi8('"');
+	const __m128i bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	while (n - i >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		/* Signed: bytes >= 0x80 are negative, so "< 0x20" catches them too. */
+		__m128i hit = _mm_or_si128(_mm_cmplt_epi8(v, space),
+		                           _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+		                                        _mm_cmpeq_epi8(v, bslash)));
+		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+		if (mask != 0)
+			return i + (size_t)__builtin_ctz(mask);
+		i += 16;
+	}
+#endif
+	while (n - i >= 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (special_bytes(w))
+			break;
+		i += 8;
+	}
+	return i;
+}
+
 static int hexval(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
@@ -316,13 +348,7 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 	bool escapes = false;
 
 	for (;;) {
-		while (n - i >= 8) {
-			uint64_t w;
-			memcpy(&w, p + i, 8);
-			if (special_bytes(w))
-				break;
-			i += 8;
-		}
+		i = skip_plain(p, i, n);
 		if (i >= n)
 			return perr(ps, ps->pos, "unterminated string");
 		unsigned char c = p[i];

@@ -1,6 +1,6 @@
 // Generates tests/vectors/jcs/numbers.txt with node's Number.prototype.toString
-// Usage: node tests/vectors/jcs/gen-numbers.js > tests/vectors/jcs/numbers.txt (deterministic seed).
 // (ECMA-262) as the reference: "<IEEE-754 bits, hex> <expected JCS text>".
+// Usage: node tests/vectors/jcs/gen-numbers.js > tests/vectors/jcs/numbers.txt (deterministic seed).
 const buf = new DataView(new ArrayBuffer(8));
 let seed = 0x2545F4914F6CDD1Dn;
 function rnd64() { // xorshift64*
