@@ -341,6 +341,109 @@ static void test_key_order(void)
 	sy_buf_free(&want);
 }
 
+/* UTF-16 code units of valid UTF-8 s: the reference order, computed the long way. */
+static size_t to_utf16(const unsigned char *s, size_t len, uint16_t *out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		if (s[i] < 0x80) {
+			cp = s[i++];
+		} else if (s[i] < 0xE0) {
+			cp = (uint32_t)(s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F);
+			i += 2;
+		} else if (s[i] < 0xF0) {
+			cp = (uint32_t)(s[i] & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 |
+			     (s[i + 2] & 0x3F);
+			i += 3;
+		} else {
+			cp = (uint32_t)(s[i] & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 |
+			     (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+			i += 4;
+		}
+		if (cp >= 0x10000) {
+			out[n++] = (uint16_t)(0xD800 + ((cp - 0x10000) >> 10));
+			out[n++] = (uint16_t)(0xDC00 + ((cp - 0x10000) & 0x3FF));
+		} else {
+			out[n++] = (uint16_t)cp;
+		}
+	}
+	return n;
+}
+
+static size_t put_cp(unsigned char *d, uint32_t cp)
+{
+	if (cp < 0x80) {
+		d[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		d[0] = (unsigned char)(0xC0 | cp >> 6);
+		d[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		d[0] = (unsigned char)(0xE0 | cp >> 12);
+		d[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+		d[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	d[0] = (unsigned char)(0xF0 | cp >> 18);
+	d[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+	d[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+	d[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* Random strings over code points chosen near the boundaries that matter. */
+static void test_key_order_random(void)
+{
+	static const uint32_t pool[] = {0x00,    0x41,    0x7F,    0x80,    0x7FF,   0x800,
+	                                0xD7FF,  0xE000,  0xE001,  0xFB33,  0xFFFF,  0x10000,
+	                                0x1F600, 0x1F601, 0x10FFFF, 0x20AC, 0x42,    0xFFFE};
+	uint64_t x = 12345;
+	int reversed = 0; /* cases where UTF-8 byte order gives the other answer */
+	for (int iter = 0; iter < 50000; iter++) {
+		unsigned char a[32], b[32];
+		size_t alen = 0, blen = 0;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int na = (int)(x % 4), nb = (int)((x >> 3) % 4);
+		uint64_t r = x >> 8;
+		for (int i = 0; i < na; i++, r /= 18)
+			alen += put_cp(a + alen, pool[r % 18]);
+		/* b often shares a's prefix, so the interesting position is reached. */
+		if ((x >> 60) & 1) {
+			memcpy(b, a, alen);
+			blen = alen > 0 ? alen - (size_t)((x >> 61) % 2) : 0;
+			while (blen > 0 && (b[blen] & 0xC0) == 0x80 && blen < alen)
+				blen--;
+		}
+		for (int i = 0; i < nb; i++, r /= 18)
+			blen += put_cp(b + blen, pool[r % 18]);
+		uint16_t ua[32], ub[32];
+		size_t la = to_utf16(a, alen, ua), lb = to_utf16(b, blen, ub);
+		int want = 0;
+		for (size_t i = 0; i < la && i < lb && want == 0; i++)
+			want = ua[i] < ub[i] ? -1 : ua[i] > ub[i] ? 1 : 0;
+		if (want == 0)
+			want = la < lb ? -1 : la > lb ? 1 : 0;
+		int got = sy_jcs_compare_keys((const char *)a, alen, (const char *)b, blen);
+		got = got < 0 ? -1 : got > 0 ? 1 : 0;
+		int bytes = memcmp(a, b, alen < blen ? alen : blen);
+		if (bytes == 0)
+			bytes = alen < blen ? -1 : alen > blen ? 1 : 0;
+		reversed += (bytes < 0 ? -1 : bytes > 0) != want;
+		if (got != want) {
+			fprintf(stderr, "\n  iteration %d: got %d want %d\n", iter, got, want);
+			CU_FAIL("UTF-16 order");
+			return;
+		}
+	}
+	CU_ASSERT(reversed > 1000);
+}
+
 /* ------------------------------------------------------------ builders, errors */
 
 static char *canon_value(const sy_json *v, sy_error *err)
@@ -474,6 +577,7 @@ int main(void)
 		{"number round trip", test_number_roundtrip},
 		{"strings", test_strings},
 		{"member order", test_key_order},
+		{"member order, random names", test_key_order_random},
 		{"builders and errors", test_builders},
 		{"failing allocations", test_alloc_failure},
 		{NULL, NULL},
