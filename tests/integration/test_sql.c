@@ -16,6 +16,7 @@
 
 #define TODO1 "11111111-1111-4111-8111-111111111111"
 #define TODO2 "22222222-2222-4222-8222-222222222222"
+#define TODO3 "33333333-3333-4333-8333-333333333333"
 #define MUT1 "a0000000-0000-4000-8000-000000000001"
 #define MUT2 "a0000000-0000-4000-8000-000000000002"
 #define CLI1 "c0000000-0000-4000-8000-000000000001"
@@ -311,7 +312,7 @@ static void test_install_sql(void)
 static void test_transitions(void)
 {
 	char xid[24];
-	char seen[12][160];
+	char seen[16][160];
 	int nseen = 0;
 	fence f;
 
@@ -360,6 +361,29 @@ static void test_transitions(void)
 	pgt_exec(db, "DELETE FROM todo WHERE id = '" TODO1 "'");
 	f = get_fence("todo", TODO1);
 	CU_ASSERT_TRUE(f.found);
+	CU_ASSERT_STRING_EQUAL(f.state, "deleted");
+	memcpy(seen[nseen++], f.version, sizeof f.version);
+
+	/* A push (synchro.no_resurrection on) never revives a deleted identity (SY006), whatever
+	 * its mutation settings; a direct write may. */
+	pgt_exec(db, "BEGIN");
+	pgt_exec(db, "SELECT set_config('synchro.no_resurrection', 'on', true)");
+	pgt_fails(db, "INSERT INTO todo (id, title, owner) VALUES ('" TODO1 "', 'r', 'alice')",
+	          "SY006");
+	pgt_exec(db, "ROLLBACK");
+	pgt_exec(db, "BEGIN");
+	pgt_exec(db, "SELECT set_config('synchro.mutation_id', '" MUT2 "', true)");
+	pgt_exec(db, "SELECT set_config('synchro.no_resurrection', 'on', true)");
+	pgt_fails(db, "INSERT INTO todo (id, title, owner) VALUES ('" TODO1 "', 'r', 'alice')",
+	          "SY006");
+	pgt_exec(db, "ROLLBACK");
+	CU_ASSERT_STRING_EQUAL(get_fence("todo", TODO1).version, f.version);
+	pgt_exec(db, "INSERT INTO todo (id, title, owner) VALUES ('" TODO1 "', 'r', 'alice')");
+	f = get_fence("todo", TODO1);
+	CU_ASSERT_STRING_EQUAL(f.state, "live");
+	memcpy(seen[nseen++], f.version, sizeof f.version);
+	pgt_exec(db, "DELETE FROM todo WHERE id = '" TODO1 "'");
+	f = get_fence("todo", TODO1);
 	CU_ASSERT_STRING_EQUAL(f.state, "deleted");
 	memcpy(seen[nseen++], f.version, sizeof f.version);
 
@@ -462,12 +486,12 @@ static void test_messages(void)
 	             "       set_config('synchro.client_id', '" CLI1 "', true),"
 	             "       set_config('synchro.user_id', 'alice', true)");
 	current_xid(xid, sizeof xid);
-	pgt_exec(db, "INSERT INTO todo (id, title, owner) VALUES ('" TODO1 "', 'm', 'alice')");
-	snprintf(v1, sizeof v1, "%s", get_fence("todo", TODO1).version);
-	pgt_exec(db, "UPDATE todo SET owner = 'bob' WHERE id = '" TODO1 "'");
-	snprintf(v2, sizeof v2, "%s", get_fence("todo", TODO1).version);
-	pgt_exec(db, "DELETE FROM todo WHERE id = '" TODO1 "'");
-	snprintf(v3, sizeof v3, "%s", get_fence("todo", TODO1).version);
+	pgt_exec(db, "INSERT INTO todo (id, title, owner) VALUES ('" TODO3 "', 'm', 'alice')");
+	snprintf(v1, sizeof v1, "%s", get_fence("todo", TODO3).version);
+	pgt_exec(db, "UPDATE todo SET owner = 'bob' WHERE id = '" TODO3 "'");
+	snprintf(v2, sizeof v2, "%s", get_fence("todo", TODO3).version);
+	pgt_exec(db, "DELETE FROM todo WHERE id = '" TODO3 "'");
+	snprintf(v3, sizeof v3, "%s", get_fence("todo", TODO3).version);
 	/* Not yet committed: nothing decoded. */
 	CU_ASSERT_EQUAL(pgt_int(db,
 	                        "SELECT count(*) FROM pg_logical_slot_peek_changes('" SLOT "',"
@@ -477,11 +501,11 @@ static void test_messages(void)
 	pgt_exec(db, "COMMIT");
 	n = drain(msgs, MAX_MESSAGES);
 	CU_ASSERT_EQUAL_FATAL(n, 3);
-	check_message(&msgs[0], xid, "todo", TODO1, v1, "live", MUT2, CLI1, "alice", "<null>",
+	check_message(&msgs[0], xid, "todo", TODO3, v1, "live", MUT2, CLI1, "alice", "<null>",
 	              "alice");
-	check_message(&msgs[1], xid, "todo", TODO1, v2, "live", MUT2, CLI1, "alice", "alice",
+	check_message(&msgs[1], xid, "todo", TODO3, v2, "live", MUT2, CLI1, "alice", "alice",
 	              "bob");
-	check_message(&msgs[2], xid, "todo", TODO1, v3, "deleted", MUT2, CLI1, "alice", "bob",
+	check_message(&msgs[2], xid, "todo", TODO3, v3, "deleted", MUT2, CLI1, "alice", "bob",
 	              "<null>");
 
 	/* Direct writes on item: no owner column, no push identity. */
@@ -683,6 +707,32 @@ static void test_app_role(void)
 	pgt_fails(app, "CREATE TABLE synchro.mine (x int)", "42501");
 	pgt_fails(app, "SELECT synchro.install_fence_trigger('item', 'x', 'id', '', '')", "42501");
 	pgt_fails(app, "SELECT synchro.backfill_fences('item', 'x', 'id', '')", "42501");
+	/* The compare-and-swap locks a fence through synchro.lock_fence (migration 4). */
+	pgt_exec(app, "BEGIN");
+	char *lock = pgt_value(app, "SELECT state || ' ' || version FROM synchro.lock_fence('item',"
+	                            " '2')",
+	                       0, NULL);
+	char want[200];
+	snprintf(want, sizeof want, "live %s", get_fence("item", "2").version);
+	CU_ASSERT_PTR_NOT_NULL(lock);
+	if (lock)
+		CU_ASSERT_STRING_EQUAL(lock, want);
+	free(lock);
+	CU_ASSERT_EQUAL(pgt_int(app, "SELECT count(*) FROM synchro.lock_fence('item', '404')", 0,
+	                        NULL),
+	                0);
+	/* Held: another session cannot take the fence until the transaction ends. */
+	CU_ASSERT_EQUAL(pgt_int(db,
+	                        "SELECT count(*) FROM (SELECT 1 FROM synchro.row_fences WHERE"
+	                        " table_id = 'item' AND pk = '2' FOR UPDATE SKIP LOCKED) s",
+	                        0, NULL),
+	                0);
+	pgt_exec(app, "ROLLBACK");
+	CU_ASSERT_EQUAL(pgt_int(db,
+	                        "SELECT count(*) FROM (SELECT 1 FROM synchro.row_fences WHERE"
+	                        " table_id = 'item' AND pk = '2' FOR UPDATE SKIP LOCKED) s",
+	                        0, NULL),
+	                1);
 	/* Its writes to synced tables still move fences (the trigger runs as the owner). */
 	pgt_exec(app, "BEGIN");
 	pgt_exec(app, "SELECT set_config('synchro.mutation_id', '" APP_MUT "', true),"
