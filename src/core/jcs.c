@@ -506,15 +506,41 @@ int sy_jcs_compare_keys(const char *a, size_t alen, const char *b, size_t blen)
 
 /* ---------------------------------------------------------------- values */
 
-static int member_cmp(const void *pa, const void *pb)
+/*
+ * Sorting sorts entries that carry the first 8 bytes of the name, recoded so
+ * that plain unsigned comparison follows UTF-16 order (lead bytes 0xF0..0xF4
+ * move below 0xEE, 0xEF; the recoding is injective, so a first differing byte
+ * stays first), packed big-endian: most comparisons never touch the names.
+ */
+typedef struct {
+	uint64_t prefix;
+	const sy_json_member *m;
+} sort_entry;
+
+static uint64_t order_prefix(const char *key, size_t len)
 {
-	const sy_json_member *a = *(const sy_json_member *const *)pa;
-	const sy_json_member *b = *(const sy_json_member *const *)pb;
-	int c = sy_jcs_compare_keys(a->key, a->key_len, b->key, b->key_len);
+	uint64_t p = 0;
+	for (size_t i = 0; i < 8; i++) {
+		unsigned c = i < len ? (unsigned char)key[i] : 0;
+		if (c >= 0xF0 && c <= 0xF4)
+			c -= 2; /* 0xEE..0xF2 */
+		else if (c == 0xEE || c == 0xEF)
+			c += 5; /* 0xF3, 0xF4 */
+		p = p << 8 | c;
+	}
+	return p;
+}
+
+static int entry_cmp(const void *pa, const void *pb)
+{
+	const sort_entry *a = pa, *b = pb;
+	if (a->prefix != b->prefix)
+		return a->prefix < b->prefix ? -1 : 1;
+	int c = sy_jcs_compare_keys(a->m->key, a->m->key_len, b->m->key, b->m->key_len);
 	if (c != 0)
 		return c;
 	/* Equal names only in builder-made objects: keep document order. */
-	return a < b ? -1 : a > b ? 1 : 0;
+	return a->m < b->m ? -1 : a->m > b->m ? 1 : 0;
 }
 
 static bool write_value(sy_buf *out, const sy_json *v, sy_error *err);
@@ -526,8 +552,8 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 {
 	size_t n = v->u.object.count;
 	const sy_json_member *m = v->u.object.members;
-	const sy_json_member *stack[SORT_ON_STACK];
-	const sy_json_member **order = NULL;
+	sort_entry stack[SORT_ON_STACK];
+	sort_entry *order = NULL;
 	bool sorted = true;
 	for (size_t i = 1; i < n && sorted; i++)
 		sorted = sy_jcs_compare_keys(m[i - 1].key, m[i - 1].key_len, m[i].key,
@@ -538,24 +564,26 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 		order = n <= SORT_ON_STACK ? stack : sy_malloc(n * sizeof(*order));
 		if (order == NULL)
 			goto nomem;
-		for (size_t i = 0; i < n; i++)
-			order[i] = &m[i];
+		for (size_t i = 0; i < n; i++) {
+			order[i].prefix = order_prefix(m[i].key, m[i].key_len);
+			order[i].m = &m[i];
+		}
 		if (n <= INSERTION_SORT_MAX) {
 			for (size_t i = 1; i < n; i++) {
-				const sy_json_member *x = order[i];
-				size_t j = i;
-				for (; j > 0 && member_cmp(&order[j - 1], &x) > 0; j--)
-					order[j] = order[j - 1];
-				order[j] = x;
+				sort_entry x = order[i];
+				size_t k = i;
+				for (; k > 0 && entry_cmp(&order[k - 1], &x) > 0; k--)
+					order[k] = order[k - 1];
+				order[k] = x;
 			}
 		} else {
-			qsort(order, n, sizeof(*order), member_cmp);
+			qsort(order, n, sizeof(*order), entry_cmp);
 		}
 	}
 	if (!putch(out, '{'))
 		goto nomem;
 	for (size_t i = 0; i < n; i++) {
-		const sy_json_member *mem = order != NULL ? order[i] : &m[i];
+		const sy_json_member *mem = order != NULL ? order[i].m : &m[i];
 		if (i > 0 && !putch(out, ','))
 			goto nomem;
 		if (!sy_jcs_write_string(out, mem->key, mem->key_len) || !putch(out, ':'))

@@ -468,20 +468,22 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
  * (nothing here calls setlocale), but a different point is honoured by rewriting
  * the '.' so the result never depends on the locale.
  */
-static double literal_strtod(const parser *ps, const char *text, size_t len)
+static bool literal_strtod(parser *ps, const char *text, size_t len, double *out)
 {
-	if (ps->decimal_point == '.' || memchr(text, '.', len) == NULL)
-		return strtod(text, NULL);
+	if (ps->decimal_point == '.' || memchr(text, '.', len) == NULL) {
+		*out = strtod(text, NULL);
+		return true;
+	}
 	char small[128];
 	char *copy = len < sizeof(small) ? small : sy_malloc(len + 1);
 	if (copy == NULL)
-		return strtod(text, NULL);
+		return pnomem(ps);
 	memcpy(copy, text, len + 1);
 	*(char *)memchr(copy, '.', len) = ps->decimal_point;
-	double v = strtod(copy, NULL);
+	*out = strtod(copy, NULL);
 	if (copy != small)
 		sy_free(copy);
-	return v;
+	return true;
 }
 
 static bool parse_number(parser *ps, sy_json **out)
@@ -572,11 +574,12 @@ static bool parse_number(parser *ps, sy_json **out)
 			value *= pow10_exact[e];
 		if (neg)
 			value = -value;
-	} else {
-		value = literal_strtod(ps, text, tlen);
+	} else if (!literal_strtod(ps, text, tlen, &value)) {
+		return false;
 	}
 #else
-	value = literal_strtod(ps, text, tlen);
+	if (!literal_strtod(ps, text, tlen, &value))
+		return false;
 #endif
 	v->type = SY_JSON_NUMBER;
 	v->u.number.value = value;

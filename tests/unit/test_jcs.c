@@ -442,6 +442,62 @@ static void test_key_order_random(void)
 		}
 	}
 	CU_ASSERT(reversed > 1000);
+
+	/* Whole objects, small (insertion sort) and large (prefix sort), through the
+	 * writer: members come out in the reference order. */
+	for (int size = 5; size <= 600; size *= 5) {
+		sy_json_doc *doc = sy_json_doc_new();
+		sy_json *obj = sy_json_new_object(doc);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(obj);
+		while (obj->u.object.count < (size_t)size) {
+			unsigned char k[48];
+			size_t klen = 0;
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* A shared ASCII head of 0..9 bytes puts the difference inside or
+			 * past the 8-byte prefix. */
+			size_t head = (size_t)(x % 10);
+			memcpy(k, "abcdefghij", head);
+			klen = head;
+			uint64_t r = x >> 4;
+			for (int i = 0; i < 3; i++, r /= 18)
+				klen += put_cp(k + klen, pool[r % 18]);
+			bool seen = false;
+			for (size_t i = 0; i < obj->u.object.count && !seen; i++)
+				seen = obj->u.object.members[i].key_len == klen &&
+				       memcmp(obj->u.object.members[i].key, k, klen) == 0;
+			if (!seen)
+				CU_ASSERT_FATAL(sy_json_object_putn(doc, obj, (const char *)k, klen,
+				                                    sy_json_new_null(doc)));
+		}
+		sy_buf out = SY_BUF_INIT;
+		sy_error err;
+		CU_ASSERT_FATAL(sy_jcs_write(&out, obj, &err));
+		sy_json_doc *back = sy_json_parse(out.data, out.len, &err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+		const sy_json *r2 = sy_json_doc_root(back);
+		CU_ASSERT_EQUAL(r2->u.object.count, (size_t)size);
+		for (size_t i = 1; i < r2->u.object.count; i++) {
+			const sy_json_member *p = &r2->u.object.members[i - 1];
+			const sy_json_member *q = &r2->u.object.members[i];
+			uint16_t up[64], uq[64];
+			size_t lp = to_utf16((const unsigned char *)p->key, p->key_len, up);
+			size_t lq = to_utf16((const unsigned char *)q->key, q->key_len, uq);
+			int c = 0;
+			for (size_t j = 0; j < lp && j < lq && c == 0; j++)
+				c = up[j] < uq[j] ? -1 : up[j] > uq[j];
+			if (c == 0)
+				c = lp < lq ? -1 : 1;
+			if (c >= 0) {
+				CU_FAIL("object members out of UTF-16 order");
+				break;
+			}
+		}
+		sy_json_doc_free(back);
+		sy_buf_free(&out);
+		sy_json_doc_free(doc);
+	}
 }
 
 /* ------------------------------------------------------------ builders, errors */
