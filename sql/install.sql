@@ -151,8 +151,8 @@ CREATE TABLE synchro.mutations (
 	-- The ADR's outcome partition: a code exactly for the non-applied statuses.
 	CONSTRAINT mutation_status_code CHECK (
 		(status = 'applied' AND code IS NULL) OR
-		(status = 'conflict' AND code IN
-			('version_conflict', 'row_already_exists', 'row_deleted', 'row_not_found')) OR
+		(status = 'conflict' AND code IN ('version_conflict', 'row_already_exists',
+			'row_deleted', 'row_not_found')) OR
 		(status = 'rejected_terminal' AND code IN ('policy_rejected', 'validation_failed',
 			'table_not_synced', 'schema_incompatible', 'atomic_batch_rejected')))
 );
@@ -269,7 +269,7 @@ AS $fn$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM synchro.retirements r
 	               WHERE r.client_id = OLD.client_id AND r.user_id = OLD.user_id) THEN
-		RAISE EXCEPTION 'synchro: ledger rows of a client that is not retired are never deleted'
+		RAISE EXCEPTION 'synchro: ledger rows of a client that is not retired stay'
 			USING ERRCODE = 'SY005';
 	END IF;
 	RETURN OLD;
@@ -328,7 +328,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
 	IF TG_OP = 'INSERT' THEN
-		IF EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = NEW.client_id) THEN
+		IF EXISTS (SELECT 1 FROM synchro.retirements r
+		           WHERE r.client_id = NEW.client_id) THEN
 			RAISE EXCEPTION 'synchro: client % is retired', NEW.client_id
 				USING ERRCODE = 'SY004';
 		END IF;
@@ -437,7 +438,7 @@ DECLARE
 BEGIN
 	IF TG_WHEN <> 'AFTER' OR TG_LEVEL <> 'ROW' OR TG_NARGS <> 4
 	   OR coalesce(v_table_id, '') = '' OR coalesce(v_pk_col, '') = '' THEN
-		RAISE EXCEPTION 'synchro: version_fence must be installed by synchro.install_fence_trigger'
+		RAISE EXCEPTION 'synchro: install version_fence with synchro.install_fence_trigger'
 			USING ERRCODE = 'SY010';
 	END IF;
 	IF TG_OP <> 'INSERT' THEN
@@ -447,8 +448,8 @@ BEGIN
 		v_new := to_jsonb(NEW);
 	END IF;
 	IF NOT coalesce(v_new, v_old) ? v_pk_col THEN
-		RAISE EXCEPTION 'synchro: %.% has no column %', TG_TABLE_SCHEMA, TG_TABLE_NAME, v_pk_col
-			USING ERRCODE = 'SY010';
+		RAISE EXCEPTION 'synchro: %.% has no column %', TG_TABLE_SCHEMA, TG_TABLE_NAME,
+			v_pk_col USING ERRCODE = 'SY010';
 	END IF;
 
 	IF TG_OP = 'DELETE' THEN
@@ -457,7 +458,7 @@ BEGIN
 	ELSE
 		v_pk := v_new ->> v_pk_col;
 		IF TG_OP = 'UPDATE' AND (v_old ->> v_pk_col) IS DISTINCT FROM v_pk THEN
-			RAISE EXCEPTION 'synchro: the primary key of a row of synced table "%" cannot change',
+			RAISE EXCEPTION 'synchro: a primary key of synced table "%" cannot change',
 				v_table_id
 				USING ERRCODE = 'SY001',
 				      DETAIL = pg_catalog.format('%s.%s: %s -> %s', TG_TABLE_SCHEMA,
@@ -540,22 +541,22 @@ BEGIN
 	END IF;
 	IF v_pk_type NOT IN ('uuid'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype,
 	                     'text'::regtype, 'varchar'::regtype) THEN
-		RAISE EXCEPTION 'synchro: primary key %.% has unsupported type %', relation, pk_column,
-			format_type(v_pk_type, NULL) USING ERRCODE = 'SY010';
+		RAISE EXCEPTION 'synchro: primary key %.% has unsupported type %', relation,
+			pk_column, format_type(v_pk_type, NULL) USING ERRCODE = 'SY010';
 	END IF;
 	IF NOT v_pk_notnull OR NOT EXISTS (
 		SELECT 1 FROM pg_index i
 		WHERE i.indrelid = relation AND i.indisunique AND i.indnkeyatts = 1
 		  AND i.indkey[0] = v_pk_att AND i.indpred IS NULL AND i.indexprs IS NULL) THEN
-		RAISE EXCEPTION 'synchro: %.% is not a NOT NULL column with a unique index of its own',
+		RAISE EXCEPTION 'synchro: %.% is not a NOT NULL column with its own unique index',
 			relation, pk_column USING ERRCODE = 'SY010';
 	END IF;
 	IF coalesce(soft_delete_column, '') <> '' THEN
 		SELECT a.atttypid INTO v_type FROM pg_attribute a
-			WHERE a.attrelid = relation AND a.attname = soft_delete_column AND a.attnum > 0
-			  AND NOT a.attisdropped;
+			WHERE a.attrelid = relation AND a.attname = soft_delete_column
+			  AND a.attnum > 0 AND NOT a.attisdropped;
 		IF v_type IS DISTINCT FROM 'timestamptz'::regtype THEN
-			RAISE EXCEPTION 'synchro: soft-delete column %.% is not a timestamptz column',
+			RAISE EXCEPTION 'synchro: soft-delete column %.% is not a timestamptz',
 				relation, soft_delete_column USING ERRCODE = 'SY010';
 		END IF;
 	END IF;

@@ -146,8 +146,8 @@ CREATE TABLE synchro.mutations (
 	-- The ADR's outcome partition: a code exactly for the non-applied statuses.
 	CONSTRAINT mutation_status_code CHECK (
 		(status = 'applied' AND code IS NULL) OR
-		(status = 'conflict' AND code IN
-			('version_conflict', 'row_already_exists', 'row_deleted', 'row_not_found')) OR
+		(status = 'conflict' AND code IN ('version_conflict', 'row_already_exists',
+			'row_deleted', 'row_not_found')) OR
 		(status = 'rejected_terminal' AND code IN ('policy_rejected', 'validation_failed',
 			'table_not_synced', 'schema_incompatible', 'atomic_batch_rejected')))
 );
@@ -264,7 +264,7 @@ AS $fn$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM synchro.retirements r
 	               WHERE r.client_id = OLD.client_id AND r.user_id = OLD.user_id) THEN
-		RAISE EXCEPTION 'synchro: ledger rows of a client that is not retired are never deleted'
+		RAISE EXCEPTION 'synchro: ledger rows of a client that is not retired stay'
 			USING ERRCODE = 'SY005';
 	END IF;
 	RETURN OLD;
@@ -323,7 +323,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
 	IF TG_OP = 'INSERT' THEN
-		IF EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = NEW.client_id) THEN
+		IF EXISTS (SELECT 1 FROM synchro.retirements r
+		           WHERE r.client_id = NEW.client_id) THEN
 			RAISE EXCEPTION 'synchro: client % is retired', NEW.client_id
 				USING ERRCODE = 'SY004';
 		END IF;

@@ -14,7 +14,7 @@ void pgt_require_fixture(void)
 {
 	const char *tmp = getenv("SYNCHRO_PG_TMP");
 	if (tmp == NULL || *tmp == '\0') {
-		fprintf(stderr, "not inside tests/integration/with-pg (SYNCHRO_PG_TMP unset); skipped\n");
+		fprintf(stderr, "not inside tests/integration/with-pg (no SYNCHRO_PG_TMP): skip\n");
 		exit(77);
 	}
 }
@@ -91,8 +91,8 @@ char *pgt_value_at(PGconn *c, const char *sql, int nparams, const char *const *p
 		return NULL;
 	if (PQntuples(r) != 1 || PQnfields(r) != 1) {
 		char what[96];
-		snprintf(what, sizeof what, "expected 1 row of 1 column, got %d of %d", PQntuples(r),
-		         PQnfields(r));
+		snprintf(what, sizeof what, "expected 1 row of 1 column, got %d of %d",
+		         PQntuples(r), PQnfields(r));
 		fail_at(file, line, what, NULL, sql);
 		PQclear(r);
 		return NULL;
@@ -142,7 +142,8 @@ bool pgt_fails_at(PGconn *c, const char *sql, const char *sqlstate, const char *
 			snprintf(what, sizeof what, "expected SQLSTATE %s, got %s", sqlstate,
 			         got ? got : "none");
 		else
-			snprintf(what, sizeof what, "expected SQLSTATE %s, the SQL succeeded", sqlstate);
+			snprintf(what, sizeof what, "expected SQLSTATE %s, the SQL succeeded",
+			         sqlstate);
 		fail_at(file, line, what, s == PGRES_FATAL_ERROR ? c : NULL, sql);
 	} else {
 		pass_at(file, line);
@@ -181,8 +182,9 @@ int pgt_migrate(PGconn *c, const sy_sql_migration *list, size_t count)
 		bool have = ok && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 		PQclear(r);
 		if (ok && have) {
-			r = PQexecParams(c, "SELECT 1 FROM synchro.migrations WHERE version = $1::int", 1,
-			                 NULL, p, NULL, NULL, 0);
+			r = PQexecParams(c,
+			                 "SELECT 1 FROM synchro.migrations WHERE version = $1::int",
+			                 1, NULL, p, NULL, NULL, 0);
 			ok = PQresultStatus(r) == PGRES_TUPLES_OK;
 			done = ok && PQntuples(r) == 1;
 			PQclear(r);
@@ -201,11 +203,14 @@ int pgt_migrate(PGconn *c, const sy_sql_migration *list, size_t count)
 			run(c, "ROLLBACK", "rollback", m->version);
 			return -1;
 		}
-		r = PQexecParams(c, "INSERT INTO synchro.migrations (version, name) VALUES ($1::int, $2)",
+		r = PQexecParams(c,
+		                 "INSERT INTO synchro.migrations (version, name)"
+		                 " VALUES ($1::int, $2)",
 		                 2, NULL, p, NULL, NULL, 0);
 		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		if (!ok)
-			fprintf(stderr, "migration %d: recording: %s", m->version, PQerrorMessage(c));
+			fprintf(stderr, "migration %d: recording: %s", m->version,
+			        PQerrorMessage(c));
 		PQclear(r);
 		if (!ok) {
 			run(c, "ROLLBACK", "rollback", m->version);

@@ -113,7 +113,8 @@ static int drain(message *out, int max)
 		"               substring(t.data FROM '^message: transactional: 1 prefix: synchro, "
 		"sz: [0-9]+ content:(.*)$')::jsonb AS m"
 		"          FROM pg_logical_slot_get_changes('" SLOT "', NULL, NULL,"
-		"                 'skip-empty-xacts', '1') WITH ORDINALITY AS t(lsn, xid, data, n)) c"
+		"                 'skip-empty-xacts', '1')"
+		"          WITH ORDINALITY AS t(lsn, xid, data, n)) c"
 		" WHERE c.data LIKE 'message:%' ORDER BY c.n",
 		0, NULL);
 	if (r == NULL)
@@ -574,10 +575,10 @@ static void test_pgoutput(void)
 		db,
 		"SELECT chr(get_byte(data, 0)), get_byte(data, 1),"
 		"       CASE WHEN get_byte(data, 0) = 77 THEN substring(data FROM 11 FOR 8) END,"
-		"       CASE WHEN get_byte(data, 0) = 77 THEN"
-		"            convert_from(substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
-		"       CASE WHEN get_byte(data, 0) = 77 THEN"
-		"            convert_from(substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
+		"       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
+		"            substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
+		"       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
+		"            substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
 		"  FROM pg_logical_slot_get_binary_changes('synchro_p', NULL, NULL,"
 		"       'proto_version', '1', 'publication_names', 'synchro', 'messages', 'true')"
 		"  WITH ORDINALITY AS t(lsn, xid, data, n) ORDER BY n",
@@ -590,7 +591,8 @@ static void test_pgoutput(void)
 			messages++;
 			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 1), "1"); /* transactional */
 			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 2), "\\x73796e6368726f00");
-			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 4), messages == 1 ? "live" : "deleted");
+			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 4),
+			                       messages == 1 ? "live" : "deleted");
 			if (messages == 2)
 				CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 3), version);
 		} else if (strcmp(kind, "B") != 0 && strcmp(kind, "C") != 0) {
@@ -663,8 +665,8 @@ static void test_app_role(void)
 	pgt_fails(app, "UPDATE synchro.batches SET response = 'x' WHERE batch_id = '" APP_BATCH "'",
 	          "SY002");
 	pgt_fails(app,
-	          "UPDATE synchro.batches SET state = 'claimed', http_status = NULL, response = NULL,"
-	          " completed_at = NULL WHERE batch_id = '" APP_BATCH "'",
+	          "UPDATE synchro.batches SET state = 'claimed', http_status = NULL,"
+	          " response = NULL, completed_at = NULL WHERE batch_id = '" APP_BATCH "'",
 	          "SY002");
 	/* Identity and fingerprint columns are not even granted. */
 	pgt_fails(app,
@@ -919,7 +921,8 @@ static void test_fence_config(void)
 	pgt_exec(db, "CREATE TABLE bad (k integer, n numeric PRIMARY KEY, d date, t text UNIQUE)");
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('bad', 'bad', 'k', '', '')", "SY010");
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('bad', 'bad', 'n', '', '')", "SY010");
-	pgt_fails(db, "SELECT synchro.install_fence_trigger('bad', 'bad', 'nope', '', '')", "SY010");
+	pgt_fails(db, "SELECT synchro.install_fence_trigger('bad', 'bad', 'nope', '', '')",
+	          "SY010");
 	/* t is unique but nullable. */
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('bad', 'bad', 't', '', '')", "SY010");
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('item', 'item', 'id', 'due', '')",
@@ -970,8 +973,9 @@ static void test_example(void)
 		"         FROM t, jsonb_array_elements(t -> 'fields') f"
 		"       UNION ALL SELECT t ->> 'relation', t -> 'pk' ->> 'column',"
 		"              t -> 'pk' ->> 'type', false FROM t),"
-		" m(typ, pg) AS (VALUES ('text', 'text'), ('int32', 'integer'), ('int64', 'bigint'),"
-		"   ('float64', 'double precision'), ('numeric', 'numeric'), ('bool', 'boolean'),"
+		" m(typ, pg) AS (VALUES ('text', 'text'), ('int32', 'integer'),"
+		"   ('int64', 'bigint'), ('float64', 'double precision'), ('numeric', 'numeric'),"
+		"   ('bool', 'boolean'),"
 		"   ('timestamp', 'timestamp with time zone'), ('date', 'date'), ('uuid', 'uuid'),"
 		"   ('bytes', 'bytea'), ('json', 'jsonb')),"
 		" a AS (SELECT c.oid::regclass::text AS rel, a.attname::text AS col,"
@@ -1012,7 +1016,8 @@ int main(void)
 	}
 	pgt_must(db, schema);
 	free(schema);
-	pgt_must(db, "SELECT synchro.install_fence_trigger('public.todo', 'todo', 'id', '', 'owner');"
+	pgt_must(db, "SELECT synchro.install_fence_trigger('public.todo', 'todo', 'id', '',"
+	             " 'owner');"
 	             "SELECT synchro.install_fence_trigger('public.item', 'item', 'id',"
 	             " 'deleted_at', '')");
 	/* Its own statement: a slot cannot be created in a transaction that wrote. */
