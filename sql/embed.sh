@@ -106,6 +106,10 @@ else
 		echo
 		echo "-- ==== migration $num: $name ($base) ===="
 		cat "$path"
+		# A file without a final newline must not swallow the INSERT into its last line.
+		if [ -n "$(tail -c 1 "$path")" ]; then
+			echo
+		fi
 		echo "INSERT INTO synchro.migrations (version, name) VALUES ($num, '$name');"
 	done <<LIST
 $list
