@@ -417,7 +417,14 @@ static void test_transitions(void)
 		for (int j = 0; j < i; j++)
 			CU_ASSERT_STRING_NOT_EQUAL(seen[i], seen[j]);
 	}
-	/* The fence pk is the text output of the key, equal to the canonical wire value. */
+	/* The fence pk is the text output of the key, equal to the canonical wire value
+	 * (lowercase uuid, decimal integer) whatever the literal that wrote it. */
+	pgt_exec(db, "INSERT INTO todo (id, title, owner) VALUES"
+	             " ('4444AAAA-4444-4444-8444-44444444BBBB', 'u', 'alice')");
+	pgt_exec(db, "INSERT INTO item (id) VALUES ('-0042')");
+	CU_ASSERT_STRING_EQUAL(get_fence("todo", "4444aaaa-4444-4444-8444-44444444bbbb").state,
+	                       "live");
+	CU_ASSERT_STRING_EQUAL(get_fence("item", "-42").state, "live");
 	CU_ASSERT_EQUAL(pgt_int(db,
 	                        "SELECT count(*) FROM synchro.row_fences WHERE (table_id, pk) IN"
 	                        " (('todo', '" TODO1 "'), ('item', '1'))",
