@@ -418,7 +418,10 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
-	if (len > SIZE_MAX - 8 || !sy_buf_reserve(out, len + 2))
+	if (len > SIZE_MAX - 8)
+		return false;
+	bool room = out->data != NULL && !out->failed && len + 2 < out->cap - out->len;
+	if (!room && !sy_buf_reserve(out, len + 2))
 		return false;
 	char *o = out->data + out->len;
 	*o++ = '"';
