@@ -11,7 +11,7 @@ SQL_MIGRATIONS = \
 SQL_MIGRATIONS_C = src/store/sql_migrations.c
 
 EXTRA_DIST += sql/embed.sh sql/check-install.sh $(SQL_MIGRATIONS)
-BUILT_SOURCES = $(SQL_MIGRATIONS_C)
+BUILT_SOURCES += $(SQL_MIGRATIONS_C)
 CLEANFILES += $(SQL_MIGRATIONS_C)
 noinst_HEADERS += src/store/migrations.h
 
