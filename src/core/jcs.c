@@ -110,39 +110,6 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/*
- * Whether m * 10^e reads back (round to nearest) as exactly d. When m and 10^|e|
- * are both exact doubles one correctly rounded operation gives the answer
- * (Clinger's fast path); otherwise strtod decides. The string has no decimal
- * point, so the locale plays no part.
- */
-static bool round_trips(uint64_t m, int e, double d)
-{
-#if FLT_EVAL_METHOD == 0
-	if (m <= (UINT64_C(1) << 53) && e >= -22 && e <= 22)
-		return (e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e]) == d;
-#endif
-	char buf[48];
-	snprintf(buf, sizeof(buf), "%" PRIu64 "e%d", m, e);
-	return strtod(buf, NULL) == d;
-}
-
-/* The correctly rounded p-digit decimal of d as m * 10^e (m has p digits).
- * %e writes the locale's decimal point; only digits and the exponent are read. */
-static void rounded_decimal(double d, int p, uint64_t *m, int *e)
-{
-	char buf[64];
-	snprintf(buf, sizeof(buf), "%.*e", p - 1, d);
-	uint64_t v = 0;
-	const char *s = buf;
-	for (; *s != '\0' && *s != 'e'; s++) {
-		if (*s >= '0' && *s <= '9')
-			v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*m = v;
-	*e = (*s == 'e' ? atoi(s + 1) : 0) - (p - 1);
-}
-
 static const uint64_t pow10_u64[] = {
 	UINT64_C(1),
 	UINT64_C(10),
@@ -162,7 +129,151 @@ static const uint64_t pow10_u64[] = {
 	UINT64_C(1000000000000000),
 	UINT64_C(10000000000000000),
 	UINT64_C(100000000000000000),
+	UINT64_C(1000000000000000000),
+	UINT64_C(10000000000000000000),
 };
+
+#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
+/*
+ * Exact arithmetic on 128-bit integers for the common magnitudes, so most
+ * numbers need neither printf nor strtod. Every product is overflow-checked;
+ * a value out of reach falls back to the C library. (__int128 and the overflow
+ * builtins are GCC/Clang extensions, hence the guard.)
+ */
+#define SY_JCS_EXACT 1
+__extension__ typedef unsigned __int128 u128;
+
+/* *r = a * 10^p10 * 2^p2; false on overflow. */
+static bool scale(u128 a, int p10, int p2, u128 *r)
+{
+	if (p10 > 38 || p2 > 127)
+		return false;
+	u128 t = a;
+	if (p10 > 19) {
+		if (__builtin_mul_overflow(t, (u128)pow10_u64[19], &t))
+			return false;
+		p10 -= 19;
+	}
+	if (__builtin_mul_overflow(t, (u128)pow10_u64[p10], &t))
+		return false;
+	if (p2 > 0 && (t >> (127 - p2)) >> 1 != 0)
+		return false;
+	*r = t << p2;
+	return true;
+}
+
+/* d = f * 2^q with f an integer of 53 bits (d normal). */
+static void decompose(double d, uint64_t *f, int *q)
+{
+	int ex;
+	double fr = frexp(d, &ex);
+	*f = (uint64_t)ldexp(fr, 53);
+	*q = ex - 53;
+}
+
+/*
+ * Whether m * 10^e lies in the interval of reals that round to the normal,
+ * positive d: 1 yes, 0 no, -1 out of reach. With d = f * 2^q the bounds are
+ * (4f -+ 2) * 2^(q-2), or 4f - 1 below a power of two (its lower gap is half);
+ * they belong to d when f is even (ties to even).
+ */
+static int exact_round_trips(uint64_t m, int e, double d)
+{
+	uint64_t f;
+	int q;
+	decompose(d, &f, &q);
+	u128 lo = 4 * (u128)f - (f == (UINT64_C(1) << 52) ? 1 : 2), hi = 4 * (u128)f + 2;
+	u128 t;
+	int tq = q - 2;
+	if (!scale(m, e > 0 ? e : 0, tq < 0 ? -tq : 0, &t) ||
+	    !scale(lo, e < 0 ? -e : 0, tq > 0 ? tq : 0, &lo) ||
+	    !scale(hi, e < 0 ? -e : 0, tq > 0 ? tq : 0, &hi))
+		return -1;
+	if (f % 2 == 0)
+		return lo <= t && t <= hi;
+	return lo < t && t < hi;
+}
+
+/* The 17-digit rounding (ties to even) of the normal, positive d as m * 10^e,
+ * 10^16 <= m < 10^17; false when out of reach. */
+static bool exact_digits17(double d, uint64_t *m, int *e)
+{
+	uint64_t f;
+	int q;
+	decompose(d, &f, &q);
+	int k = (int)floor(log10(d)); /* may be off by one; corrected below */
+	for (int tries = 0; tries < 3; tries++) {
+		int s = 16 - k;
+		u128 num, den;
+		if (!scale(f, s > 0 ? s : 0, q > 0 ? q : 0, &num) ||
+		    !scale(1, s < 0 ? -s : 0, q < 0 ? -q : 0, &den) || den >> 126 != 0)
+			return false;
+		u128 v = num / den, r = num % den;
+		if (v >= pow10_u64[17]) {
+			k++;
+			continue;
+		}
+		if (v < pow10_u64[16]) {
+			k--;
+			continue;
+		}
+		if (2 * r > den || (2 * r == den && (v & 1)))
+			v++;
+		if (v == pow10_u64[17]) {
+			v = pow10_u64[16];
+			k++;
+		}
+		*m = (uint64_t)v;
+		*e = k - 16;
+		return true;
+	}
+	return false;
+}
+#endif
+
+/*
+ * Whether m * 10^e reads back (round to nearest) as exactly d. When m and 10^|e|
+ * are both exact doubles one correctly rounded operation gives the answer
+ * (Clinger's fast path); then exact integers; otherwise strtod decides. The
+ * string has no decimal point, so the locale plays no part.
+ */
+static bool round_trips(uint64_t m, int e, double d)
+{
+#if FLT_EVAL_METHOD == 0
+	if (m <= (UINT64_C(1) << 53) && e >= -22 && e <= 22)
+		return (e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e]) == d;
+#endif
+#ifdef SY_JCS_EXACT
+	if (fpclassify(d) == FP_NORMAL) {
+		int r = exact_round_trips(m, e, d);
+		if (r >= 0)
+			return r;
+	}
+#endif
+	char buf[48];
+	snprintf(buf, sizeof(buf), "%" PRIu64 "e%d", m, e);
+	return strtod(buf, NULL) == d;
+}
+
+/* The correctly rounded p-digit decimal of d as m * 10^e (m has p digits).
+ * %e writes the locale's decimal point; only digits and the exponent are read. */
+static void rounded_decimal(double d, int p, uint64_t *m, int *e)
+{
+#ifdef SY_JCS_EXACT
+	if (p == 17 && fpclassify(d) == FP_NORMAL && exact_digits17(d, m, e))
+		return;
+#endif
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%.*e", p - 1, d);
+	uint64_t v = 0;
+	const char *s = buf;
+	for (; *s != '\0' && *s != 'e'; s++) {
+		if (*s >= '0' && *s <= '9')
+			v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*m = v;
+	*e = (*s == 'e' ? atoi(s + 1) : 0) - (p - 1);
+}
 
 /*
  * Shortest round-trip decimal of a finite positive d, and among those the one

@@ -220,6 +220,84 @@ static void test_number_roundtrip(void)
 	}
 }
 
+/* The shortest digits the slow way: %.{p-1}e for p = 1..17, the first that reads
+ * back. Right except where a power of two makes the rounding interval lopsided. */
+static void naive_shortest(double d, char *digits, int *exp10)
+{
+	char buf[64];
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, sizeof(buf), "%.*e", p - 1, d);
+		if (strtod(buf, NULL) == d || p == 17)
+			break;
+	}
+	char *o = digits;
+	const char *s = buf;
+	for (; *s != 'e'; s++)
+		if (*s >= '0' && *s <= '9')
+			*o++ = *s;
+	while (o > digits + 1 && o[-1] == '0')
+		o--;
+	*o = '\0';
+	*exp10 = atoi(s + 1);
+}
+
+/* Digits and decimal exponent of a JCS number text ("-1.25e-7", "0.00012"). */
+static void jcs_digits(const char *t, char *digits, int *exp10)
+{
+	const char *e = strchr(t, 'e');
+	size_t n = e != NULL ? (size_t)(e - t) : strlen(t);
+	int point = -1, first = -1, pos = 0;
+	char *o = digits;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] == '.') {
+			point = pos;
+		} else if (t[i] >= '0' && t[i] <= '9') {
+			if (first < 0 && t[i] != '0')
+				first = pos;
+			if (first >= 0)
+				*o++ = t[i];
+			pos++;
+		}
+	}
+	while (o > digits + 1 && o[-1] == '0')
+		o--;
+	*o = '\0';
+	if (point < 0)
+		point = pos;
+	*exp10 = point - first - 1 + (e != NULL ? atoi(e + 1) : 0);
+}
+
+static void test_number_naive(void)
+{
+	uint64_t x = 0x243F6A8885A308D3u;
+	int checked = 0;
+	for (int i = 0; i < 6000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double d;
+		uint64_t bits = x;
+		if (i % 2 == 0) /* everyday magnitudes */
+			bits = (x & UINT64_C(0x800FFFFFFFFFFFFF)) | (uint64_t)(1023 - 27 + (x >> 52) % 160)
+			                                                 << 52;
+		memcpy(&d, &bits, sizeof(d));
+		if (!isfinite(d) || d == 0 || (bits & UINT64_C(0x000FFFFFFFFFFFFF)) == 0)
+			continue;
+		char got[SY_JCS_NUMBER_MAX], gd[32], wd[32];
+		int ge, we;
+		sy_jcs_format_number(got, d);
+		jcs_digits(got, gd, &ge);
+		naive_shortest(fabs(d), wd, &we);
+		if (strcmp(gd, wd) != 0 || ge != we) {
+			fprintf(stderr, "\n  %a: %s, naive %se%d\n", d, got, wd, we);
+			CU_FAIL("differs from the naive search");
+			return;
+		}
+		checked++;
+	}
+	CU_ASSERT(checked > 5000);
+}
+
 /* ------------------------------------------------------------ strings */
 
 static void expect_string(const char *s, size_t len, const char *want)
@@ -631,6 +709,7 @@ int main(void)
 		{"number table", test_number_table},
 		{"number vectors (node)", test_number_vectors},
 		{"number round trip", test_number_roundtrip},
+		{"number digits against a naive search", test_number_naive},
 		{"strings", test_strings},
 		{"member order", test_key_order},
 		{"member order, random names", test_key_order_random},

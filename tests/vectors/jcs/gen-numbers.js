@@ -47,6 +47,15 @@ for (let i = 0; i < 500; i++) { // integers around 2^53 and 1e21
   add(2 ** 53 + Number(r % 100000n) * (r & 1n ? 1 : -1));
   add(1e21 + Number(r % 1000000n) * 65536 * (r & 2n ? 1 : -1));
 }
+for (let i = 0; i < 4000; i++) { // full 53-bit mantissas at everyday magnitudes (1e-8 .. 1e40)
+  const r = rnd64();
+  const e = Number((r >> 52n) % 160n) - 27; // binary exponent
+  add(fromBits((BigInt(e + 1023) << 52n) | (r & 0x000FFFFFFFFFFFFFn)));
+}
+for (let i = 0; i < 1000; i++) { // values a computation would give
+  const r = Number(rnd64() % 1000000n) + 1;
+  add(r / 7); add(r / 3 * 1e-5); add(Math.sqrt(r)); add(r * 1.1); add(1 / r);
+}
 const lines = [...out].map(([h, s]) => h + " " + s);
 console.log("# IEEE-754 double bits (hex) and its ECMAScript Number::toString (JCS) form.");
 console.log("# Generated with node " + process.version + " by gen-numbers.js.");
