@@ -486,6 +486,98 @@ static bool literal_strtod(parser *ps, const char *text, size_t len, double *out
 	return true;
 }
 
+#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
+__extension__ typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[] = {
+	UINT64_C(1),
+	UINT64_C(10),
+	UINT64_C(100),
+	UINT64_C(1000),
+	UINT64_C(10000),
+	UINT64_C(100000),
+	UINT64_C(1000000),
+	UINT64_C(10000000),
+	UINT64_C(100000000),
+	UINT64_C(1000000000),
+	UINT64_C(10000000000),
+	UINT64_C(100000000000),
+	UINT64_C(1000000000000),
+	UINT64_C(10000000000000),
+	UINT64_C(100000000000000),
+	UINT64_C(1000000000000000),
+	UINT64_C(10000000000000000),
+	UINT64_C(100000000000000000),
+	UINT64_C(1000000000000000000),
+	UINT64_C(10000000000000000000),
+};
+
+static int bit_length(u128 v)
+{
+	uint64_t hi = (uint64_t)(v >> 64);
+	if (hi != 0)
+		return 128 - __builtin_clzll(hi);
+	uint64_t lo = (uint64_t)v;
+	return lo != 0 ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* v (at least 55 significant bits, or exact) times 2^shift, rounded once: the
+ * bits beyond 64 fold into a sticky bit, which keeps the rounding to 53 bits
+ * correct; the scaling by a power of two is exact in the normal range. */
+static double round_u128(u128 v, bool sticky, int shift)
+{
+	int drop = bit_length(v) - 64;
+	if (drop > 0) {
+		sticky = sticky || (v & (((u128)1 << drop) - 1)) != 0;
+		v >>= drop;
+		shift += drop;
+	}
+	uint64_t w = (uint64_t)v | (sticky ? 1 : 0);
+	return ldexp((double)w, shift);
+}
+
+/*
+ * m * 10^e correctly rounded, by exact 128-bit arithmetic, for the magnitudes
+ * where it reaches (results between about 1e-19 and 1e38); false elsewhere, and
+ * strtod decides.
+ */
+static bool exact_decimal(uint64_t m, long e, double *out)
+{
+	if (m == 0)
+		return false;
+	if (e >= 0) {
+		if (e > 38)
+			return false;
+		u128 v = m;
+		if (e > 19 && __builtin_mul_overflow(v, (u128)pow10_u64[19], &v))
+			return false;
+		if (__builtin_mul_overflow(v, (u128)pow10_u64[e > 19 ? e - 19 : e], &v))
+			return false;
+		*out = round_u128(v, false, 0);
+		return true;
+	}
+	if (e < -38)
+		return false;
+	long k = -e;
+	u128 den = k > 19 ? (u128)pow10_u64[19] * pow10_u64[k - 19] : (u128)pow10_u64[k];
+	int s = 127 - bit_length(m);
+	u128 num = (u128)m << s;
+	u128 q = num / den;
+	if (bit_length(q) < 66)
+		return false;
+	*out = round_u128(q, num % den != 0, -s);
+	return true;
+}
+#else
+static bool exact_decimal(uint64_t m, long e, double *out)
+{
+	(void)m;
+	(void)e;
+	(void)out;
+	return false;
+}
+#endif
+
 static bool parse_number(parser *ps, sy_json **out)
 {
 	const unsigned char *p = ps->p;
@@ -572,6 +664,9 @@ static bool parse_number(parser *ps, sy_json **out)
 			value /= pow10_exact[-e];
 		else
 			value *= pow10_exact[e];
+		if (neg)
+			value = -value;
+	} else if (mant_exact && exact_decimal(mant, e, &value)) {
 		if (neg)
 			value = -value;
 	} else if (!literal_strtod(ps, text, tlen, &value)) {

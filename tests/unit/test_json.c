@@ -5,6 +5,7 @@
 
 #include <CUnit/CUnit.h>
 #include <dirent.h>
+#include <float.h>
 #include <json-c/json.h>
 #include <locale.h>
 #include <math.h>
@@ -555,24 +556,32 @@ static void test_numbers(void)
 	expect_refused_at("[1e]", 4, 3);
 	expect_refused_at("[-]", 3, 1);
 
-	/* Many numbers against strtod, through the fast and the slow path. */
+	/* Many numbers against strtod, through the fast, the 128-bit and the slow path. */
 	unsigned long long x = 88172645463325252ULL;
-	for (int i = 0; i < 20000; i++) {
+	for (int i = 0; i < 40000; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		char lit[64];
-		int form = (int)(x % 4);
+		char lit[96];
+		int form = (int)(x % 6);
 		unsigned long long mant = (x >> 8) % (form == 3 ? 100000000000000000ULL : 100000000ULL);
-		int e = (int)((x >> 40) % 60) - 30;
+		int e = (int)((x >> 40) % 90) - 45;
+		unsigned long long y = x * 0x2545F4914F6CDD1DULL;
 		if (form == 0)
 			snprintf(lit, sizeof(lit), "%llu", mant);
 		else if (form == 1)
 			snprintf(lit, sizeof(lit), "-%llu.%03d", mant, (int)(x >> 50) % 1000);
+		else if (form == 4) /* 16 to 20 significant digits */
+			snprintf(lit, sizeof(lit), "%llu%0*llue%d", (y >> 40) % 9 + 1, (int)(15 + x % 5),
+			         y % 100000000000000000ULL, e);
+		else if (form == 5) /* a long fraction */
+			snprintf(lit, sizeof(lit), "%llu.%017llu", (x >> 20) % 1000, y % 100000000000000000ULL);
 		else
 			snprintf(lit, sizeof(lit), "%llue%d", mant, e);
 		sy_error err;
 		sy_json_doc *doc = parse(lit, &err);
+		if (doc == NULL)
+			fprintf(stderr, "\n  %s: %s\n", lit, err.message);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 		double want = strtod(lit, NULL);
 		if (root_of(doc)->u.number.value != want) {
@@ -582,6 +591,44 @@ static void test_numbers(void)
 		}
 		sy_json_doc_free(doc);
 	}
+	/* Halfway cases: the decimal midpoint between two doubles, and a hair off it. */
+	static const char *halfway[] = {
+		"9007199254740993",        "9007199254740993.0000000001", "9007199254740992.9999999999",
+		"9007199254740995",        "18014398509481986",           "18014398509481990",
+		"1.00000000000000011102230246251565404236316680908203125",
+		"1.00000000000000011102230246251565404236316680908203124",
+		"1.00000000000000011102230246251565404236316680908203126",
+		"0.50000000000000005551115123125782702118158340454101562",
+		"0.50000000000000005551115123125782702118158340454101563",
+		"4503599627370496.5",      "4503599627370497.5",          "2251799813685248.25",
+		"1152921504606846977",     "1152921504606847104",         "1152921504606847105",
+		"12345678901234567890e-5", "98765432109876543210e-30",    "7.2057594037927933e16",
+	};
+	for (size_t i = 0; i < sizeof(halfway) / sizeof(halfway[0]); i++)
+		expect_number(halfway[i], strtod(halfway[i], NULL), strpbrk(halfway[i], ".e") == NULL);
+
+#if LDBL_MANT_DIG >= 55
+	/* 19-digit decimals nearest to midpoints between neighbouring doubles: the
+	 * rounding decision rests on the last bits (the 128-bit path's sticky bit). */
+	for (int i = 0; i < 6000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double d = ldexp(1.0 + (double)(x >> 12) / 4503599627370496.0, (int)(x % 180) - 60);
+		long double mid = (long double)d + ((long double)nextafter(d, INFINITY) - d) / 2;
+		char lit[64];
+		snprintf(lit, sizeof(lit), "%.18Le", mid);
+		sy_error err;
+		sy_json_doc *doc = parse(lit, &err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+		if (root_of(doc)->u.number.value != strtod(lit, NULL)) {
+			fprintf(stderr, "\n  %s: got %a want %a\n", lit, root_of(doc)->u.number.value,
+			        strtod(lit, NULL));
+			CU_FAIL("midpoint rounding differs from strtod");
+		}
+		sy_json_doc_free(doc);
+	}
+#endif
 }
 
 static void test_values(void)
