@@ -662,6 +662,11 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err);
 #define SORT_ON_STACK 32
 #define INSERTION_SORT_MAX 16
 
+static bool nomem(sy_error *err)
+{
+	return sy_error_set(err, SY_ERR_NOMEM, "out of memory while writing JSON");
+}
+
 static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 {
 	size_t n = v->u.object.count;
@@ -674,10 +679,10 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 		                             m[i].key_len) < 0;
 	if (!sorted) {
 		if (n > SIZE_MAX / sizeof(*order))
-			goto nomem;
+			return nomem(err);
 		order = n <= SORT_ON_STACK ? stack : sy_malloc(n * sizeof(*order));
 		if (order == NULL)
-			goto nomem;
+			return nomem(err);
 		for (size_t i = 0; i < n; i++) {
 			order[i].prefix = order_prefix(m[i].key, m[i].key_len);
 			order[i].m = &m[i];
@@ -694,24 +699,27 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 			qsort(order, n, sizeof(*order), entry_cmp);
 		}
 	}
-	if (!putch(out, '{'))
-		goto nomem;
+	if (!putch(out, '{')) {
+		nomem(err);
+		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const sy_json_member *mem = order != NULL ? order[i].m : &m[i];
-		if (i > 0 && !putch(out, ','))
-			goto nomem;
-		if (!sy_jcs_write_string(out, mem->key, mem->key_len) || !putch(out, ':'))
-			goto nomem;
+		if ((i > 0 && !putch(out, ',')) || !sy_jcs_write_string(out, mem->key, mem->key_len) ||
+		    !putch(out, ':')) {
+			nomem(err);
+			goto fail;
+		}
 		if (!write_value(out, mem->value, err))
 			goto fail;
 	}
-	if (!putch(out, '}'))
-		goto nomem;
+	if (!putch(out, '}')) {
+		nomem(err);
+		goto fail;
+	}
 	if (order != stack)
 		sy_free(order);
 	return true;
-nomem:
-	sy_error_set(err, SY_ERR_NOMEM, "out of memory while writing JSON");
 fail:
 	if (order != stack)
 		sy_free(order);
@@ -720,19 +728,15 @@ fail:
 
 static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 {
-	bool ok;
 	if (v == NULL)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "missing value");
 	switch (v->type) {
 	case SY_JSON_NULL:
-		ok = put(out, "null", 4);
-		break;
+		return put(out, "null", 4) || nomem(err);
 	case SY_JSON_FALSE:
-		ok = put(out, "false", 5);
-		break;
+		return put(out, "false", 5) || nomem(err);
 	case SY_JSON_TRUE:
-		ok = put(out, "true", 4);
-		break;
+		return put(out, "true", 4) || nomem(err);
 	case SY_JSON_NUMBER: {
 		double d = v->u.number.value;
 		if (!isfinite(d))
@@ -743,32 +747,24 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 			n = sy_jcs_format_number(buf, d);
 		else if ((n = format_from_literal(buf, v)) == 0)
 			n = sy_jcs_format_number(buf, d);
-		ok = put(out, buf, n);
-		break;
+		return put(out, buf, n) || nomem(err);
 	}
 	case SY_JSON_STRING:
-		ok = sy_jcs_write_string(out, v->u.string.data, v->u.string.len);
-		break;
+		return sy_jcs_write_string(out, v->u.string.data, v->u.string.len) || nomem(err);
 	case SY_JSON_ARRAY:
 		if (!putch(out, '['))
-			goto nomem;
+			return nomem(err);
 		for (size_t i = 0; i < v->u.array.count; i++) {
 			if (i > 0 && !putch(out, ','))
-				goto nomem;
+				return nomem(err);
 			if (!write_value(out, v->u.array.items[i], err))
 				return false;
 		}
-		ok = putch(out, ']');
-		break;
+		return putch(out, ']') || nomem(err);
 	case SY_JSON_OBJECT:
 		return write_object(out, v, err);
-	default:
-		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "unknown value type");
 	}
-	if (ok)
-		return true;
-nomem:
-	return sy_error_set(err, SY_ERR_NOMEM, "out of memory while writing JSON");
+	return sy_error_set(err, SY_ERR_INVALID_REQUEST, "unknown value type");
 }
 
 bool sy_jcs_write(sy_buf *out, const sy_json *v, sy_error *err)
