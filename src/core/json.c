@@ -175,7 +175,7 @@ typedef struct {
 	size_t members_len, members_cap;
 	uint32_t *table; /* open-addressing index for duplicate detection */
 	size_t table_cap;
-	char decimal_point; /* of the current C locale, for strtod */
+	const char *decimal_point; /* of the current locale, for strtod */
 } parser;
 
 static bool perr(parser *ps, size_t at, const char *reason)
@@ -470,16 +470,20 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
  */
 static bool literal_strtod(parser *ps, const char *text, size_t len, double *out)
 {
-	if (ps->decimal_point == '.' || memchr(text, '.', len) == NULL) {
+	const char *point = memchr(text, '.', len);
+	if (point == NULL || (ps->decimal_point[0] == '.' && ps->decimal_point[1] == '\0')) {
 		*out = strtod(text, NULL);
 		return true;
 	}
+	size_t dplen = strlen(ps->decimal_point), head = (size_t)(point - text);
 	char small[128];
-	char *copy = len < sizeof(small) ? small : sy_malloc(len + 1);
+	size_t need = len + dplen; /* minus the '.', plus the NUL */
+	char *copy = need <= sizeof(small) ? small : sy_malloc(need);
 	if (copy == NULL)
 		return pnomem(ps);
-	memcpy(copy, text, len + 1);
-	*(char *)memchr(copy, '.', len) = ps->decimal_point;
+	memcpy(copy, text, head);
+	memcpy(copy + head, ps->decimal_point, dplen);
+	memcpy(copy + head + dplen, point + 1, len - head); /* with the NUL */
 	*out = strtod(copy, NULL);
 	if (copy != small)
 		sy_free(copy);
@@ -939,9 +943,9 @@ sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err)
 		.p = (const unsigned char *)text,
 		.len = text != NULL ? len : 0,
 		.err = err,
-		.decimal_point = lc != NULL && lc->decimal_point != NULL && lc->decimal_point[0]
-		                         ? lc->decimal_point[0]
-		                         : '.',
+		.decimal_point = lc != NULL && lc->decimal_point != NULL && lc->decimal_point[0] != '\0'
+		                         ? lc->decimal_point
+		                         : ".",
 	};
 	sy_json *root = NULL;
 	ps.doc = doc_create(first);
