@@ -32,5 +32,7 @@ bool sy_admission_enter(sy_admission *a, int slot, const char *client_id);
 void sy_admission_leave(sy_admission *a, int slot);
 /* Master: clears a reaped responder's slot. */
 void sy_admission_clear(sy_admission *a, int slot);
+/* Slots announcing a first execution now (for /metrics). */
+int sy_admission_inflight(sy_admission *a);
 
 #endif

@@ -104,10 +104,20 @@ void sy_http_respond(sy_http *h, int status, const char *content_type, const cha
 		return;
 	h->answered = true;
 	h->status = status;
-	FCGX_FPrintF(h->fcgx->out,
-	             "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	             "Cache-Control: no-store\r\n%s\r\n",
-	             status, reason(status), content_type, len, extra_headers ? extra_headers : "");
+	/* libfcgi's own FCGX_FPrintF knows no size_t conversion: format here. */
+	char head[1024];
+	int n = snprintf(head, sizeof head,
+	                 "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	                 "Cache-Control: no-store\r\n%s\r\n",
+	                 status, reason(status), content_type, len,
+	                 extra_headers ? extra_headers : "");
+	if (n < 0 || (size_t)n >= sizeof head) {
+		sy_log(SY_LOG_ERR, "bug: response headers longer than %zu bytes", sizeof head);
+		n = snprintf(head, sizeof head, "Status: 500 %s\r\nContent-Length: 0\r\n\r\n",
+		             reason(500));
+		len = 0;
+	}
+	FCGX_PutStr(head, n, h->fcgx->out);
 	if (len > 0)
 		FCGX_PutStr(body, (int)len, h->fcgx->out);
 }

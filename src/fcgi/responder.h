@@ -13,6 +13,7 @@
 #include "synchro/manifest.h"
 
 typedef struct sy_admission sy_admission; /* fcgi/admission.h */
+typedef struct sy_metrics sy_metrics;     /* fcgi/metrics.h */
 
 /* The current schema as this responder last saw it. */
 typedef struct {
@@ -38,7 +39,23 @@ typedef struct sy_responder {
 	int slot;
 	sy_schema_cache schema;
 	unsigned long requests;
+	/* shared request counters (may be NULL) */
+	sy_metrics *metrics;
 } sy_responder;
+
+/*
+ * Sets r up from cfg (which must outlive r) for responder `slot`; no
+ * connection is opened until a request needs one.
+ */
+void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_admission *admission,
+                       sy_metrics *metrics, int slot);
+/* Closes the connection and frees the schema cache. */
+void sy_responder_done(sy_responder *r);
+/*
+ * Serves requests from listen_fd until SIGTERM (after the request in flight),
+ * max_requests (0: no limit), or a fatal accept error. Returns an exit status.
+ */
+int sy_responder_serve(sy_responder *r, int listen_fd, long max_requests);
 
 /*
  * The connection, opened (with session settings and prepared statements) when

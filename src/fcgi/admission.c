@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Admission control: one shared slot per responder announcing its first execution in flight. */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "fcgi/admission.h"
+
+/*
+ * A slot announces {busy, client}. The client id is kept as two atomic words
+ * (the 128 bits of the UUID) so a reader never sees a half-written string;
+ * at worst it sees a slot that is re-announcing a different client, and then
+ * that announcer's own scan sees the reader (both store busy before scanning,
+ * sequentially consistent), so the caps can refuse both but never admit both.
+ */
+typedef struct {
+	_Alignas(64) atomic_uint busy; /* one cache line per slot: responders write their own */
+	_Atomic uint64_t id[2];
+} slot;
+
+struct sy_admission {
+	atomic_int max_inflight;
+	atomic_int max_per_client;
+	int nslots;
+	size_t size;
+	slot slots[];
+};
+
+sy_admission *sy_admission_create(int slots, int max_inflight, int max_inflight_per_client)
+{
+	if (slots < 1)
+		return NULL;
+	size_t size = sizeof(sy_admission) + (size_t)slots * sizeof(slot);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* Anonymous mappings are zero-filled: every slot starts idle. */
+	sy_admission *a = p;
+	a->nslots = slots;
+	a->size = size;
+	sy_admission_set_caps(a, max_inflight, max_inflight_per_client);
+	return a;
+}
+
+void sy_admission_set_caps(sy_admission *a, int max_inflight, int max_inflight_per_client)
+{
+	if (a == NULL)
+		return;
+	atomic_store(&a->max_inflight, max_inflight > 0 ? max_inflight : 0);
+	atomic_store(&a->max_per_client, max_inflight_per_client > 0 ? max_inflight_per_client : 0);
+}
+
+void sy_admission_destroy(sy_admission *a)
+{
+	if (a != NULL)
+		munmap(a, a->size);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 0;
+}
+
+/* The 32 hex digits of a UUID as two words (hyphens skipped). */
+static void uuid_words(const char *s, uint64_t out[2])
+{
+	out[0] = out[1] = 0;
+	int n = 0;
+	for (const char *p = s; *p != '\0' && n < 32; p++) {
+		if (*p == '-')
+			continue;
+		out[n / 16] = (out[n / 16] << 4) | (uint64_t)hexval(*p);
+		n++;
+	}
+}
+
+bool sy_admission_enter(sy_admission *a, int slot_no, const char *client_id)
+{
+	if (a == NULL)
+		return true;
+	if (slot_no < 0 || slot_no >= a->nslots)
+		return false;
+	uint64_t id[2];
+	uuid_words(client_id, id);
+	slot *me = &a->slots[slot_no];
+	atomic_store(&me->id[0], id[0]);
+	atomic_store(&me->id[1], id[1]);
+	atomic_store(&me->busy, 1u);
+
+	int total = 0, same = 0;
+	for (int i = 0; i < a->nslots; i++) {
+		slot *s = &a->slots[i];
+		if (atomic_load(&s->busy) == 0)
+			continue;
+		total++;
+		if (atomic_load(&s->id[0]) == id[0] && atomic_load(&s->id[1]) == id[1])
+			same++;
+	}
+	int cap = atomic_load(&a->max_inflight);
+	int cap_client = atomic_load(&a->max_per_client);
+	if ((cap > 0 && total > cap) || (cap_client > 0 && same > cap_client)) {
+		atomic_store(&me->busy, 0u);
+		return false;
+	}
+	return true;
+}
+
+void sy_admission_leave(sy_admission *a, int slot_no)
+{
+	if (a == NULL || slot_no < 0 || slot_no >= a->nslots)
+		return;
+	atomic_store(&a->slots[slot_no].busy, 0u);
+}
+
+void sy_admission_clear(sy_admission *a, int slot_no)
+{
+	sy_admission_leave(a, slot_no);
+}
+
+int sy_admission_inflight(sy_admission *a)
+{
+	if (a == NULL)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < a->nslots; i++)
+		n += atomic_load(&a->slots[i].busy) != 0;
+	return n;
+}

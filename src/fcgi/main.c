@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* synchro-fcgi: the preforked FastCGI master, or one responder on an inherited socket (fd 0). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcgiapp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fcgi/admission.h"
+#include "fcgi/metrics.h"
+#include "fcgi/prefork.h"
+#include "fcgi/responder.h"
+#include "store/config.h"
+
+/* Responders still busy this long after SIGTERM or a reload are killed. */
+#define DRAIN_TIMEOUT_S 60
+
+typedef struct {
+	const char *path; /* the configuration file; NULL: every option at its default */
+	sy_cfg *cfg;      /* current; replaced on reload (responders keep their copy) */
+	char *listen;     /* what the master bound; a reload cannot change it */
+	sy_admission *admission;
+	sy_metrics *metrics;
+	int slot; /* in a responder: its slot */
+} master_ctx;
+
+static void usage(FILE *f)
+{
+	fputs("usage: synchro-fcgi [-c synchro.conf] [-f] [-t]\n"
+	      "  -c FILE  configuration (without it every option has its default)\n"
+	      "  -f       stay in the foreground (always the case; for service managers)\n"
+	      "  -t       check the configuration and exit\n"
+	      "Started with a FastCGI listening socket on fd 0 (spawn-fcgi, Apache mod_fcgid),\n"
+	      "it runs as one responder on it; otherwise it binds [fcgi] listen and forks\n"
+	      "[fcgi] workers responders. SIGHUP reloads, SIGTERM drains and stops.\n",
+	      f);
+}
+
+static void open_log(const sy_cfg *cfg)
+{
+	sy_log_level level = SY_LOG_INFO;
+	if (!sy_log_level_parse(sy_cfg_str(cfg, "log", "level"), &level))
+		level = SY_LOG_INFO;
+	sy_log_open("synchro-fcgi", sy_cfg_str(cfg, "log", "target"), level);
+}
+
+static void set_opts(const sy_cfg *cfg, sy_prefork_opts *opts)
+{
+	opts->workers = (int)sy_cfg_int(cfg, "fcgi", "workers");
+	opts->max_requests = (long)sy_cfg_int(cfg, "fcgi", "max_requests");
+	opts->drain_timeout_s = DRAIN_TIMEOUT_S;
+}
+
+static int worker(void *arg, int listen_fd, long max_requests)
+{
+	master_ctx *ctx = arg;
+	sy_responder r;
+	sy_responder_init(&r, ctx->cfg, ctx->admission, ctx->metrics, ctx->slot);
+	int status = sy_responder_serve(&r, listen_fd, max_requests);
+	sy_responder_done(&r);
+	return status;
+}
+
+static void child_init(void *arg, int slot)
+{
+	master_ctx *ctx = arg;
+	ctx->slot = slot;
+	sy_metrics_event(ctx->metrics, SY_METRIC_RESPONDERS_STARTED);
+}
+
+static void reaped(void *arg, int slot)
+{
+	master_ctx *ctx = arg;
+	/* A responder killed during a first execution must not hold its admission slot. */
+	sy_admission_clear(ctx->admission, slot);
+	sy_metrics_event(ctx->metrics, SY_METRIC_RESPONDERS_REAPED);
+}
+
+static bool reload(void *arg, sy_prefork_opts *opts)
+{
+	master_ctx *ctx = arg;
+	sy_error err = {0};
+	if (ctx->path == NULL) {
+		sy_log(SY_LOG_INFO, "reload: no configuration file; nothing changes");
+		return false;
+	}
+	sy_cfg *fresh = sy_cfg_load(ctx->path, &err);
+	if (fresh == NULL) {
+		sy_log(SY_LOG_ERR, "reload: %s", err.message);
+		return false;
+	}
+	if (strcmp(sy_cfg_str(fresh, "fcgi", "listen"), ctx->listen) != 0 ||
+	    strcmp(sy_cfg_str(fresh, "fcgi", "listen_owner"),
+	           sy_cfg_str(ctx->cfg, "fcgi", "listen_owner")) != 0 ||
+	    strcmp(sy_cfg_str(fresh, "fcgi", "listen_group"),
+	           sy_cfg_str(ctx->cfg, "fcgi", "listen_group")) != 0 ||
+	    sy_cfg_int(fresh, "fcgi", "listen_mode") != sy_cfg_int(ctx->cfg, "fcgi", "listen_mode"))
+		sy_log(SY_LOG_WARNING, "reload: the listen settings changed; they apply at the next "
+		                       "start (the socket stays as it is)");
+	sy_cfg_free(ctx->cfg);
+	ctx->cfg = fresh;
+	open_log(fresh);
+	sy_admission_set_caps(ctx->admission, (int)sy_cfg_int(fresh, "fcgi", "max_inflight"),
+	                      (int)sy_cfg_int(fresh, "fcgi", "max_inflight_per_client"));
+	set_opts(fresh, opts);
+	return true;
+}
+
+/* The UNIX socket path of a listen spec, or NULL for host:port. */
+static const char *socket_path(const char *spec)
+{
+	if (strncmp(spec, "unix:", 5) == 0)
+		spec += 5;
+	return spec[0] == '/' ? spec : NULL;
+}
+
+static const char *nonempty(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool check_only = false;
+	int opt;
+	while ((opt = getopt(argc, argv, "c:fth")) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'f':
+			break;
+		case 't':
+			check_only = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	sy_error err = {0};
+	master_ctx ctx = {.path = path};
+	if (path != NULL) {
+		ctx.cfg = sy_cfg_load(path, &err);
+		if (ctx.cfg == NULL) {
+			fprintf(stderr, "synchro-fcgi: %s\n", err.message);
+			return 2;
+		}
+	}
+	if (check_only) {
+		printf("synchro-fcgi: %s: configuration ok\n", path != NULL ? path : "(defaults)");
+		sy_cfg_free(ctx.cfg);
+		return 0;
+	}
+	open_log(ctx.cfg);
+	if (FCGX_Init() != 0) {
+		sy_log(SY_LOG_ERR, "cannot initialise libfcgi");
+		sy_cfg_free(ctx.cfg);
+		return 1;
+	}
+	int status = 1;
+	int listen_fd = -1;
+	bool fd0 = sy_prefork_fd0_is_listener();
+	ctx.metrics = sy_metrics_create();
+	ctx.admission =
+		sy_admission_create(fd0 ? 1 : SY_PREFORK_MAX_WORKERS,
+	                            (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight"),
+	                            (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight_per_client"));
+	if (ctx.metrics == NULL || ctx.admission == NULL) {
+		sy_log(SY_LOG_ERR, "cannot map shared memory: %s", strerror(errno));
+		goto fail;
+	}
+
+	if (fd0) {
+		/* spawn-fcgi or mod_fcgid own the socket and the process count: serve it alone,
+		 * until SIGTERM (recycling is theirs too). */
+		sy_log(SY_LOG_INFO, "responder %d on the inherited socket (fd 0)", (int)getpid());
+		sy_prefork_worker_signals();
+		sy_responder r;
+		sy_responder_init(&r, ctx.cfg, ctx.admission, ctx.metrics, 0);
+		status = sy_responder_serve(&r, 0, 0);
+		sy_responder_done(&r);
+		goto fail;
+	}
+
+	const char *spec = sy_cfg_str(ctx.cfg, "fcgi", "listen");
+	if (*spec == '\0') {
+		sy_log(SY_LOG_ERR, "%s: [fcgi] listen is empty and fd 0 is not a listening socket",
+		       path != NULL ? path : "(no configuration file)");
+		status = 2;
+		goto fail;
+	}
+	ctx.listen = strdup(spec);
+	if (ctx.listen == NULL)
+		goto fail;
+	listen_fd = sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
+	                              nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
+	                              (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024,
+	                              &err);
+	if (listen_fd < 0) {
+		sy_log(SY_LOG_ERR, "%s", err.message);
+		goto fail;
+	}
+	struct stat bound;
+	const char *sock = socket_path(ctx.listen);
+	bool have_sock = sock != NULL && lstat(sock, &bound) == 0;
+	sy_prefork_opts opts;
+	set_opts(ctx.cfg, &opts);
+	sy_prefork_hooks hooks = {.worker = worker,
+	                          .reload = reload,
+	                          .child_init = child_init,
+	                          .reaped = reaped,
+	                          .ctx = &ctx};
+	status = sy_prefork_run(listen_fd, &opts, &hooks);
+	/* Leave no stale socket behind, unless another instance has replaced it meanwhile. */
+	struct stat now;
+	if (have_sock && lstat(sock, &now) == 0 && now.st_ino == bound.st_ino &&
+	    now.st_dev == bound.st_dev)
+		unlink(sock);
+fail:
+	free(ctx.listen);
+	sy_admission_destroy(ctx.admission);
+	sy_metrics_destroy(ctx.metrics);
+	sy_cfg_free(ctx.cfg);
+	return status;
+}

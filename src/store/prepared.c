@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Prepared statements, prepared lazily once per connection. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "store/prepared.h"
+
+/*
+ * A process holds one long-lived connection at a time; the serial names it.
+ * Statements remember the serial they were prepared under.
+ */
+static unsigned long conn_serial = 1;
+static const PGconn *seen_conn;
+static int seen_pid;
+
+void sy_store_stmt_forget(void)
+{
+	conn_serial++;
+	seen_conn = NULL;
+	seen_pid = 0;
+}
+
+/* Mirrors sy_store_exec()'s failure report for a result that is not `expect`. */
+static PGresult *failed(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
+                        sy_store_status *st, sy_error *err)
+{
+	char msg[SY_ERROR_MESSAGE_MAX];
+	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	if (primary)
+		snprintf(msg, sizeof msg, "%s", primary);
+	else if (r && (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
+		snprintf(msg, sizeof msg, "unexpected result from the server");
+	else
+		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+	msg[strcspn(msg, "\r\n")] = '\0';
+	if (sqlstate && code)
+		snprintf(sqlstate, 6, "%s", code);
+	PQclear(r);
+	*st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
+		snprintf(msg, sizeof msg, "connection to the server lost");
+	sy_store_fail(err, *st, "%s: %s", what, msg);
+	return NULL;
+}
+
+PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,
+                             ExecStatusType expect, const char *what, char sqlstate[6],
+                             sy_store_status *st, sy_error *err)
+{
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	if (c != seen_conn || PQbackendPID(c) != seen_pid) {
+		conn_serial++;
+		seen_conn = c;
+		seen_pid = PQbackendPID(c);
+	}
+	if (s->prepared_on != conn_serial) {
+		PGresult *p = PQprepare(c, s->name, s->sql, s->nparams, NULL);
+		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
+			const char *code = p ? PQresultErrorField(p, PG_DIAG_SQLSTATE) : NULL;
+			/* 42P05: already prepared on this connection (the serial was reset needlessly). */
+			if (code == NULL || strcmp(code, "42P05") != 0)
+				return failed(c, p, what, sqlstate, st, err);
+		}
+		PQclear(p);
+		s->prepared_on = conn_serial;
+	}
+	PGresult *r = PQexecPrepared(c, s->name, s->nparams, params, NULL, NULL, 0);
+	if (r && PQresultStatus(r) == expect) {
+		*st = SY_STORE_OK;
+		return r;
+	}
+	return failed(c, r, what, sqlstate, st, err);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Named prepared statements for long-lived connections (the responders): each
+ * statement is prepared on its connection the first time it runs there, and
+ * again on the next connection after a reconnect.
+ */
+#ifndef SY_STORE_PREPARED_H
+#define SY_STORE_PREPARED_H
+
+#include "store/store.h"
+
+/* A statement; define one `static sy_store_stmt` per statement text. */
+typedef struct {
+	const char *name; /* unique in the process: "sy_<module>_<what>" */
+	const char *sql;
+	int nparams;
+	unsigned long prepared_on; /* private: the connection serial it was prepared on */
+} sy_store_stmt;
+
+#define SY_STORE_STMT(name, sql, nparams) {(name), (sql), (nparams), 0}
+
+/*
+ * Runs s with text parameters on c, preparing it first when this connection
+ * has not seen it. Result and errors exactly as sy_store_exec().
+ */
+SY_MUST_CHECK PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,
+                                           ExecStatusType expect, const char *what,
+                                           char sqlstate[6], sy_store_status *st, sy_error *err);
+
+/*
+ * Forgets which statements were prepared (call after opening a new connection
+ * or PQreset). A changed PGconn or backend process is also noticed on its own.
+ */
+void sy_store_stmt_forget(void);
+
+#endif
