@@ -700,8 +700,55 @@ static uint32_t key_hash(const char *s, size_t len)
 	return h;
 }
 
-/* Small objects compare pairwise; larger ones go through a hash index, so a
- * document with many members stays linear. */
+static int member_name_cmp(const void *pa, const void *pb)
+{
+	const sy_json_member *a = *(const sy_json_member *const *)pa;
+	const sy_json_member *b = *(const sy_json_member *const *)pb;
+	if (a->key_len != b->key_len)
+		return a->key_len < b->key_len ? -1 : 1;
+	int c = memcmp(a->key, b->key, a->key_len);
+	if (c != 0)
+		return c;
+	return a < b ? -1 : a > b ? 1 : 0; /* document order among equals */
+}
+
+/*
+ * The sorting check, O(n log n) whatever the names: equal names end up adjacent,
+ * in document order, and the earliest second occurrence is reported, as the hash
+ * index would.
+ */
+static bool check_duplicates_sorted(parser *ps, const sy_json_member *m, size_t count,
+                                    const size_t *key_pos)
+{
+	if (count > SIZE_MAX / sizeof(sy_json_member *))
+		return pnomem(ps);
+	const sy_json_member **order = sy_malloc(count * sizeof(*order));
+	if (order == NULL)
+		return pnomem(ps);
+	for (size_t i = 0; i < count; i++)
+		order[i] = &m[i];
+	qsort(order, count, sizeof(*order), member_name_cmp);
+	size_t first_repeat = SIZE_MAX;
+	bool run = false; /* order[i - 1] already repeats an earlier name */
+	for (size_t i = 1; i < count; i++) {
+		bool same = order[i]->key_len == order[i - 1]->key_len &&
+		            memcmp(order[i]->key, order[i - 1]->key, order[i]->key_len) == 0;
+		if (same && !run && (size_t)(order[i] - m) < first_repeat)
+			first_repeat = (size_t)(order[i] - m);
+		run = same;
+	}
+	sy_free(order);
+	if (first_repeat != SIZE_MAX)
+		return perr(ps, key_pos[first_repeat], "duplicate member name");
+	return true;
+}
+
+/*
+ * Small objects compare pairwise; larger ones go through a hash index, so a
+ * document with many members stays linear. Names chosen to collide (the hash is
+ * not keyed) would make probing quadratic, so past a probe budget the check
+ * starts over by sorting.
+ */
 #define DUP_LINEAR_MAX 12
 
 static bool check_duplicates(parser *ps, const sy_json_member *m, size_t count,
@@ -730,12 +777,15 @@ static bool check_duplicates(parser *ps, const sy_json_member *m, size_t count,
 	}
 	uint32_t *t = ps->table;
 	memset(t, 0xFF, cap * sizeof(*t));
+	size_t budget = 8 * count + 1024;
 	for (size_t a = 0; a < count; a++) {
 		size_t slot = key_hash(m[a].key, m[a].key_len) & (cap - 1);
 		while (t[slot] != UINT32_MAX) {
 			const sy_json_member *o = &m[t[slot]];
 			if (o->key_len == m[a].key_len && memcmp(o->key, m[a].key, o->key_len) == 0)
 				return perr(ps, key_pos[a], "duplicate member name");
+			if (budget-- == 0)
+				return check_duplicates_sorted(ps, m, count, key_pos);
 			slot = (slot + 1) & (cap - 1);
 		}
 		t[slot] = (uint32_t)a;

@@ -327,6 +327,73 @@ static void test_big_object(void)
 	sy_buf_free(&b);
 }
 
+/*
+ * Names that all land in one bucket of the reader's duplicate index (FNV-1a,
+ * table of 1024 slots for 400..512 members), so probing would go quadratic and
+ * the reader must switch to sorting. Should the hash change, these are merely
+ * ordinary names and the checks below still hold.
+ */
+static void colliding_names(char names[][16], int n)
+{
+	int found = 0;
+	for (uint32_t i = 0; found < n; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "c%07x", (unsigned)i);
+		uint32_t h = 2166136261u;
+		for (const char *c = name; *c != '\0'; c++) {
+			h ^= (unsigned char)*c;
+			h *= 16777619u;
+		}
+		if ((h & 1023) == 0)
+			memcpy(names[found++], name, 16);
+	}
+}
+
+static void test_colliding_names(void)
+{
+	static char names[450][16];
+	colliding_names(names, 450);
+	for (int dup = -1; dup < 450; dup += 149) {
+		sy_buf b = SY_BUF_INIT;
+		CU_ASSERT_FATAL(sy_buf_putc(&b, '{'));
+		size_t repeat_at = 0; /* the second occurrence, in document order */
+		for (int i = 0; i < 450; i++) {
+			if (i == 400 && dup >= 0) {
+				if (dup < 400)
+					repeat_at = b.len + 1;
+				CU_ASSERT_FATAL(sy_buf_printf(&b, ",\"%s\":0", names[dup]));
+			}
+			if (i == dup && dup >= 400)
+				repeat_at = b.len + 1;
+			CU_ASSERT_FATAL(sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "", names[i], i));
+		}
+		CU_ASSERT_FATAL(sy_buf_putc(&b, '}'));
+		if (dup < 0) {
+			sy_error err;
+			sy_json_doc *doc = parse_n(b.data, b.len, &err);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+			CU_ASSERT_EQUAL(sy_json_doc_root(doc)->u.object.count, 450);
+			sy_json_doc_free(doc);
+		} else {
+			expect_refused_at(b.data, b.len, (long)repeat_at);
+		}
+		sy_buf_free(&b);
+	}
+	/* Two repeated names: the earlier repeat is named. */
+	sy_buf b = SY_BUF_INIT;
+	CU_ASSERT_FATAL(sy_buf_putc(&b, '{'));
+	size_t want = 0;
+	for (int i = 0; i < 450; i++) {
+		if (i == 300)
+			want = b.len + 1;
+		CU_ASSERT_FATAL(sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "",
+		                              names[i == 300 ? 20 : i == 310 ? 5 : i], i));
+	}
+	CU_ASSERT_FATAL(sy_buf_putc(&b, '}'));
+	expect_refused_at(b.data, b.len, (long)want);
+	sy_buf_free(&b);
+}
+
 static void test_trailing(void)
 {
 	accepted(" \t\r\n[1] \t\r\n");
@@ -826,7 +893,12 @@ static char *nontrivial_document(void)
 		        "\"deep\":[[[{\"k\":\"\\ud83d\\ude00\"}]]],\"a\":1,\"b\":2,\"c\":3,\"d\":4,"
 		        "\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":11,\"l\":12,\"m\":13}",
 		    i ? "," : "", i, i, i, i % 300));
-	CU_ASSERT_FATAL(sy_buf_printf(&b, "],\"big\":\"%0*d\"}", 5000, 7));
+	CU_ASSERT_FATAL(sy_buf_printf(&b, "],\"big\":\"%0*d\",\"colliding\":{", 5000, 7));
+	static char names[420][16];
+	colliding_names(names, 420); /* the sorting check allocates too */
+	for (int i = 0; i < 420; i++)
+		CU_ASSERT_FATAL(sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "", names[i], i));
+	CU_ASSERT_FATAL(sy_buf_puts(&b, "}}"));
 	return sy_buf_steal(&b, NULL);
 }
 
@@ -932,6 +1004,7 @@ int main(void)
 		{"depth", test_depth},
 		{"duplicates", test_duplicates},
 		{"big object", test_big_object},
+		{"colliding member names", test_colliding_names},
 		{"trailing data and offsets", test_trailing},
 		{"strings", test_strings},
 		{"utf-8", test_utf8},
