@@ -13,6 +13,7 @@
 #include "store/clients.h"
 #include "store/config.h"
 #include "store/conn.h"
+#include "store/lease.h"
 #include "store/ledger.h"
 #include "store/migrate.h"
 #include "store/schema.h"
@@ -368,6 +369,60 @@ static int cmd_ledger_purge(PGconn *c)
 	return SY_CTL_EXIT_OK;
 }
 
+static int cmd_lease_status(PGconn *c, const sy_cfg *cfg)
+{
+	sy_error err = {0};
+	sy_store_lease_status ls;
+	sy_store_status st =
+		sy_store_lease_status_get(c, sy_cfg_str(cfg, "walsync", "slot"), &ls, &err);
+	if (st != SY_STORE_OK)
+		return store_failure(st, &err);
+	fputs("holder: ", stdout);
+	put_field(ls.found ? ls.writer_id : "");
+	fputc('\n', stdout);
+	if (ls.found) {
+		printf("writer_epoch: %lld\nfencing_token: %s\n", ls.epoch, ls.token);
+		if (ls.expires_in_s > 0)
+			printf("lease_until: %s (expires in %.1f s)\n", ls.lease_until,
+			       ls.expires_in_s);
+		else
+			printf("lease_until: %s (expired %.1f s ago)\n", ls.lease_until,
+			       -ls.expires_in_s);
+		if (ls.heartbeat_at[0])
+			printf("heartbeat_at: %s (age %.1f s)\n", ls.heartbeat_at,
+			       ls.heartbeat_age_s);
+		else
+			printf("heartbeat_at: -\n");
+	}
+	fputs("slot: ", stdout);
+	put_field(ls.slot);
+	if (ls.slot[0] && !ls.slot_found)
+		fputs(" (missing)", stdout);
+	else if (ls.slot_active)
+		printf(" (active, pid %lld)", ls.slot_pid);
+	else if (ls.slot_found)
+		fputs(" (inactive)", stdout);
+	fputc('\n', stdout);
+	fputs("confirmed_flush_lsn: ", stdout);
+	put_field(ls.confirmed_flush_lsn);
+	fputc('\n', stdout);
+	if (ls.lag_bytes >= 0)
+		printf("lag_bytes: %lld\n", ls.lag_bytes);
+	else
+		printf("lag_bytes: -\n");
+	fputs("materialized_lsn: ", stdout);
+	put_field(ls.materialized_lsn);
+	fputc('\n', stdout);
+	if (ls.lag_ms >= 0)
+		printf("lag_ms: %lld\n", ls.lag_ms);
+	else
+		printf("lag_ms: -\n");
+	if (!ls.found)
+		return fail_line(SY_CTL_EXIT_NOTFOUND,
+		                 "lease status: no walsync has held the writer lease");
+	return SY_CTL_EXIT_OK;
+}
+
 /* The commands that need the database, once their arguments are valid. */
 typedef enum {
 	C_INIT,
@@ -376,7 +431,8 @@ typedef enum {
 	C_CLIENT_LIST,
 	C_CLIENT_RETIRE,
 	C_LEDGER_INSPECT,
-	C_LEDGER_PURGE
+	C_LEDGER_PURGE,
+	C_LEASE_STATUS
 } db_command;
 
 static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long version)
@@ -406,6 +462,9 @@ static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long versi
 		break;
 	case C_LEDGER_PURGE:
 		code = cmd_ledger_purge(c);
+		break;
+	case C_LEASE_STATUS:
+		code = cmd_lease_status(c, cfg);
 		break;
 	}
 	sy_store_disconnect(c);
@@ -468,7 +527,13 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 			return SY_CTL_EXIT_USAGE;
 		return run(cfg, C_LEDGER_PURGE, &a, 0);
 	}
-	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 || strcmp(cmd, "ledger") == 0)
+	if (strcmp(cmd, "lease") == 0 && strcmp(sub, "status") == 0) {
+		if (!parse_args(argc, argv, 2, 0, 0, &a, "lease status"))
+			return SY_CTL_EXIT_USAGE;
+		return run(cfg, C_LEASE_STATUS, &a, 0);
+	}
+	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 || strcmp(cmd, "ledger") == 0 ||
+	    strcmp(cmd, "lease") == 0)
 		return fail_line(SY_CTL_EXIT_USAGE, "%s: unknown subcommand '%s'", cmd, sub);
 	return fail_line(SY_CTL_EXIT_USAGE, "unknown command '%s' (synchroctl --help lists them)",
 	                 cmd);

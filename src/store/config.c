@@ -58,6 +58,11 @@ static const sy_cfg_option options[] = {
          3600, NULL},
 	{"walsync", "stale_heartbeat_s", SY_CFG_INT, "15",
          "a standby takes the lease over when the heartbeat is older than this", 1, 3600, NULL},
+	{"walsync", "batch_rows", SY_CFG_INT, "5000",
+         "most changes one changelog statement writes (a batch of more uses several)", 1, 100000,
+         NULL},
+	{"walsync", "lag_log_s", SY_CFG_INT, "60",
+         "seconds between the holder's lag and rate log lines; 0: never", 0, 86400, NULL},
 
 	{"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
 	{"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,

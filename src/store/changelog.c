@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* synchro.changelog, written by walsync alone: one multi-row INSERT per chunk of decoded
+ * changes (arrays through unnest, so round trips stay far below one per change), fenced by
+ * the writer lease in the same statement. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/changelog.h"
+#include "synchro/alloc.h"
+#include "synchro/buf.h"
+
+/* The array parameters of one statement, in the order of write_sql's $4..$16. */
+enum {
+	COL_LSN,
+	COL_ORDINAL,
+	COL_XID,
+	COL_TIME,
+	COL_TABLE,
+	COL_PK,
+	COL_VERSION,
+	COL_STATE,
+	COL_MUTATION,
+	COL_CLIENT,
+	COL_USER,
+	COL_OWNER_BEFORE,
+	COL_OWNER_AFTER,
+	COL_COUNT
+};
+
+/* Each column is an array literal under construction: "{" and the elements so far. */
+typedef struct {
+	sy_buf col[COL_COUNT];
+	size_t rows;
+} chunk;
+
+struct sy_store_changes {
+	size_t chunk_rows;
+	chunk *chunks;
+	size_t nchunks; /* chunks in use; chunks[nchunks - 1] receives the next change */
+	size_t cap;
+	size_t rows;
+	sy_buf epoch_client;
+	sy_buf epoch_value;
+	size_t epochs;
+	bool failed;
+};
+
+static bool chunk_start(chunk *k)
+{
+	k->rows = 0;
+	bool ok = true;
+	for (int i = 0; i < COL_COUNT; i++) {
+		sy_buf_reset(&k->col[i]);
+		ok &= sy_buf_putc(&k->col[i], '{');
+	}
+	return ok;
+}
+
+sy_store_changes *sy_store_changes_new(size_t chunk_rows)
+{
+	sy_store_changes *b = sy_calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	b->chunk_rows = chunk_rows ? chunk_rows : 1;
+	sy_store_changes_clear(b);
+	if (b->failed) {
+		sy_store_changes_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void sy_store_changes_free(sy_store_changes *b)
+{
+	if (!b)
+		return;
+	for (size_t k = 0; k < b->cap; k++)
+		for (int i = 0; i < COL_COUNT; i++)
+			sy_buf_free(&b->chunks[k].col[i]);
+	sy_free(b->chunks);
+	sy_buf_free(&b->epoch_client);
+	sy_buf_free(&b->epoch_value);
+	sy_free(b);
+}
+
+static bool add_chunk(sy_store_changes *b)
+{
+	if (b->nchunks == b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 4;
+		chunk *n = sy_realloc(b->chunks, ncap * sizeof *n);
+		if (!n)
+			return false;
+		memset(n + b->cap, 0, (ncap - b->cap) * sizeof *n);
+		b->chunks = n;
+		b->cap = ncap;
+	}
+	if (!chunk_start(&b->chunks[b->nchunks]))
+		return false;
+	b->nchunks++;
+	return true;
+}
+
+void sy_store_changes_clear(sy_store_changes *b)
+{
+	b->nchunks = 0;
+	b->rows = 0;
+	b->epochs = 0;
+	sy_buf_reset(&b->epoch_client);
+	sy_buf_reset(&b->epoch_value);
+	b->failed = !add_chunk(b) || !sy_buf_putc(&b->epoch_client, '{') ||
+	            !sy_buf_putc(&b->epoch_value, '{');
+}
+
+size_t sy_store_changes_count(const sy_store_changes *b)
+{
+	return b->rows;
+}
+
+size_t sy_store_changes_epoch_count(const sy_store_changes *b)
+{
+	return b->epochs;
+}
+
+/* One element of a text[] literal: NULL, or double-quoted with \ and " escaped. */
+static void put_text(sy_buf *col, bool first, const char *s)
+{
+	if (!first)
+		sy_buf_putc(col, ',');
+	if (!s) {
+		sy_buf_puts(col, "NULL");
+		return;
+	}
+	sy_buf_putc(col, '"');
+	for (const char *p = s; *p;) {
+		size_t run = strcspn(p, "\\\"");
+		sy_buf_append(col, p, run);
+		p += run;
+		if (*p) {
+			sy_buf_putc(col, '\\');
+			sy_buf_putc(col, *p++);
+		}
+	}
+	sy_buf_putc(col, '"');
+}
+
+bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch)
+{
+	if (b->failed)
+		return false;
+	chunk *k = &b->chunks[b->nchunks - 1];
+	if (k->rows == b->chunk_rows) {
+		if (!add_chunk(b)) {
+			b->failed = true;
+			return false;
+		}
+		k = &b->chunks[b->nchunks - 1];
+	}
+	bool first = k->rows == 0;
+	const char *sep = first ? "" : ",";
+	sy_buf_printf(&k->col[COL_LSN], "%s%X/%X", sep, (unsigned)(ch->commit_lsn >> 32),
+	              (unsigned)(ch->commit_lsn & 0xffffffffu));
+	sy_buf_printf(&k->col[COL_ORDINAL], "%s%d", sep, ch->ordinal);
+	sy_buf_printf(&k->col[COL_XID], "%s%" PRIu32, sep, ch->xid);
+	sy_buf_printf(&k->col[COL_TIME], "%s%" PRId64, sep, ch->commit_time);
+	put_text(&k->col[COL_TABLE], first, ch->table_id);
+	put_text(&k->col[COL_PK], first, ch->pk);
+	put_text(&k->col[COL_VERSION], first, ch->version);
+	sy_buf_printf(&k->col[COL_STATE], "%s%s", sep, ch->deleted ? "deleted" : "live");
+	put_text(&k->col[COL_MUTATION], first, ch->mutation_id);
+	put_text(&k->col[COL_CLIENT], first, ch->client_id);
+	put_text(&k->col[COL_USER], first, ch->user_id);
+	put_text(&k->col[COL_OWNER_BEFORE], first, ch->owner_before);
+	put_text(&k->col[COL_OWNER_AFTER], first, ch->owner_after);
+	for (int i = 0; i < COL_COUNT; i++)
+		if (k->col[i].failed)
+			b->failed = true;
+	if (b->failed)
+		return false;
+	k->rows++;
+	b->rows++;
+	return true;
+}
+
+bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long long epoch)
+{
+	if (b->failed)
+		return false;
+	put_text(&b->epoch_client, b->epochs == 0, client_id);
+	sy_buf_printf(&b->epoch_value, "%s%lld", b->epochs == 0 ? "" : ",", epoch);
+	if (b->epoch_client.failed || b->epoch_value.failed) {
+		b->failed = true;
+		return false;
+	}
+	b->epochs++;
+	return true;
+}
+
+/*
+ * The lease CTE is the fence: materialized once, read by both writes, so the insert and the
+ * epoch update either both see the caller's live lease or both do nothing, and the first
+ * column tells which. The 32-bit stream xid is widened with the epoch of the next xid (the
+ * source committed before this statement, so it is older). Commit times arrive as
+ * microseconds since 2000-01-01, the stream's own unit.
+ */
+static const char write_sql[] =
+	"WITH lease AS MATERIALIZED ("
+	"  SELECT 1 FROM synchro.writer_lease"
+	"   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"
+	"     AND lease_until > now()),"
+	" nx AS (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())"
+	"               ::text::bigint AS v),"
+	" ins AS ("
+	"  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state,"
+	"      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"
+	"      written_epoch)"
+	"  SELECT u.lsn, u.ord,"
+	"         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"
+	"         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"
+	"         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"
+	"         $2::bigint"
+	"    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"
+	"                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"
+	"                $14::text[], $15::text[], $16::text[])"
+	"         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"
+	"   CROSS JOIN nx"
+	"   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"
+	"        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
+	"   WHERE EXISTS (SELECT 1 FROM lease)"
+	"  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
+	"  RETURNING 1),"
+	" ep AS ("
+	"  UPDATE synchro.clients c"
+	"     SET materialized_write_epoch = LEAST(c.accepted_write_epoch, e.epoch)"
+	"    FROM (SELECT x.cid, max(x.ep) AS epoch"
+	"            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
+	"   WHERE c.client_id = e.cid"
+	"     AND c.materialized_write_epoch < LEAST(c.accepted_write_epoch, e.epoch)"
+	"     AND EXISTS (SELECT 1 FROM lease)"
+	"  RETURNING 1)"
+	" SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM ep)";
+
+/* Closes each array literal of k (and of the epochs when with_epochs) for the statement;
+ * reopen() undoes it, so the batch can be written again after a failure. */
+static bool close_arrays(sy_store_changes *b, chunk *k, bool with_epochs)
+{
+	bool ok = true;
+	for (int i = 0; i < COL_COUNT; i++)
+		ok &= sy_buf_putc(&k->col[i], '}');
+	if (with_epochs) {
+		ok &= sy_buf_putc(&b->epoch_client, '}');
+		ok &= sy_buf_putc(&b->epoch_value, '}');
+	}
+	return ok;
+}
+
+static void reopen(sy_store_changes *b, chunk *k, bool with_epochs)
+{
+	for (int i = 0; i < COL_COUNT; i++)
+		if (k->col[i].len > 0 && k->col[i].data[k->col[i].len - 1] == '}')
+			k->col[i].data[--k->col[i].len] = '\0';
+	if (with_epochs) {
+		sy_buf *e[] = {&b->epoch_client, &b->epoch_value};
+		for (int i = 0; i < 2; i++)
+			if (e[i]->len > 0 && e[i]->data[e[i]->len - 1] == '}')
+				e[i]->data[--e[i]->len] = '\0';
+	}
+}
+
+/* One guarded statement for chunk k; the epochs travel with the first chunk. */
+static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_changes *b,
+                                   chunk *k, bool with_epochs, bool *fenced,
+                                   sy_store_written *out, sy_error *err)
+{
+	char epoch[24];
+	snprintf(epoch, sizeof epoch, "%lld", l->epoch);
+	if (!close_arrays(b, k, with_epochs)) {
+		reopen(b, k, with_epochs);
+		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	}
+	const char *p[18] = {SY_STORE_LEASE_ROLE, epoch, l->token};
+	for (int i = 0; i < COL_COUNT; i++)
+		p[3 + i] = k->col[i].data;
+	p[16] = with_epochs ? b->epoch_client.data : "{}";
+	p[17] = with_epochs ? b->epoch_value.data : "{}";
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, write_sql, 18, p, PGRES_TUPLES_OK, "write the changelog",
+	                            NULL, &st, err);
+	reopen(b, k, with_epochs);
+	if (!r)
+		return st;
+	*fenced = strcmp(PQgetvalue(r, 0, 0), "1") != 0;
+	out->inserted += strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	out->epochs_advanced += strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+	PQclear(r);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
+                                         sy_store_changes *b, sy_store_written *out,
+                                         sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (b->failed)
+		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	bool several = b->nchunks > 1;
+	sy_store_status st = SY_STORE_OK;
+	bool fenced = false;
+	if (several && (st = sy_store_command(c, "BEGIN", "write the changelog", err)) !=
+	                       SY_STORE_OK)
+		return st;
+	for (size_t i = 0; i < b->nchunks && !fenced; i++) {
+		if (b->chunks[i].rows == 0 && (i > 0 || b->epochs == 0))
+			continue;
+		st = write_chunk(c, l, b, &b->chunks[i], i == 0, &fenced, out, err);
+		if (st != SY_STORE_OK)
+			goto fail;
+	}
+	if (fenced) {
+		st = sy_store_fail(err, SY_STORE_CONFLICT,
+		                   "the writer lease refused the changelog write: epoch %lld is no "
+		                   "longer the holder's",
+		                   l->epoch);
+		goto fail;
+	}
+	if (several && (st = sy_store_command(c, "COMMIT", "write the changelog", err)) !=
+	                       SY_STORE_OK)
+		goto fail;
+	return SY_STORE_OK;
+fail:
+	if (several)
+		sy_store_rollback(c);
+	memset(out, 0, sizeof *out);
+	return st;
+}
+
+sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c,
+	                            "SELECT commit_lsn FROM synchro.changelog"
+	                            " ORDER BY commit_lsn DESC LIMIT 1",
+	                            0, NULL, PGRES_TUPLES_OK, "read the changelog position", NULL,
+	                            &st, err);
+	if (!r)
+		return st;
+	unsigned long long v = 0;
+	if (PQntuples(r) == 1 && !sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v)) {
+		PQclear(r);
+		return sy_store_fail(err, SY_STORE_FAILED, "unexpected changelog position");
+	}
+	PQclear(r);
+	*out = v;
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_changelog_session(PGconn *c, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(
+		c, "SELECT pg_catalog.set_config('synchronous_commit', 'local', false)", 0, NULL,
+		PGRES_TUPLES_OK, "walsync session settings", NULL, &st, err);
+	PQclear(r);
+	return st;
+}
+
+sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err)
+{
+	sy_store_status st;
+	const char *p[] = {SY_STORE_PUBLICATION};
+	PGresult *r = sy_store_exec(
+		c,
+		"SELECT (SELECT count(*) FROM pg_catalog.pg_publication WHERE pubname = $1),"
+		"       CASE WHEN pg_catalog.to_regclass('synchro.migrations') IS NULL THEN 0"
+		"            ELSE (SELECT coalesce(max(version), 0) FROM synchro.migrations) END",
+		1, p, PGRES_TUPLES_OK, "check the database", NULL, &st, err);
+	if (!r)
+		return st;
+	long long pubs = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	long long version = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	PQclear(r);
+	if (version < SY_STORE_WALSYNC_MIGRATION)
+		return sy_store_fail(err, SY_STORE_INVALID,
+		                     "the database is at migration %lld, walsync needs %d: run "
+		                     "synchroctl migrate",
+		                     version, SY_STORE_WALSYNC_MIGRATION);
+	if (pubs != 1)
+		return sy_store_fail(err, SY_STORE_INVALID,
+		                     "publication %s is missing: run synchroctl migrate",
+		                     SY_STORE_PUBLICATION);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_slot_get(PGconn *c, const char *slot, sy_store_slot *out, sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	sy_store_status st;
+	const char *p[] = {slot};
+	PGresult *r = sy_store_exec(
+		c,
+		"SELECT slot_type = 'logical' AND plugin = 'pgoutput'"
+		"         AND database = pg_catalog.current_database(),"
+		"       active, coalesce(active_pid, 0), confirmed_flush_lsn"
+		"  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+		1, p, PGRES_TUPLES_OK, "read the replication slot", NULL, &st, err);
+	if (!r)
+		return st;
+	if (PQntuples(r) == 1) {
+		out->found = true;
+		out->usable = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+		out->active = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+		out->pid = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+		unsigned long long v = 0;
+		if (!PQgetisnull(r, 0, 3) && sy_store_lsn_parse(PQgetvalue(r, 0, 3), &v))
+			out->confirmed_flush = v;
+	}
+	PQclear(r);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_slot_evict(PGconn *c, const char *slot, bool *evicted, sy_error *err)
+{
+	*evicted = false;
+	sy_store_status st;
+	const char *p[] = {slot};
+	PGresult *r = sy_store_exec(c,
+	                            "SELECT pg_catalog.pg_terminate_backend(active_pid)"
+	                            "  FROM pg_catalog.pg_replication_slots"
+	                            " WHERE slot_name = $1 AND active_pid IS NOT NULL",
+	                            1, p, PGRES_TUPLES_OK, "stop the slot's previous reader", NULL,
+	                            &st, err);
+	if (!r)
+		return st;
+	*evicted = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_wal_behind(PGconn *c, uint64_t lsn, long long *bytes, sy_error *err)
+{
+	char text[SY_STORE_LSN_MAX + 1];
+	sy_store_lsn_format(lsn, text);
+	const char *p[] = {text};
+	sy_store_status st;
+	*bytes = -1;
+	PGresult *r = sy_store_exec(c,
+	                            "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),"
+	                            "                                  $1::pg_lsn)::bigint",
+	                            1, p, PGRES_TUPLES_OK, "read the WAL position", NULL, &st, err);
+	if (!r)
+		return st;
+	*bytes = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return SY_STORE_OK;
+}

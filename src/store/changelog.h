@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The writer side of synchro.changelog (synchro-walsync only): batched inserts fenced by the
+ * writer lease in the same statement, materialized write epochs, and the checks of the
+ * pipeline's source (replication slot, publication, migrations). */
+#ifndef SY_STORE_CHANGELOG_H
+#define SY_STORE_CHANGELOG_H
+
+#include <stdint.h>
+
+#include "store/lease.h"
+#include "store/store.h"
+
+/* The lowest synchro.migrations version walsync runs against (0005_walsync). */
+#define SY_STORE_WALSYNC_MIGRATION 5
+/* The publication walsync names (migration 3): no table, messages only. */
+#define SY_STORE_PUBLICATION "synchro"
+
+/* One decoded version-fence message at its stream position. Strings are NUL-terminated and
+ * copied by sy_store_changes_add(); NULL is SQL NULL. */
+typedef struct {
+	uint64_t commit_lsn; /* position: the commit LSN of the source transaction ... */
+	int ordinal;         /* ... and the message's ordinal within it */
+	uint32_t xid;        /* the source transaction (32 bits, as the stream gives it) */
+	int64_t commit_time; /* microseconds since 2000-01-01 00:00:00 UTC */
+	const char *table_id;
+	const char *pk;
+	const char *version;
+	bool deleted; /* state deleted, else live */
+	const char *mutation_id;
+	const char *client_id;
+	const char *user_id;
+	const char *owner_before;
+	const char *owner_after;
+} sy_store_change;
+
+/* A batch of changes and epoch advances, written by one sy_store_changelog_write(). */
+typedef struct sy_store_changes sy_store_changes;
+
+/* A new empty batch that sends at most chunk_rows changes per statement (>= 1). NULL when out
+ * of memory. */
+SY_MUST_CHECK sy_store_changes *sy_store_changes_new(size_t chunk_rows);
+/* Accepts NULL. */
+void sy_store_changes_free(sy_store_changes *b);
+/* Empties b, keeping its storage. */
+void sy_store_changes_clear(sy_store_changes *b);
+/* Appends one change; false when out of memory (b is then unusable until cleared). */
+SY_MUST_CHECK bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch);
+/* Records that client_id (canonical UUID text) accepted a push with this epoch. */
+SY_MUST_CHECK bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id,
+                                              long long epoch);
+size_t sy_store_changes_count(const sy_store_changes *b);
+size_t sy_store_changes_epoch_count(const sy_store_changes *b);
+
+typedef struct {
+	long long inserted;        /* changelog rows added (a position already there adds none) */
+	long long epochs_advanced; /* clients whose materialized_write_epoch moved */
+} sy_store_written;
+
+/*
+ * Writes b in one transaction: every statement inserts its changes (INSERT ... SELECT FROM
+ * unnest(...) ON CONFLICT (commit_lsn, ordinal) DO NOTHING, so a position the slot delivers
+ * again adds nothing) and raises materialized_write_epoch (to the decoded epoch, never past
+ * accepted_write_epoch, never down), each guarded IN THE SAME STATEMENT by
+ * EXISTS (writer_lease row with l's epoch and token whose lease_until > now()).
+ * SY_STORE_CONFLICT when the lease refused the write: nothing was written and the caller
+ * is no longer the writer. The caller confirms the stream position only after SY_STORE_OK.
+ * b is unchanged afterwards (it is only borrowed to close its array literals).
+ */
+SY_MUST_CHECK sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
+                                                       sy_store_changes *b,
+                                                       sy_store_written *out, sy_error *err);
+
+/* The highest commit_lsn in the changelog (0 when empty): every transaction at or below it
+ * that the slot delivers again was written already, since batches commit in stream order. */
+SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out,
+                                                          sy_error *err);
+
+/* Session settings of walsync's SQL connection: its commits are durable locally before it
+ * confirms a stream position (synchronous_commit local, whatever the server default). */
+SY_MUST_CHECK sy_store_status sy_store_changelog_session(PGconn *c, sy_error *err);
+
+/* SY_STORE_OK when the database is ready for walsync: migrations up to
+ * SY_STORE_WALSYNC_MIGRATION applied and the publication present; SY_STORE_INVALID naming
+ * what is missing. */
+SY_MUST_CHECK sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err);
+
+typedef struct {
+	bool found;
+	bool usable;     /* logical, plugin pgoutput, in the connected database */
+	bool active;     /* a walsender streams from it */
+	long long pid;   /* that walsender, 0 when none */
+	uint64_t confirmed_flush;
+} sy_store_slot;
+
+SY_MUST_CHECK sy_store_status sy_store_slot_get(PGconn *c, const char *slot, sy_store_slot *out,
+                                                sy_error *err);
+/* Terminates the walsender that holds slot (a displaced writer's stream); *evicted tells
+ * whether there was one. Only the lease holder calls it. */
+SY_MUST_CHECK sy_store_status sy_store_slot_evict(PGconn *c, const char *slot, bool *evicted,
+                                                  sy_error *err);
+/* Bytes of WAL between the server's current position and lsn (-1 when unknown). */
+SY_MUST_CHECK sy_store_status sy_store_wal_behind(PGconn *c, uint64_t lsn, long long *bytes,
+                                                  sy_error *err);
+
+#endif

@@ -1,0 +1,20 @@
+# synchro-walsync: the WAL materializer (logical replication stream, pgoutput decoding, the
+# single-writer lease). Its SQL lives in the store (src/store/lease.c, src/store/changelog.c),
+# which this fragment adds to libsystore; synchroctl lease status reads the lease through it.
+src_store_libsystore_la_SOURCES += \
+	src/store/lease.c src/store/lease.h \
+	src/store/changelog.c src/store/changelog.h
+
+sbin_PROGRAMS += src/walsync/synchro-walsync
+src_walsync_synchro_walsync_SOURCES = \
+	src/walsync/main.c \
+	src/walsync/stream.c src/walsync/stream.h \
+	src/walsync/pgoutput.c src/walsync/pgoutput.h
+src_walsync_synchro_walsync_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
+src_walsync_synchro_walsync_LDADD = src/common/libsycommon.la src/store/libsystore.la \
+	src/core/libsycore.la \
+	$(LIBPQ_LIBS) $(CRYPTO_LIBS) -lm
+
+dist_man_MANS += doc/synchro-walsync.8
+walsyncunitdir = $(systemdsystemunitdir)
+dist_walsyncunit_DATA = conf/systemd/synchro-walsync.service

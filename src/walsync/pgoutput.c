@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Replication stream bytes (frames, status update, pgoutput v1 messages) and the JSON of the
+ * version-fence and accepted-epoch messages. No I/O: tests/unit/test_pgoutput feeds it. */
+#include "config.h"
+
+#include <string.h>
+
+#include "synchro/json.h"
+#include "synchro/scalar.h"
+#include "walsync/pgoutput.h"
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+bool sy_ws_frame_parse(const unsigned char *p, size_t n, sy_ws_frame *out, sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (n < 1)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "empty replication message");
+	switch (p[0]) {
+	case 'w':
+		if (n < 25)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "XLogData message of %zu bytes", n);
+		out->kind = SY_WS_FRAME_XLOGDATA;
+		out->wal_start = get64(p + 1);
+		out->wal_end = get64(p + 9);
+		out->send_time = (int64_t)get64(p + 17);
+		out->data = p + 25;
+		out->len = n - 25;
+		return true;
+	case 'k':
+		if (n < 18)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "keepalive message of %zu bytes", n);
+		out->kind = SY_WS_FRAME_KEEPALIVE;
+		out->wal_end = get64(p + 1);
+		out->send_time = (int64_t)get64(p + 9);
+		out->reply_requested = p[17] != 0;
+		return true;
+	default:
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "unknown replication message kind 0x%02x", p[0]);
+	}
+}
+
+void sy_ws_status_build(unsigned char out[SY_WS_STATUS_LEN], uint64_t written, uint64_t flushed,
+                        uint64_t applied, int64_t now_pg_usec, bool reply)
+{
+	out[0] = 'r';
+	put64(out + 1, written);
+	put64(out + 9, flushed);
+	put64(out + 17, applied);
+	put64(out + 25, (uint64_t)now_pg_usec);
+	out[33] = reply ? 1 : 0;
+}
+
+bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (n < 1)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "empty pgoutput message");
+	out->tag = (char)p[0];
+	switch (p[0]) {
+	case 'B':
+		if (n != 21)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput BEGIN of %zu bytes", n);
+		out->kind = SY_WS_BEGIN;
+		out->final_lsn = get64(p + 1);
+		out->commit_time = (int64_t)get64(p + 9);
+		out->xid = get32(p + 17);
+		return true;
+	case 'C':
+		if (n != 26)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput COMMIT of %zu bytes", n);
+		out->kind = SY_WS_COMMIT;
+		out->commit_lsn = get64(p + 2);
+		out->end_lsn = get64(p + 10);
+		out->commit_time = (int64_t)get64(p + 18);
+		return true;
+	case 'M': {
+		/* flags, LSN, prefix\0, length, content (no xid: streaming is off) */
+		if (n < 1 + 1 + 8 + 1 + 4)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput MESSAGE of %zu bytes", n);
+		out->kind = SY_WS_MESSAGE;
+		out->transactional = (p[1] & 1) != 0;
+		out->message_lsn = get64(p + 2);
+		const unsigned char *prefix = p + 10;
+		const unsigned char *nul = memchr(prefix, '\0', n - 10);
+		if (!nul || (size_t)(p + n - (nul + 1)) < 4)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput MESSAGE without its prefix or length");
+		uint32_t len = get32(nul + 1);
+		const unsigned char *content = nul + 5;
+		if ((size_t)(p + n - content) != len)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput MESSAGE content of %u bytes in %zu", len,
+			                    (size_t)(p + n - content));
+		out->prefix = (const char *)prefix;
+		out->content = (const char *)content;
+		out->content_len = len;
+		return true;
+	}
+	default:
+		out->kind = SY_WS_OTHER;
+		return true;
+	}
+}
+
+/* Copies a JSON string value into the arena; NULL (and false from the caller) when it would
+ * not fit or holds U+0000. */
+static const char *arena_copy(const sy_json *v, char **pos, char *end)
+{
+	if (v->u.string.len >= (size_t)(end - *pos) ||
+	    memchr(v->u.string.data, '\0', v->u.string.len))
+		return NULL;
+	char *s = *pos;
+	memcpy(s, v->u.string.data, v->u.string.len);
+	s[v->u.string.len] = '\0';
+	*pos += v->u.string.len + 1;
+	return s;
+}
+
+/* Member `key` of obj as a string (or null when nullable): true with *out set (NULL for a
+ * null); false when it is missing, of another type, or cannot be copied. */
+static bool member_string(const sy_json *obj, const char *key, bool nullable, char **pos,
+                          char *end, const char **out)
+{
+	const sy_json *v = sy_json_get(obj, key);
+	*out = NULL;
+	if (!v)
+		return false;
+	if (v->type == SY_JSON_NULL)
+		return nullable;
+	if (v->type != SY_JSON_STRING)
+		return false;
+	*out = arena_copy(v, pos, end);
+	return *out != NULL;
+}
+
+bool sy_ws_change_parse(const char *json, size_t len, char *buf, size_t size, sy_ws_change *out,
+                        sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	sy_json_doc *doc = sy_json_parse(json, len, err);
+	if (!doc)
+		return false;
+	bool ok = false;
+	const sy_json *root = sy_json_doc_root(doc);
+	char *pos = buf, *end = buf + size;
+	const char *state = NULL;
+	const char *bad = NULL;
+	if (root->type != SY_JSON_OBJECT)
+		bad = "not an object";
+	else if (!member_string(root, "table_id", false, &pos, end, &out->table_id) ||
+	         !out->table_id[0])
+		bad = "table_id";
+	else if (!member_string(root, "pk", false, &pos, end, &out->pk))
+		bad = "pk";
+	else if (!member_string(root, "version", false, &pos, end, &out->version) ||
+	         !sy_opaque_version_valid(out->version, strlen(out->version)))
+		bad = "version";
+	else if (!member_string(root, "state", false, &pos, end, &state) ||
+	         (strcmp(state, "live") != 0 && strcmp(state, "deleted") != 0))
+		bad = "state";
+	else if (!member_string(root, "mutation_id", true, &pos, end, &out->mutation_id) ||
+	         (out->mutation_id &&
+	          !sy_uuid_text_valid(out->mutation_id, strlen(out->mutation_id))))
+		bad = "mutation_id";
+	else if (!member_string(root, "client_id", true, &pos, end, &out->client_id) ||
+	         (out->client_id && !sy_uuid_text_valid(out->client_id, strlen(out->client_id))))
+		bad = "client_id";
+	else if (!member_string(root, "user_id", true, &pos, end, &out->user_id))
+		bad = "user_id";
+	else if (!member_string(root, "owner_before", true, &pos, end, &out->owner_before))
+		bad = "owner_before";
+	else if (!member_string(root, "owner_after", true, &pos, end, &out->owner_after))
+		bad = "owner_after";
+	if (bad) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST, "version-fence message: bad %s", bad);
+		goto fail;
+	}
+	out->deleted = strcmp(state, "deleted") == 0;
+	ok = true;
+fail:
+	sy_json_doc_free(doc);
+	if (!ok)
+		memset(out, 0, sizeof *out);
+	return ok;
+}
+
+bool sy_ws_epoch_parse(const char *json, size_t len, char client_id[37], long long *epoch,
+                       sy_error *err)
+{
+	sy_json_doc *doc = sy_json_parse(json, len, err);
+	if (!doc)
+		return false;
+	bool ok = false;
+	const sy_json *root = sy_json_doc_root(doc);
+	const sy_json *c = root->type == SY_JSON_OBJECT ? sy_json_get(root, "client_id") : NULL;
+	const sy_json *e = root->type == SY_JSON_OBJECT ? sy_json_get(root, "epoch") : NULL;
+	uint64_t v = 0;
+	if (!c || c->type != SY_JSON_STRING || c->u.string.len != 36 ||
+	    !sy_uuid_text_valid(c->u.string.data, c->u.string.len)) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST, "accepted-epoch message: bad client_id");
+		goto fail;
+	}
+	if (!e || !sy_positive_integer(e, INT64_MAX, &v)) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST, "accepted-epoch message: bad epoch");
+		goto fail;
+	}
+	memcpy(client_id, c->u.string.data, 36);
+	client_id[36] = '\0';
+	*epoch = (long long)v;
+	ok = true;
+fail:
+	sy_json_doc_free(doc);
+	return ok;
+}
