@@ -1213,8 +1213,14 @@ sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v)
 	case SY_JSON_TRUE:
 		return new_node(doc, v->type);
 	case SY_JSON_NUMBER: {
-		sy_json *c = new_number(doc, v->u.number.value, v->u.number.text,
-		                        v->u.number.text_len);
+		sy_json *c;
+		if (v->u.number.text != NULL) {
+			c = new_number(doc, v->u.number.value, v->u.number.text, v->u.number.text_len);
+		} else { /* a hand-made number without its literal */
+			char buf[SY_JCS_NUMBER_MAX];
+			size_t n = sy_jcs_format_number(buf, v->u.number.value);
+			c = new_number(doc, v->u.number.value, buf, n);
+		}
 		if (c != NULL)
 			c->u.number.is_integer = v->u.number.is_integer;
 		return c;

@@ -838,6 +838,13 @@ static void test_builders(void)
 	CU_ASSERT_PTR_NOT_EQUAL(hand.u.array.items, items);
 	CU_ASSERT_EQUAL(hand.u.array.items[1]->u.number.value, 2);
 
+	/* A hand-made number without text copies with a text of its own. */
+	sy_json bare = {.type = SY_JSON_NUMBER};
+	bare.u.number.value = 2.5;
+	sy_json *bc = sy_json_copy(doc, &bare);
+	CU_ASSERT(bc != NULL && bc->u.number.value == 2.5 &&
+	          strcmp(bc->u.number.text, "2.5") == 0 && bc->u.number.text_len == 3);
+
 	void *p = sy_json_doc_alloc(doc, 100);
 	CU_ASSERT_PTR_NOT_NULL(p);
 	CU_ASSERT_EQUAL((uintptr_t)p % _Alignof(max_align_t), 0);

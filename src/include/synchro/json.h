@@ -90,7 +90,8 @@ const char *sy_json_type_name(sy_json_type t);
 SY_MUST_CHECK sy_json_doc *sy_json_doc_new(void);
 sy_json *sy_json_new_null(sy_json_doc *doc);
 sy_json *sy_json_new_bool(sy_json_doc *doc, bool v);
-/* An integer-valued number (is_integer true). */
+/* An integer-valued number (is_integer true, text exact); beyond 2^53 its value,
+ * and so its JCS form, is the nearest double, as for any JSON number. */
 sy_json *sy_json_new_int(sy_json_doc *doc, int64_t v);
 /* A finite double; NULL when not finite. Its text is the JCS form of v and
  * is_integer tells whether that text has neither fraction nor exponent. */
