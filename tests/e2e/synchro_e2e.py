@@ -179,7 +179,7 @@ http {
         d = self.dir
         conf = os.path.join(d, "apache.conf")
         mods = ["mpm_event", "authn_core", "authn_file", "authz_core", "authz_user", "authz_host",
-                "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime"]
+                "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime", "env"]
         loads = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m) for m in mods)
         snippet = open(os.path.join(SRC, "conf/apache/synchro-proxy-fcgi.conf")).read()
         snippet = (snippet.replace("/run/synchro/synchro.sock", self.sock)
@@ -193,6 +193,7 @@ PidFile %(d)s/apache.pid
 ErrorLog %(d)s/apache-error.log
 LogLevel warn
 DefaultRuntimeDir %(d)s
+TypesConfig /dev/null
 Mutex file:%(d)s default
 %(user)s
 %(loads)s

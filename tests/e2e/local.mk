@@ -1,0 +1,8 @@
+# End-to-end suites: synchro-fcgi behind real nginx and Apache, driven over HTTP, each run
+# inside a throwaway PostgreSQL by tests/integration/with-pg (the .pgt extension). They skip
+# (exit 77) without a PostgreSQL server or nginx; the Apache cases skip without apache2.
+# tests/e2e/synchro_e2e.py is the shared stack harness.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_server.pgt
+endif
+EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
