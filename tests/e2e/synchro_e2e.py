@@ -47,10 +47,12 @@ def canonical(obj):
 
 
 class Stack:
-    def __init__(self, server="nginx", workers=2, extra_conf=""):
+    def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None):
         self.server = server
         self.workers = workers
         self.extra_conf = extra_conf
+        # [fcgi] options of this stack over the defaults of write_conf (e.g. {"max_inflight_per_client": 0})
+        self.fcgi_conf = dict(fcgi_conf or {})
         self.dir = tempfile.mkdtemp(prefix="synchro-e2e-")
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "synchro.sock")
@@ -86,6 +88,7 @@ class Stack:
     def write_conf(self, **fcgi):
         opts = {"listen": self.sock, "listen_mode": "0666", "workers": str(self.workers),
                 "lock_timeout_ms": "5000", "retry_after_s": "1"}
+        opts.update({k: str(v) for k, v in self.fcgi_conf.items()})
         opts.update({k: str(v) for k, v in fcgi.items()})
         conninfo = "host=%s port=%s dbname=%s user=%s" % (
             os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"], os.environ.get("PGUSER", "postgres"))
@@ -139,6 +142,34 @@ class Stack:
     def start_fcgi(self):
         self.spawn("fcgi", [FCGI, "-c", self.conf])
         wait_for(lambda: os.path.exists(self.sock), what="synchro-fcgi socket")
+
+    def restart_fcgi(self, **fcgi):
+        """Stops synchro-fcgi (SIGTERM: drain), rewrites the configuration with these [fcgi]
+        options over the stack's own, starts it again and waits until /healthz answers 200
+        through the web server. restart_fcgi() alone restores the stack's configuration."""
+        self.stop_proc("fcgi")
+        self.write_conf(**fcgi)
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+        self.start_fcgi()
+        wait_for(lambda: self.try_status("GET", "/healthz") == 200, what="healthz after restarting synchro-fcgi")
+
+    # --- the PostgreSQL of tests/integration/with-pg -------------------------
+    @staticmethod
+    def pg_ctl(*args):
+        run = os.environ.get("SYNCHRO_PG_RUN", "").split()
+        argv = run + [os.path.join(os.environ["PG_BINDIR"], "pg_ctl"), "-D", os.environ["SYNCHRO_PG_DATA"]] + list(args)
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("pg_ctl %s: exit %d: %s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+
+    def pg_stop(self, mode="fast"):
+        """Stops the cluster (fast: open sessions are terminated, their transactions roll back)."""
+        self.pg_ctl("-m", mode, "-w", "-t", "60", "stop")
+
+    def pg_start(self):
+        """Starts the cluster again on its port and socket directory (as with-pg did)."""
+        self.pg_ctl("-l", os.environ["SYNCHRO_PG_LOG"], "-w", "-t", "60", "-o", "-p %s" % os.environ["PGPORT"], "start")
 
     def htpasswd(self):
         path = os.path.join(self.dir, "htpasswd")
