@@ -6,7 +6,8 @@ SQL_MIGRATIONS = \
 	sql/migrations/0002_version_fence.sql \
 	sql/migrations/0003_publication.sql \
 	sql/migrations/0004_push.sql \
-	sql/migrations/0005_walsync.sql
+	sql/migrations/0005_walsync.sql \
+	sql/migrations/0006_pull.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c
