@@ -31,3 +31,12 @@ tests_unit_test_fcgi_man_CFLAGS = $(UNIT_CFLAGS) $(LIBPQ_CFLAGS)
 tests_unit_test_fcgi_man_LDADD = src/store/libsystore.la $(UNIT_LDADD) $(LIBPQ_LIBS)
 
 dist_man_MANS += doc/synchro-fcgi.8
+
+# Examples installed with the documentation: the web server snippets; the systemd units
+# go to $(systemdsystemunitdir) (configure --with-systemdsystemunitdir).
+nginxexampledir = $(docdir)/examples/nginx
+dist_nginxexample_DATA = conf/nginx/synchro.conf
+apacheexampledir = $(docdir)/examples/apache
+dist_apacheexample_DATA = conf/apache/synchro-proxy-fcgi.conf conf/apache/synchro-fcgid.conf
+fcgiunitdir = $(systemdsystemunitdir)
+dist_fcgiunit_DATA = conf/systemd/synchro-fcgi.service conf/systemd/synchro-fcgi.socket

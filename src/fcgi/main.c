@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcgiapp.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +121,32 @@ static const char *socket_path(const char *spec)
 	return spec[0] == '/' ? spec : NULL;
 }
 
+/*
+ * systemd socket activation (sd_listen_fds(3)): one listening socket passed as fd 3.
+ * Returns it, -1 when the process was not socket-activated, -2 when the passed sockets
+ * cannot be used.
+ */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID");
+	const char *fds = getenv("LISTEN_FDS");
+	if (pid == NULL || fds == NULL || strtol(pid, NULL, 10) != (long)getpid())
+		return -1;
+	bool one = strcmp(fds, "1") == 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	int listening = 0;
+	socklen_t len = sizeof listening;
+	if (!one || getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) {
+		sy_log(SY_LOG_ERR, "socket activation: expected exactly one listening socket, got %s",
+		       fds);
+		return -2;
+	}
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	return 3;
+}
+
 static const char *nonempty(const char *s)
 {
 	return s != NULL && *s != '\0' ? s : NULL;
@@ -174,6 +202,9 @@ int main(int argc, char **argv)
 	}
 	int status = 1;
 	int listen_fd = -1;
+	const char *sock = NULL; /* a UNIX socket this process bound (removed at the stop) */
+	bool have_sock = false;
+	struct stat bound;
 	bool fd0 = sy_prefork_fd0_is_listener();
 	ctx.metrics = sy_metrics_create();
 	ctx.admission =
@@ -198,15 +229,24 @@ int main(int argc, char **argv)
 	}
 
 	const char *spec = sy_cfg_str(ctx.cfg, "fcgi", "listen");
+	ctx.listen = strdup(spec);
+	if (ctx.listen == NULL)
+		goto fail;
+	listen_fd = activated_socket();
+	if (listen_fd == -2)
+		goto fail;
+	if (listen_fd >= 0) {
+		/* systemd owns the socket (synchro-fcgi.socket); listen and its owner, group and
+		 * mode are the socket unit's business. */
+		sy_log(SY_LOG_INFO, "listening on the socket systemd passed (socket activation)");
+		goto serve;
+	}
 	if (*spec == '\0') {
 		sy_log(SY_LOG_ERR, "%s: [fcgi] listen is empty and fd 0 is not a listening socket",
 		       path != NULL ? path : "(no configuration file)");
 		status = 2;
 		goto fail;
 	}
-	ctx.listen = strdup(spec);
-	if (ctx.listen == NULL)
-		goto fail;
 	listen_fd = sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
 	                              nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
 	                              (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024,
@@ -215,9 +255,9 @@ int main(int argc, char **argv)
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		goto fail;
 	}
-	struct stat bound;
-	const char *sock = socket_path(ctx.listen);
-	bool have_sock = sock != NULL && lstat(sock, &bound) == 0;
+	sock = socket_path(ctx.listen);
+	have_sock = sock != NULL && lstat(sock, &bound) == 0;
+serve:;
 	sy_prefork_opts opts;
 	set_opts(ctx.cfg, &opts);
 	sy_prefork_hooks hooks = {.worker = worker,
