@@ -202,8 +202,15 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
 /*
  * The lease CTE is the fence: materialized once, read by both writes, so the insert and the
  * epoch update either both see the caller's live lease or both do nothing, and the first
- * column tells which. The 32-bit stream xid is widened with the epoch of the next xid (the
- * source committed before this statement, so it is older). Commit times arrive as
+ * column tells which. The epoch update must not test accepted_write_epoch in its WHERE: the
+ * push that raised it is decoded as soon as its commit record is in the WAL, which can be a
+ * moment before that commit is visible to new snapshots; the WHERE would then see the old
+ * row and skip it. Tested on materialized_write_epoch alone, the row is updated, waits for
+ * the push's commit, and READ COMMITTED re-evaluates the SET on its newest version, so the
+ * cap at accepted_write_epoch (against a forged epoch message) reads the committed value.
+ * The 32-bit stream xid is widened with the epoch of this statement's own xid (which the
+ * insert needs anyway): the source's was assigned before it. (The snapshot's xmax would not
+ * do: the source may still count as running.) Commit times arrive as
  * microseconds since 2000-01-01, the stream's own unit.
  */
 static const char write_sql[] =
@@ -211,8 +218,7 @@ static const char write_sql[] =
 	"  SELECT 1 FROM synchro.writer_lease"
 	"   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"
 	"     AND lease_until > now()),"
-	" nx AS (SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())"
-	"               ::text::bigint AS v),"
+	" nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
 	" ins AS ("
 	"  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state,"
 	"      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"
@@ -234,11 +240,11 @@ static const char write_sql[] =
 	"  RETURNING 1),"
 	" ep AS ("
 	"  UPDATE synchro.clients c"
-	"     SET materialized_write_epoch = LEAST(c.accepted_write_epoch, e.epoch)"
+	"     SET materialized_write_epoch = GREATEST(c.materialized_write_epoch,"
+	"                                             LEAST(c.accepted_write_epoch, e.epoch))"
 	"    FROM (SELECT x.cid, max(x.ep) AS epoch"
 	"            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
-	"   WHERE c.client_id = e.cid"
-	"     AND c.materialized_write_epoch < LEAST(c.accepted_write_epoch, e.epoch)"
+	"   WHERE c.client_id = e.cid AND c.materialized_write_epoch < e.epoch"
 	"     AND EXISTS (SELECT 1 FROM lease)"
 	"  RETURNING 1)"
 	" SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM ep)";

@@ -53,7 +53,8 @@ size_t sy_store_changes_epoch_count(const sy_store_changes *b);
 
 typedef struct {
 	long long inserted;        /* changelog rows added (a position already there adds none) */
-	long long epochs_advanced; /* clients whose materialized_write_epoch moved */
+	long long epochs_advanced; /* clients whose materialized_write_epoch was updated (a forged
+	                              epoch past accepted_write_epoch updates it to itself) */
 } sy_store_written;
 
 /*

@@ -7,3 +7,12 @@ TESTS += tests/unit/test_pgoutput
 tests_unit_test_pgoutput_SOURCES = tests/unit/test_pgoutput.c src/walsync/pgoutput.c
 tests_unit_test_pgoutput_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pgoutput_LDADD = $(UNIT_LDADD)
+
+# synchro-walsync processes against a throwaway PostgreSQL: changelog contents and order,
+# epochs, takeover after kill -9 and SIGSTOP, crash before the flush confirmation.
+check_PROGRAMS += tests/integration/test_walsync.pgt
+TESTS += tests/integration/test_walsync.pgt
+tests_integration_test_walsync_pgt_SOURCES = tests/integration/test_walsync.c
+tests_integration_test_walsync_pgt_CFLAGS = $(PGT_CFLAGS)
+tests_integration_test_walsync_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
+	$(PGT_LDADD) $(CRYPTO_LIBS) -lm
