@@ -16,6 +16,7 @@
 #include "store/conn.h"
 #include "store/prepared.h"
 #include "store/session.h"
+#include "synchro/fingerprint.h"
 
 /* Reconnect backoff after failed attempts: doubles from the first step up to the cap. */
 #define BACKOFF_FIRST_MS 100
@@ -110,9 +111,12 @@ void sy_responder_error(sy_responder *r, sy_http *h, sy_errcode code, const char
 
 bool sy_responder_gates(sy_responder *r, sy_http *h, const char **user)
 {
-	/* PROTOCOL §1: identity only from the parameter the web server sets. */
+	/* PROTOCOL §1: identity only from the parameter the web server sets; a value no
+	 * route could use as a user id (control characters, invalid UTF-8, too long)
+	 * authenticates nobody. */
 	const char *u = sy_http_param(h, r->auth_param);
-	if (u == NULL || *u == '\0') {
+	sy_error err;
+	if (u == NULL || !sy_fp_user_valid(u, strlen(u), &err)) {
 		sy_responder_error(r, h, SY_ERR_AUTH_REQUIRED, "authentication required");
 		return false;
 	}
