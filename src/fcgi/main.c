@@ -102,8 +102,9 @@ static bool reload(void *arg, sy_prefork_opts *opts)
 	    strcmp(sy_cfg_str(fresh, "fcgi", "listen_group"),
 	           sy_cfg_str(ctx->cfg, "fcgi", "listen_group")) != 0 ||
 	    sy_cfg_int(fresh, "fcgi", "listen_mode") != sy_cfg_int(ctx->cfg, "fcgi", "listen_mode"))
-		sy_log(SY_LOG_WARNING, "reload: the listen settings changed; they apply at the next "
-		                       "start (the socket stays as it is)");
+		sy_log(SY_LOG_WARNING,
+		       "reload: the listen settings changed; they apply at the next "
+		       "start (the socket stays as it is)");
 	sy_cfg_free(ctx->cfg);
 	ctx->cfg = fresh;
 	open_log(fresh);
@@ -139,8 +140,8 @@ static int activated_socket(void)
 	int listening = 0;
 	socklen_t len = sizeof listening;
 	if (!one || getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) {
-		sy_log(SY_LOG_ERR, "socket activation: expected exactly one listening socket, got %s",
-		       fds);
+		sy_log(SY_LOG_ERR,
+		       "socket activation: expected exactly one listening socket, got %s", fds);
 		return -2;
 	}
 	fcntl(3, F_SETFD, FD_CLOEXEC);
@@ -159,20 +160,11 @@ int main(int argc, char **argv)
 	int opt;
 	while ((opt = getopt(argc, argv, "c:fth")) != -1) {
 		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'f':
-			break;
-		case 't':
-			check_only = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case 'c': path = optarg; break;
+		case 'f': break;
+		case 't': check_only = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
 		}
 	}
 	if (optind != argc) {
@@ -207,10 +199,9 @@ int main(int argc, char **argv)
 	struct stat bound;
 	bool fd0 = sy_prefork_fd0_is_listener();
 	ctx.metrics = sy_metrics_create();
-	ctx.admission =
-		sy_admission_create(fd0 ? 1 : SY_PREFORK_MAX_WORKERS,
-	                            (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight"),
-	                            (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight_per_client"));
+	ctx.admission = sy_admission_create(
+	        fd0 ? 1 : SY_PREFORK_MAX_WORKERS, (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight"),
+	        (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight_per_client"));
 	if (ctx.metrics == NULL || ctx.admission == NULL) {
 		sy_log(SY_LOG_ERR, "cannot map shared memory: %s", strerror(errno));
 		goto fail;
@@ -247,10 +238,10 @@ int main(int argc, char **argv)
 		status = 2;
 		goto fail;
 	}
-	listen_fd = sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
-	                              nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
-	                              (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024,
-	                              &err);
+	listen_fd =
+	        sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
+	                          nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
+	                          (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024, &err);
 	if (listen_fd < 0) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		goto fail;

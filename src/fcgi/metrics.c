@@ -19,7 +19,7 @@ static const char *const bound_labels[] = {"0.005", "0.01", "0.025", "0.05", "0.
 #define NBUCKET (sizeof bounds / sizeof bounds[0] + 1)
 
 static const char *const route_names[SY_ROUTE__COUNT] = {
-	"connect", "push", "pull", "rebuild", "retire", "schema", "healthz", "metrics", "other"};
+        "connect", "push", "pull", "rebuild", "retire", "schema", "healthz", "metrics", "other"};
 
 struct sy_metrics {
 	_Atomic uint64_t requests[SY_ROUTE__COUNT][NSTATUS];
@@ -60,7 +60,8 @@ void sy_metrics_request(sy_metrics *m, sy_route_id route, int status, double sec
 		return;
 	if ((unsigned)route >= SY_ROUTE__COUNT)
 		route = SY_ROUTE_OTHER;
-	atomic_fetch_add_explicit(&m->requests[route][status_index(status)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->requests[route][status_index(status)], 1,
+	                          memory_order_relaxed);
 	size_t b = 0;
 	while (b < NBUCKET - 1 && seconds > bounds[b])
 		b++;
@@ -85,11 +86,11 @@ bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out)
 	static const struct {
 		const char *name, *help;
 	} events[SY_METRIC__COUNT] = {
-		{"synchro_db_connects_total", "PostgreSQL connections the responders opened."},
-		{"synchro_db_connect_failures_total", "Failed PostgreSQL connection attempts."},
-		{"synchro_db_connections_lost_total", "PostgreSQL connections found lost."},
-		{"synchro_responders_started_total", "Responder processes started."},
-		{"synchro_responders_exited_total", "Responder processes that ended."},
+	        {"synchro_db_connects_total", "PostgreSQL connections the responders opened."},
+	        {"synchro_db_connect_failures_total", "Failed PostgreSQL connection attempts."},
+	        {"synchro_db_connections_lost_total", "PostgreSQL connections found lost."},
+	        {"synchro_responders_started_total", "Responder processes started."},
+	        {"synchro_responders_exited_total", "Responder processes that ended."},
 	};
 	sy_buf_puts(out, "# HELP synchro_http_requests_total Requests answered, by route and "
 	                 "status.\n# TYPE synchro_http_requests_total counter\n");
@@ -100,11 +101,13 @@ bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out)
 				continue;
 			if (s < NSTATUS - 1)
 				sy_buf_printf(out,
-				              "synchro_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+				              "synchro_http_requests_total{route=\"%s\",status=\"%"
+				              "d\"} %llu\n",
 				              route_names[r], statuses[s], (unsigned long long)n);
 			else
 				sy_buf_printf(out,
-				              "synchro_http_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+				              "synchro_http_requests_total{route=\"%s\",status="
+				              "\"other\"} %llu\n",
 				              route_names[r], (unsigned long long)n);
 		}
 	}
@@ -116,18 +119,20 @@ bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out)
 		for (size_t b = 0; b < NBUCKET; b++) {
 			cum += get(&m->buckets[r][b]);
 			sy_buf_printf(out,
-			              "synchro_http_request_duration_seconds_bucket{route=\"%s\",le=\"%s\"} "
+			              "synchro_http_request_duration_seconds_bucket{route=\"%s\","
+			              "le=\"%s\"} "
 			              "%llu\n",
 			              route_names[r], b < NBUCKET - 1 ? bound_labels[b] : "+Inf",
 			              (unsigned long long)cum);
 		}
 		uint64_t usec = get(&m->usec_sum[r]);
-		sy_buf_printf(out,
-		              "synchro_http_request_duration_seconds_sum{route=\"%s\"} %llu.%06llu\n"
-		              "synchro_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-		              route_names[r], (unsigned long long)(usec / 1000000),
-		              (unsigned long long)(usec % 1000000), route_names[r],
-		              (unsigned long long)cum);
+		sy_buf_printf(
+		        out,
+		        "synchro_http_request_duration_seconds_sum{route=\"%s\"} %llu.%06llu\n"
+		        "synchro_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+		        route_names[r], (unsigned long long)(usec / 1000000),
+		        (unsigned long long)(usec % 1000000), route_names[r],
+		        (unsigned long long)cum);
 	}
 	for (int e = 0; e < SY_METRIC__COUNT; e++)
 		sy_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", events[e].name,

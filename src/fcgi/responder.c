@@ -20,7 +20,7 @@
 
 /* Reconnect backoff after failed attempts: doubles from the first step up to the cap. */
 #define BACKOFF_FIRST_MS 100
-#define BACKOFF_MAX_MS 2000
+#define BACKOFF_MAX_MS   2000
 
 static double mono_now(void)
 {
@@ -132,9 +132,8 @@ bool sy_responder_gates(sy_responder *r, sy_http *h, const char **user)
 
 static bool transient_accept_error(int e)
 {
-	return e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED ||
-	       e == EPROTO || e == ECONNRESET || e == EMFILE || e == ENFILE || e == ENOBUFS ||
-	       e == ENOMEM;
+	return e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED || e == EPROTO ||
+	       e == ECONNRESET || e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 }
 
 int sy_responder_serve(sy_responder *r, int listen_fd, long max_requests)
@@ -169,7 +168,8 @@ int sy_responder_serve(sy_responder *r, int listen_fd, long max_requests)
 	       (max_requests <= 0 || r->requests < (unsigned long)max_requests)) {
 		/* A web server that keeps the connection (FCGI_KEEP_CONN) sends the next
 		 * request on it rather than through the listening socket. */
-		struct pollfd pfd = {.fd = req.ipcFd >= 0 ? req.ipcFd : listen_fd, .events = POLLIN};
+		struct pollfd pfd = {.fd = req.ipcFd >= 0 ? req.ipcFd : listen_fd,
+		                     .events = POLLIN};
 		int n = ppoll(&pfd, 1, NULL, &waitmask);
 		if (n < 0) {
 			if (errno == EINTR)

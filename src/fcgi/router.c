@@ -20,14 +20,14 @@ typedef struct {
 } route;
 
 static const route routes[] = {
-	{"/v3/connect", "POST", SY_ROUTE_CONNECT, sy_route_connect},
-	{"/v3/push", "POST", SY_ROUTE_PUSH, sy_route_push},
-	{"/v3/pull", "POST", SY_ROUTE_PULL, sy_route_pull},
-	{"/v3/rebuild", "POST", SY_ROUTE_REBUILD, sy_route_rebuild},
-	{"/v3/retire", "POST", SY_ROUTE_RETIRE, sy_route_retire},
-	{"/v3/schema", "GET", SY_ROUTE_SCHEMA, sy_route_schema},
-	{"/healthz", "GET", SY_ROUTE_HEALTHZ, sy_route_healthz},
-	{"/metrics", "GET", SY_ROUTE_METRICS, sy_route_metrics},
+        {"/v3/connect", "POST", SY_ROUTE_CONNECT, sy_route_connect},
+        {"/v3/push", "POST", SY_ROUTE_PUSH, sy_route_push},
+        {"/v3/pull", "POST", SY_ROUTE_PULL, sy_route_pull},
+        {"/v3/rebuild", "POST", SY_ROUTE_REBUILD, sy_route_rebuild},
+        {"/v3/retire", "POST", SY_ROUTE_RETIRE, sy_route_retire},
+        {"/v3/schema", "GET", SY_ROUTE_SCHEMA, sy_route_schema},
+        {"/healthz", "GET", SY_ROUTE_HEALTHZ, sy_route_healthz},
+        {"/metrics", "GET", SY_ROUTE_METRICS, sy_route_metrics},
 };
 
 static double mono_now(void)

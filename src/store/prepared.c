@@ -31,7 +31,8 @@ static PGresult *failed(PGconn *c, PGresult *r, const char *what, char sqlstate[
 	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	if (primary)
 		snprintf(msg, sizeof msg, "%s", primary);
-	else if (r && (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
+	else if (r &&
+	         (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
 		snprintf(msg, sizeof msg, "unexpected result from the server");
 	else
 		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
@@ -61,7 +62,8 @@ PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *par
 		PGresult *p = PQprepare(c, s->name, s->sql, s->nparams, NULL);
 		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
 			const char *code = p ? PQresultErrorField(p, PG_DIAG_SQLSTATE) : NULL;
-			/* 42P05: already prepared on this connection (the serial was reset needlessly). */
+			/* 42P05: already prepared on this connection (the serial was reset
+			 * needlessly). */
 			if (code == NULL || strcmp(code, "42P05") != 0)
 				return failed(c, p, what, sqlstate, st, err);
 		}

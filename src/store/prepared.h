@@ -17,7 +17,10 @@ typedef struct {
 	unsigned long prepared_on; /* private: the connection serial it was prepared on */
 } sy_store_stmt;
 
-#define SY_STORE_STMT(name, sql, nparams) {(name), (sql), (nparams), 0}
+#define SY_STORE_STMT(name, sql, nparams)                                                          \
+	{                                                                                          \
+		(name), (sql), (nparams), 0                                                        \
+	}
 
 /*
  * Runs s with text parameters on c, preparing it first when this connection

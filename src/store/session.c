@@ -12,15 +12,14 @@
 
 sy_store_status sy_store_session_limits(PGconn *c, int lock_timeout_ms, sy_error *err)
 {
-	static sy_store_stmt stmt =
-		SY_STORE_STMT("sy_session_limits",
-	                      "SELECT pg_catalog.set_config('lock_timeout', $1, false)", 1);
+	static sy_store_stmt stmt = SY_STORE_STMT(
+	        "sy_session_limits", "SELECT pg_catalog.set_config('lock_timeout', $1, false)", 1);
 	char ms[32];
 	snprintf(ms, sizeof ms, "%d", lock_timeout_ms > 0 ? lock_timeout_ms : 0);
 	const char *p[] = {ms};
 	sy_store_status st;
-	PGresult *r = sy_store_exec_stmt(c, &stmt, p, PGRES_TUPLES_OK, "session limits", NULL, &st,
-	                                 err);
+	PGresult *r =
+	        sy_store_exec_stmt(c, &stmt, p, PGRES_TUPLES_OK, "session limits", NULL, &st, err);
 	PQclear(r);
 	return st;
 }
@@ -59,40 +58,42 @@ static bool read_ref(PGresult *r, int row, int col, sy_schema_ref *ref)
  * ordered by that lock.
  */
 static sy_store_stmt reconnect_stmt = SY_STORE_STMT(
-	"sy_session_reconnect",
-	"WITH s AS (SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1)"
-	" UPDATE synchro.clients c SET generation = c.generation + 1, last_seen_at = now()"
-	"   FROM s"
-	"  WHERE c.client_id = $1::uuid AND c.user_id = $2"
-	" RETURNING c.generation, s.version, s.hash, now()",
-	2);
+        "sy_session_reconnect",
+        "WITH s AS (SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT "
+        "1)"
+        " UPDATE synchro.clients c SET generation = c.generation + 1, last_seen_at = now()"
+        "   FROM s"
+        "  WHERE c.client_id = $1::uuid AND c.user_id = $2"
+        " RETURNING c.generation, s.version, s.hash, now()",
+        2);
 
-static sy_store_stmt register_stmt = SY_STORE_STMT(
-	"sy_session_register",
-	"WITH s AS (SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1)"
-	" INSERT INTO synchro.clients (client_id, user_id, generation, last_seen_at)"
-	" SELECT $1::uuid, $2, 1, now() FROM s"
-	" ON CONFLICT (client_id) DO NOTHING"
-	" RETURNING generation, (SELECT version FROM s), (SELECT hash FROM s), now()",
-	2);
+static sy_store_stmt register_stmt =
+        SY_STORE_STMT("sy_session_register",
+                      "WITH s AS (SELECT version, hash FROM synchro.schema_versions ORDER BY "
+                      "version DESC LIMIT 1)"
+                      " INSERT INTO synchro.clients (client_id, user_id, generation, last_seen_at)"
+                      " SELECT $1::uuid, $2, 1, now() FROM s"
+                      " ON CONFLICT (client_id) DO NOTHING"
+                      " RETURNING generation, (SELECT version FROM s), (SELECT hash FROM s), now()",
+                      2);
 
 /* Why neither wrote: whose client it is, whether retired, whether a schema exists. */
-static sy_store_stmt diagnose_stmt = SY_STORE_STMT(
-	"sy_session_connect_state",
-	"SELECT c.user_id = $2, r.client_id IS NOT NULL,"
-	"       EXISTS (SELECT 1 FROM synchro.schema_versions)"
-	"  FROM (SELECT 1) AS one"
-	"  LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"
-	"  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id",
-	2);
+static sy_store_stmt diagnose_stmt =
+        SY_STORE_STMT("sy_session_connect_state",
+                      "SELECT c.user_id = $2, r.client_id IS NOT NULL,"
+                      "       EXISTS (SELECT 1 FROM synchro.schema_versions)"
+                      "  FROM (SELECT 1) AS one"
+                      "  LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"
+                      "  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id",
+                      2);
 
 /* SY_STORE_OK with *done when the result says what happened; !*done: try again. */
 static sy_store_status diagnose(PGconn *c, const char *const *p, sy_store_connected *out,
                                 bool *done, sy_error *err)
 {
 	sy_store_status st;
-	PGresult *r = sy_store_exec_stmt(c, &diagnose_stmt, p, PGRES_TUPLES_OK, "connect",
-	                                 NULL, &st, err);
+	PGresult *r = sy_store_exec_stmt(c, &diagnose_stmt, p, PGRES_TUPLES_OK, "connect", NULL,
+	                                 &st, err);
 	if (r == NULL)
 		return st;
 	if (PQntuples(r) != 1) {
@@ -112,7 +113,8 @@ static sy_store_status diagnose(PGconn *c, const char *const *p, sy_store_connec
 	else if (!schema)
 		out->result = SY_CONNECT_NO_SCHEMA;
 	else
-		*done = false; /* a concurrent connect registered it, or one was published meanwhile */
+		*done = false; /* a concurrent connect registered it, or one was published meanwhile
+		                */
 	return SY_STORE_OK;
 }
 
@@ -122,7 +124,8 @@ static sy_store_status opened(PGresult *r, sy_store_connected *out, sy_error *er
 	const char *g = PQgetvalue(r, 0, 0);
 	char *end;
 	out->generation = strtoll(g, &end, 10);
-	bool ok = *g != '\0' && *end == '\0' && out->generation > 0 && read_ref(r, 0, 1, &out->schema);
+	bool ok = *g != '\0' && *end == '\0' && out->generation > 0 &&
+	          read_ref(r, 0, 1, &out->schema);
 	ok = ok && sy_store_format_time(PQgetvalue(r, 0, 3), out->server_time);
 	PQclear(r);
 	if (!ok)
@@ -144,7 +147,8 @@ sy_store_status sy_store_client_connect(PGconn *c, const char *user, const char 
 		                                 state, &st, err);
 		if (r == NULL) {
 			if (st == SY_STORE_FAILED && strcmp(state, "SY004") == 0) {
-				out->result = SY_CONNECT_RETIRED; /* the statement matched the caller's only */
+				out->result = SY_CONNECT_RETIRED; /* the statement matched the
+				                                     caller's only */
 				return SY_STORE_OK;
 			}
 			return st;
@@ -174,14 +178,15 @@ sy_store_status sy_store_client_connect(PGconn *c, const char *user, const char 
 sy_store_status sy_store_schema_current(PGconn *c, sy_schema_ref *ref, char **manifest,
                                         size_t *manifest_len, sy_error *err)
 {
-	static sy_store_stmt with_manifest = SY_STORE_STMT(
-		"sy_session_schema",
-		"SELECT version, hash, manifest FROM synchro.schema_versions"
-		" ORDER BY version DESC LIMIT 1",
-		0);
+	static sy_store_stmt with_manifest =
+	        SY_STORE_STMT("sy_session_schema",
+	                      "SELECT version, hash, manifest FROM synchro.schema_versions"
+	                      " ORDER BY version DESC LIMIT 1",
+	                      0);
 	static sy_store_stmt ref_only = SY_STORE_STMT(
-		"sy_session_schema_ref",
-		"SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1", 0);
+	        "sy_session_schema_ref",
+	        "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1",
+	        0);
 	if (manifest != NULL)
 		*manifest = NULL;
 	sy_store_status st;

@@ -18,10 +18,10 @@ SY_MUST_CHECK sy_store_status sy_store_session_limits(PGconn *c, int lock_timeou
 SY_MUST_CHECK sy_store_status sy_store_ping(PGconn *c, sy_error *err);
 
 typedef enum {
-	SY_CONNECT_OPENED,    /* registered (generation 1) or reconnected (generation n+1) */
-	SY_CONNECT_FOREIGN,   /* the client belongs to another user (retired or not) */
-	SY_CONNECT_RETIRED,   /* the caller's client is retired */
-	SY_CONNECT_NO_SCHEMA  /* no schema is published yet; nothing was written */
+	SY_CONNECT_OPENED,   /* registered (generation 1) or reconnected (generation n+1) */
+	SY_CONNECT_FOREIGN,  /* the client belongs to another user (retired or not) */
+	SY_CONNECT_RETIRED,  /* the caller's client is retired */
+	SY_CONNECT_NO_SCHEMA /* no schema is published yet; nothing was written */
 } sy_connect_result;
 
 typedef struct {

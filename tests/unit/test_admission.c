@@ -73,7 +73,8 @@ static void race(int procs, int rounds, int cap, int per_client, bool one_client
 					continue;
 				int now = atomic_fetch_add(&t->current, 1) + 1;
 				int peak = atomic_load(&t->peak);
-				while (now > peak && !atomic_compare_exchange_weak(&t->peak, &peak, now))
+				while (now > peak &&
+				       !atomic_compare_exchange_weak(&t->peak, &peak, now))
 					;
 				atomic_fetch_add(&t->admitted, 1);
 				for (volatile int spin = 0; spin < 200; spin++)
@@ -129,23 +130,31 @@ static void test_metrics_text(void)
 	sy_buf b = SY_BUF_INIT;
 	CU_ASSERT_TRUE_FATAL(sy_metrics_write(m, a, &b));
 	CU_ASSERT(has_line(b.data, "# TYPE synchro_http_requests_total counter"));
-	CU_ASSERT(has_line(b.data, "synchro_http_requests_total{route=\"connect\",status=\"200\"} 2"));
-	CU_ASSERT(has_line(b.data, "synchro_http_requests_total{route=\"connect\",status=\"503\"} 1"));
-	CU_ASSERT(has_line(b.data, "synchro_http_requests_total{route=\"other\",status=\"other\"} 1"));
+	CU_ASSERT(has_line(b.data,
+	                   "synchro_http_requests_total{route=\"connect\",status=\"200\"} 2"));
+	CU_ASSERT(has_line(b.data,
+	                   "synchro_http_requests_total{route=\"connect\",status=\"503\"} 1"));
+	CU_ASSERT(has_line(b.data,
+	                   "synchro_http_requests_total{route=\"other\",status=\"other\"} 1"));
 	/* Unused combinations are not listed. */
 	CU_ASSERT_PTR_NULL(strstr(b.data, "route=\"push\",status"));
 	/* Histogram buckets are cumulative and end in +Inf = count. */
+	CU_ASSERT(has_line(
+	        b.data,
+	        "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"0.005\"} 1"));
+	CU_ASSERT(has_line(
+	        b.data,
+	        "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"0.5\"} 2"));
+	CU_ASSERT(has_line(
+	        b.data,
+	        "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"10\"} 2"));
+	CU_ASSERT(has_line(
+	        b.data,
+	        "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"+Inf\"} 3"));
 	CU_ASSERT(has_line(b.data,
-	                   "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"0.005\"} 1"));
-	CU_ASSERT(has_line(b.data,
-	                   "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"0.5\"} 2"));
-	CU_ASSERT(has_line(b.data,
-	                   "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"10\"} 2"));
-	CU_ASSERT(has_line(b.data,
-	                   "synchro_http_request_duration_seconds_bucket{route=\"connect\",le=\"+Inf\"} 3"));
-	CU_ASSERT(has_line(b.data, "synchro_http_request_duration_seconds_count{route=\"connect\"} 3"));
-	CU_ASSERT(has_line(b.data,
-	                   "synchro_http_request_duration_seconds_sum{route=\"connect\"} 20.302000"));
+	                   "synchro_http_request_duration_seconds_count{route=\"connect\"} 3"));
+	CU_ASSERT(has_line(
+	        b.data, "synchro_http_request_duration_seconds_sum{route=\"connect\"} 20.302000"));
 	CU_ASSERT(has_line(b.data, "synchro_db_connections_lost_total 1"));
 	CU_ASSERT(has_line(b.data, "synchro_push_inflight 1"));
 	/* Counters survive fork: a child's counts are the parent's. */
@@ -168,11 +177,11 @@ static void test_metrics_text(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"caps", test_caps},
-		{"racing processes never exceed the global cap", test_race_global_cap},
-		{"racing processes never exceed the per-client cap", test_race_per_client_cap},
-		{"metrics exposition", test_metrics_text},
-		CU_TEST_INFO_NULL,
+	        {"caps", test_caps},
+	        {"racing processes never exceed the global cap", test_race_global_cap},
+	        {"racing processes never exceed the per-client cap", test_race_per_client_cap},
+	        {"metrics exposition", test_metrics_text},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("admission", tests);
 	return sy_test_run();

@@ -53,8 +53,8 @@ static void test_fcgi_options_in_man_page(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"every [fcgi] option is in synchro-fcgi(8)", test_fcgi_options_in_man_page},
-		CU_TEST_INFO_NULL,
+	        {"every [fcgi] option is in synchro-fcgi(8)", test_fcgi_options_in_man_page},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("fcgi man page", tests);
 	return sy_test_run();
