@@ -61,7 +61,8 @@ static bool read_client_id(sy_responder *r, sy_http *h, char out[SY_UUID_LEN + 1
 		                   "the body must be an object with exactly the member client_id");
 	} else {
 		const sy_json *v = root->u.object.members[0].value;
-		if (v->type != SY_JSON_STRING || !sy_uuid_valid(v->u.string.data, v->u.string.len)) {
+		if (v->type != SY_JSON_STRING ||
+		    !sy_uuid_valid(v->u.string.data, v->u.string.len)) {
 			sy_responder_error(r, h, SY_ERR_INVALID_REQUEST,
 			                   "client_id: expected a lowercase non-nil UUID");
 		} else {
@@ -126,8 +127,7 @@ void sy_route_connect(sy_responder *r, sy_http *h)
 		sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE,
 		                   "no schema is published yet; retry later");
 		return;
-	case SY_CONNECT_OPENED:
-		break;
+	case SY_CONNECT_OPENED: break;
 	}
 	sy_log(SY_LOG_DEBUG, "connect: client %s generation %lld", client_id, out.generation);
 	sy_buf b = SY_BUF_INIT;
@@ -155,8 +155,7 @@ void sy_route_retire(sy_responder *r, sy_http *h)
 	}
 	sy_store_retirement ret;
 	switch (sy_store_client_retire(c, user, client_id, &ret, &err)) {
-	case SY_STORE_OK:
-		break;
+	case SY_STORE_OK: break;
 	case SY_STORE_NOT_FOUND:
 		/* Unknown, or another user's: the answer does not say which. */
 		sy_responder_error(r, h, SY_ERR_AUTH_REQUIRED,
@@ -168,9 +167,7 @@ void sy_route_retire(sy_responder *r, sy_http *h)
 	case SY_STORE_INVALID:
 		sy_responder_error(r, h, SY_ERR_INVALID_REQUEST, err.message);
 		return;
-	default:
-		store_failed(r, h, "retire", &err);
-		return;
+	default: store_failed(r, h, "retire", &err); return;
 	}
 	sy_log(SY_LOG_INFO, "retire: client %s retired", client_id);
 	sy_buf b = SY_BUF_INIT;
