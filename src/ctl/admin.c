@@ -16,6 +16,7 @@
 #include "store/lease.h"
 #include "store/ledger.h"
 #include "store/migrate.h"
+#include "store/pull.h"
 #include "store/schema.h"
 #include "synchro/alloc.h"
 #include "synchro/manifest.h"
@@ -25,12 +26,13 @@ typedef struct {
 	const char *user;
 	const char *client;
 	const char *batch;
+	const char *before;
 	bool show_body;
 	const char *pos[2]; /* positional arguments after the subcommand */
 	int npos;
 } args;
 
-enum { OPT_USER = 1, OPT_CLIENT = 2, OPT_BATCH = 4, OPT_SHOW_BODY = 8 };
+enum { OPT_USER = 1, OPT_CLIENT = 2, OPT_BATCH = 4, OPT_SHOW_BODY = 8, OPT_BEFORE = 16 };
 
 static int fail_line(int code, const char *fmt, ...) SY_PRINTF(2, 3);
 static int fail_line(int code, const char *fmt, ...)
@@ -75,7 +77,10 @@ static bool parse_args(int argc, char **argv, int first, unsigned allowed, int m
 	static const struct {
 		const char *name;
 		unsigned bit;
-	} names[] = {{"--user", OPT_USER}, {"--client", OPT_CLIENT}, {"--batch", OPT_BATCH}};
+	} names[] = {{"--user", OPT_USER},
+	             {"--client", OPT_CLIENT},
+	             {"--batch", OPT_BATCH},
+	             {"--before", OPT_BEFORE}};
 	memset(a, 0, sizeof *a);
 	for (int i = first; i < argc; i++) {
 		const char *s = argv[i];
@@ -97,7 +102,8 @@ static bool parse_args(int argc, char **argv, int first, unsigned allowed, int m
 			}
 			const char **slot = names[k].bit == OPT_USER     ? &a->user
 			                    : names[k].bit == OPT_CLIENT ? &a->client
-			                                                 : &a->batch;
+			                    : names[k].bit == OPT_BATCH  ? &a->batch
+			                                                 : &a->before;
 			*slot = v;
 			matched = true;
 		}
@@ -423,6 +429,58 @@ static int cmd_lease_status(PGconn *c, const sy_cfg *cfg)
 	return SY_CTL_EXIT_OK;
 }
 
+/*
+ * A duration as changelog compact takes it: one or more <digits><unit> with unit s, m, h or d
+ * ("7d", "12h", "30m", "1d12h"), at most 100 years; the seconds in *out.
+ */
+static bool parse_duration(const char *s, long long *out)
+{
+	const long long max = 100LL * 366 * 86400;
+	long long total = 0;
+	if (*s == '\0')
+		return false;
+	while (*s) {
+		long long n = 0;
+		const char *start = s;
+		while (*s >= '0' && *s <= '9') {
+			n = n * 10 + (*s++ - '0');
+			if (n > max)
+				return false;
+		}
+		if (s == start)
+			return false;
+		long long unit = *s == 's'   ? 1
+		                 : *s == 'm' ? 60
+		                 : *s == 'h' ? 3600
+		                 : *s == 'd' ? 86400
+		                             : 0;
+		if (unit == 0 || n > max / unit)
+			return false;
+		total += n * unit;
+		if (total > max)
+			return false;
+		s++;
+	}
+	*out = total;
+	return true;
+}
+
+static int cmd_changelog_compact(PGconn *c, long long before_s)
+{
+	sy_error err = {0};
+	sy_store_compacted out;
+	sy_store_status st = sy_store_changelog_compact(c, before_s, &out, &err);
+	if (st != SY_STORE_OK)
+		return store_failure(st, &err);
+	char cursor[SY_STORE_CURSOR_LEN + 1];
+	sy_store_cursor_format(&out.horizon, cursor);
+	printf("removed %lld changelog entries committed before %s and %lld rebuild sessions\n",
+	       out.removed, out.cutoff, out.sessions);
+	printf("horizon %s%s: older cursors answer cursor_expired\n", cursor,
+	       out.moved ? "" : " (unchanged)");
+	return SY_CTL_EXIT_OK;
+}
+
 /* The commands that need the database, once their arguments are valid. */
 typedef enum {
 	C_INIT,
@@ -432,7 +490,8 @@ typedef enum {
 	C_CLIENT_RETIRE,
 	C_LEDGER_INSPECT,
 	C_LEDGER_PURGE,
-	C_LEASE_STATUS
+	C_LEASE_STATUS,
+	C_CHANGELOG_COMPACT
 } db_command;
 
 static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long version)
@@ -465,6 +524,9 @@ static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long versi
 		break;
 	case C_LEASE_STATUS:
 		code = cmd_lease_status(c, cfg);
+		break;
+	case C_CHANGELOG_COMPACT:
+		code = cmd_changelog_compact(c, version);
 		break;
 	}
 	sy_store_disconnect(c);
@@ -532,8 +594,21 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 			return SY_CTL_EXIT_USAGE;
 		return run(cfg, C_LEASE_STATUS, &a, 0);
 	}
+	if (strcmp(cmd, "changelog") == 0 && strcmp(sub, "compact") == 0) {
+		long long before;
+		if (!parse_args(argc, argv, 2, OPT_BEFORE, 0, &a, "changelog compact"))
+			return SY_CTL_EXIT_USAGE;
+		if (!a.before)
+			return fail_line(SY_CTL_EXIT_USAGE,
+			                 "usage: synchroctl changelog compact --before DURATION");
+		if (!parse_duration(a.before, &before))
+			return fail_line(SY_CTL_EXIT_USAGE,
+			                 "changelog compact: --before: expected a duration such as "
+			                 "7d, 12h, 30m or 1d12h");
+		return run(cfg, C_CHANGELOG_COMPACT, &a, before);
+	}
 	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 || strcmp(cmd, "ledger") == 0 ||
-	    strcmp(cmd, "lease") == 0)
+	    strcmp(cmd, "lease") == 0 || strcmp(cmd, "changelog") == 0)
 		return fail_line(SY_CTL_EXIT_USAGE, "%s: unknown subcommand '%s'", cmd, sub);
 	return fail_line(SY_CTL_EXIT_USAGE, "unknown command '%s' (synchroctl --help lists them)",
 	                 cmd);

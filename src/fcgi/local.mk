@@ -9,6 +9,7 @@ src_fcgi_synchro_fcgi_SOURCES = \
 	src/fcgi/router.c \
 	src/fcgi/routes.c \
 	src/fcgi/push.c \
+	src/fcgi/pull.c \
 	src/fcgi/admission.c src/fcgi/admission.h \
 	src/fcgi/metrics.c src/fcgi/metrics.h
 src_fcgi_synchro_fcgi_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

@@ -241,14 +241,3 @@ void sy_route_metrics(sy_responder *r, sy_http *h)
 		                b.len);
 	sy_buf_free(&b);
 }
-
-/* Issue 5 brings pull and rebuild; until then the routes say so. */
-void sy_route_pull(sy_responder *r, sy_http *h)
-{
-	sy_responder_error(r, h, SY_ERR_NOT_FOUND, "not implemented in this version");
-}
-
-void sy_route_rebuild(sy_responder *r, sy_http *h)
-{
-	sy_responder_error(r, h, SY_ERR_NOT_FOUND, "not implemented in this version");
-}

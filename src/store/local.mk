@@ -10,7 +10,8 @@ src_store_libsystore_la_SOURCES = \
 	src/store/clients.c src/store/clients.h \
 	src/store/ledger.c src/store/ledger.h \
 	src/store/prepared.c src/store/prepared.h \
-	src/store/session.c src/store/session.h
+	src/store/session.c src/store/session.h \
+	src/store/pull.c src/store/pull.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
 src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

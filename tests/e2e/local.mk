@@ -6,3 +6,10 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
+
+# Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running: direct writes, push echoes,
+# commit order, convergence for alice and bob, rebuild invalidation, the gates, changelog compact.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_pull.pgt
+endif
+EXTRA_DIST += tests/e2e/test_pull.pgt

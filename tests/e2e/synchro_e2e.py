@@ -21,6 +21,7 @@ SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirn
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
 SYNCHROCTL = os.path.join(BUILD, "src/ctl/synchroctl")
 FCGI = os.path.join(BUILD, "src/fcgi/synchro-fcgi")
+WALSYNC = os.path.join(BUILD, "src/walsync/synchro-walsync")
 USERS = {"alice": "alice", "bob": "bob", "carol": "carol"}
 
 
@@ -153,6 +154,28 @@ class Stack:
             os.unlink(self.sock)
         self.start_fcgi()
         wait_for(lambda: self.try_status("GET", "/healthz") == 200, what="healthz after restarting synchro-fcgi")
+
+    def start_walsync(self, name="walsync", wait=True, **walsync):
+        """Starts synchro-walsync (process name `name`) with the stack's configuration plus a
+        [walsync] section: writer_id = name and these options (e.g. lease_s=5). With wait,
+        returns once it holds the writer lease (a standby: wait=False)."""
+        opts = {"writer_id": name}
+        opts.update({k: str(v) for k, v in walsync.items()})
+        conf = os.path.join(self.dir, name + ".conf")
+        with open(self.conf) as src, open(conf, "w") as f:
+            f.write(src.read())
+            f.write("\n[walsync]\n")
+            for k, v in opts.items():
+                f.write("%s = %s\n" % (k, v))
+        proc = self.spawn(name, [WALSYNC, "-c", conf])
+        if wait:
+            def holds():
+                if proc.poll() is not None:
+                    raise AssertionError("synchro-walsync %s exited (%s): %s" % (name, proc.returncode, self.log(name)))
+                return self.psql("SELECT writer_id FROM synchro.writer_lease"
+                                 " WHERE lease_until > now()", check=False) == name
+            wait_for(holds, what="synchro-walsync %s to hold the writer lease" % name)
+        return proc
 
     # --- the PostgreSQL of tests/integration/with-pg -------------------------
     @staticmethod

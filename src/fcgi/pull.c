@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): the gates before the database and the
+ * structural checks of the request here; the SQL is src/store/pull.c. */
+#include "config.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "fcgi/responder.h"
+#include "store/conn.h"
+#include "store/pull.h"
+#include "synchro/alloc.h"
+#include "synchro/fingerprint.h"
+#include "synchro/json.h"
+
+/* PROTOCOL §1: request bodies are at most 1,048,576 octets. */
+#define BODY_MAX 1048576
+/* PROTOCOL §7-8: limit is 1..1000. */
+#define LIMIT_MAX 1000
+
+/* The read state of this process (statements prepared on its connection, the current
+ * manifest): a responder serves one request at a time and keeps one connection. */
+static sy_store_pull *read_state;
+
+/* The members of a request body, parsed; strings point into the parsed document. */
+typedef struct {
+	const char *client_id;
+	uint64_t generation;
+	sy_schema_ref schema;
+	bool has_cursor;
+	sy_store_position cursor;
+	const char *rebuild_id;
+	char *token_table; /* sy_free */
+	char *token_pk;    /* sy_free */
+	uint64_t limit;
+} body;
+
+/*
+ * Checks that root is an object with exactly the members named in names (each once) and
+ * parses them. False with *err set (SY_ERR_INVALID_REQUEST naming the member, or
+ * SY_ERR_NOMEM).
+ */
+static bool parse_body(const sy_json *root, bool rebuild, body *b, sy_error *err)
+{
+	static const char *const pull_names[] = {"client_id", "client_generation", "schema",
+	                                         "cursor", "limit"};
+	static const char *const rebuild_names[] = {"client_id",  "client_generation", "schema",
+	                                            "rebuild_id", "page_token",        "limit"};
+	const char *const *names = rebuild ? rebuild_names : pull_names;
+	size_t n = rebuild ? 6 : 5;
+	const sy_json *v[6] = {NULL};
+	memset(b, 0, sizeof *b);
+	if (root->type != SY_JSON_OBJECT)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "the body must be a JSON object");
+	for (size_t i = 0; i < root->u.object.count; i++) {
+		const sy_json_member *mb = &root->u.object.members[i];
+		size_t k = 0;
+		while (k < n && (strlen(names[k]) != mb->key_len ||
+		                 memcmp(names[k], mb->key, mb->key_len) != 0))
+			k++;
+		if (k == n)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "unknown member in the body");
+		v[k] = mb->value; /* the reader refuses repeated names */
+	}
+	for (size_t k = 0; k < n; k++)
+		if (v[k] == NULL)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s: missing", names[k]);
+	if (v[0]->type != SY_JSON_STRING || !sy_uuid_valid(v[0]->u.string.data, v[0]->u.string.len))
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "client_id: expected a lowercase non-nil UUID");
+	b->client_id = v[0]->u.string.data;
+	if (!sy_generation_parse(v[1], &b->generation))
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "client_generation: expected a positive integer");
+	if (!sy_schema_ref_parse(v[2], &b->schema))
+		return sy_error_set(
+		        err, SY_ERR_INVALID_REQUEST,
+		        "schema: expected {\"version\": n, \"hash\": 64 lowercase hex}");
+	const sy_json *lim = rebuild ? v[5] : v[4];
+	if (!sy_positive_integer(lim, LIMIT_MAX, &b->limit))
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "limit: expected an integer from 1 to 1000");
+	if (!rebuild) {
+		const sy_json *c = v[3];
+		if (c->type == SY_JSON_NULL)
+			return true;
+		if (c->type != SY_JSON_STRING ||
+		    !sy_store_cursor_parse(c->u.string.data, c->u.string.len, &b->cursor))
+			return sy_error_set(
+			        err, SY_ERR_INVALID_REQUEST,
+			        "cursor: expected null or a cursor this server returned");
+		b->has_cursor = true;
+		return true;
+	}
+	if (v[3]->type != SY_JSON_STRING || !sy_uuid_valid(v[3]->u.string.data, v[3]->u.string.len))
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "rebuild_id: expected a lowercase non-nil UUID");
+	b->rebuild_id = v[3]->u.string.data;
+	const sy_json *t = v[4];
+	if (t->type == SY_JSON_NULL)
+		return true;
+	bool nomem = false;
+	if (t->type != SY_JSON_STRING ||
+	    !sy_store_page_token_parse(t->u.string.data, t->u.string.len, &b->token_table,
+	                               &b->token_pk, &nomem)) {
+		if (nomem)
+			return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "page_token: expected null or a token this server returned");
+	}
+	return true;
+}
+
+static void body_clear(body *b)
+{
+	sy_free(b->token_table);
+	sy_free(b->token_pk);
+	b->token_table = b->token_pk = NULL;
+}
+
+/* Auth, protocol, the body read and parsed. False when the answer has been written. */
+static bool read_request(sy_responder *r, sy_http *h, bool rebuild, const char **user,
+                         sy_json_doc **doc, body *b)
+{
+	sy_error err = {0};
+	*doc = NULL;
+	memset(b, 0, sizeof *b);
+	if (!sy_responder_gates(r, h, user))
+		return false;
+	if (!sy_fp_user_valid(*user, strlen(*user), &err)) {
+		sy_responder_error(r, h, SY_ERR_AUTH_REQUIRED, "authentication required");
+		return false;
+	}
+	if (!sy_http_read_body(h, BODY_MAX, &err) ||
+	    (*doc = sy_json_parse(h->body, h->body_len, &err)) == NULL ||
+	    !parse_body(sy_json_doc_root(*doc), rebuild, b, &err)) {
+		if (err.code == SY_ERR_NOMEM)
+			sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE,
+			                   "out of memory; retry");
+		else
+			sy_responder_error(r, h, SY_ERR_INVALID_REQUEST, err.message);
+		return false;
+	}
+	return true;
+}
+
+/* The connection and this process's read state; false when the 503 has been written. */
+static PGconn *ready(sy_responder *r, sy_http *h)
+{
+	sy_error err = {0};
+	PGconn *c = sy_responder_db(r, &err);
+	if (c == NULL) {
+		sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE, "database unavailable");
+		return NULL;
+	}
+	if (read_state == NULL && (read_state = sy_store_pull_new()) == NULL) {
+		sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE, "out of memory; retry");
+		return NULL;
+	}
+	return c;
+}
+
+/* Writes the store's answer; logs and handles an operational failure first. */
+static void respond(sy_responder *r, sy_http *h, const char *route, sy_store_status st,
+                    const sy_error *err, sy_store_read_answer *ans)
+{
+	if (st != SY_STORE_OK) {
+		/* err names steps and SQLSTATEs, never a value of a row. */
+		sy_log(SY_LOG_WARNING, "%s: %s", route, err->message);
+		if (st == SY_STORE_CONNECTION && !sy_responder_db_check(r)) {
+			sy_store_disconnect(r->pg);
+			r->pg = NULL;
+		}
+	}
+	if (ans->error == SY_ERR_NONE)
+		sy_http_json(h, 200, &ans->body, NULL);
+	else if (ans->error == SY_ERR_SCHEMA_MISMATCH)
+		sy_http_error(h, ans->error, ans->message, r->retry_after_s, &ans->current,
+		              &ans->received);
+	else
+		sy_responder_error(r, h, ans->error, ans->message);
+}
+
+void sy_route_pull(sy_responder *r, sy_http *h)
+{
+	const char *user;
+	sy_json_doc *doc;
+	body b;
+	if (!read_request(r, h, false, &user, &doc, &b))
+		goto done;
+	PGconn *c = ready(r, h);
+	if (c == NULL)
+		goto done;
+	sy_store_pull_request req = {
+	        .user = user,
+	        .client_id = b.client_id,
+	        .client_generation = b.generation,
+	        .schema = b.schema,
+	        .has_cursor = b.has_cursor,
+	        .cursor = b.cursor,
+	        .limit = (unsigned)b.limit,
+	        .wait_ms = r->pull_wait_ms,
+	};
+	sy_store_read_answer ans;
+	memset(&ans, 0, sizeof ans);
+	sy_error err = {0};
+	sy_store_status st = sy_store_pull_handle(read_state, c, &req, &ans, &err);
+	sy_log(SY_LOG_DEBUG,
+	       "pull client %s: %s, %zu changes of %zu entries%s, waited %u ms, %u statements",
+	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
+	       ans.scanned, ans.more ? " (more)" : "", ans.waited_ms, ans.statements);
+	respond(r, h, "pull", st, &err, &ans);
+	sy_store_read_answer_clear(&ans);
+done:
+	body_clear(&b);
+	sy_json_doc_free(doc);
+}
+
+void sy_route_rebuild(sy_responder *r, sy_http *h)
+{
+	const char *user;
+	sy_json_doc *doc;
+	body b;
+	if (!read_request(r, h, true, &user, &doc, &b))
+		goto done;
+	PGconn *c = ready(r, h);
+	if (c == NULL)
+		goto done;
+	sy_store_rebuild_request req = {
+	        .user = user,
+	        .client_id = b.client_id,
+	        .client_generation = b.generation,
+	        .schema = b.schema,
+	        .rebuild_id = b.rebuild_id,
+	        .token_table = b.token_table,
+	        .token_pk = b.token_pk,
+	        .limit = (unsigned)b.limit,
+	};
+	sy_store_read_answer ans;
+	memset(&ans, 0, sizeof ans);
+	sy_error err = {0};
+	sy_store_status st = sy_store_rebuild_handle(read_state, c, &req, &ans, &err);
+	sy_log(SY_LOG_DEBUG, "rebuild %s of client %s: %s, %zu rows%s, %u statements", b.rebuild_id,
+	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
+	       ans.more ? " (more)" : "", ans.statements);
+	respond(r, h, "rebuild", st, &err, &ans);
+	sy_store_read_answer_clear(&ans);
+done:
+	body_clear(&b);
+	sy_json_doc_free(doc);
+}
