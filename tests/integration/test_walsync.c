@@ -169,6 +169,15 @@ static pid_t start_walsync(const char *name, const char *env_name, const char *e
 	return pid;
 }
 
+/* kill() of one started process; never 0 or -1 (a process group, everything). */
+static void signal_proc(pid_t pid, int sig)
+{
+	if (pid > 0)
+		kill(pid, sig);
+	else
+		CU_FAIL("no such walsync process");
+}
+
 static proc *find_proc(pid_t pid)
 {
 	for (int i = 0; i < nprocs; i++)
@@ -180,6 +189,8 @@ static proc *find_proc(pid_t pid)
 /* Waits for pid to exit (at most ms); its wait status, or -1 when it did not. */
 static int wait_exit(pid_t pid, int ms)
 {
+	if (pid <= 0)
+		return -1;
 	long long end = now_ms() + ms;
 	for (;;) {
 		int st;
@@ -199,6 +210,8 @@ static int wait_exit(pid_t pid, int ms)
 /* Waits until pid is stopped (SIGSTOP); whether it is. */
 static bool wait_stopped(pid_t pid, int ms)
 {
+	if (pid <= 0)
+		return false;
 	long long end = now_ms() + ms;
 	for (;;) {
 		int st;
@@ -220,11 +233,15 @@ static bool wait_stopped(pid_t pid, int ms)
 /* SIGTERM, then the exit status (0 expected); SIGKILL after the bound. */
 static int stop_walsync(pid_t pid)
 {
-	kill(pid, SIGCONT);
-	kill(pid, SIGTERM);
+	if (pid <= 0) {
+		CU_FAIL("no such walsync process");
+		return -1;
+	}
+	signal_proc(pid, SIGCONT);
+	signal_proc(pid, SIGTERM);
 	int st = wait_exit(pid, 10000);
 	if (st == -1) {
-		kill(pid, SIGKILL);
+		signal_proc(pid, SIGKILL);
 		st = wait_exit(pid, 10000);
 		return -1;
 	}
@@ -762,15 +779,21 @@ static void test_kill9_takeover(void)
 		_exit(writer_loop(3000));
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT count(*) >= 200 FROM synchro.changelog c JOIN wt"
 	                               " USING (version)"));
-	int wst;
+	int wst = 0;
 	CU_ASSERT_EQUAL(waitpid(w, &wst, WNOHANG), 0); /* still writing */
-	kill(d, SIGKILL);
+	signal_proc(d, SIGKILL);
 	CU_ASSERT(wait_exit(d, 5000) != -1);
 	long long e_epoch = wait_leader("E");
 	CU_ASSERT(e_epoch == d_epoch + 1);
 	long long end = now_ms() + 120000;
-	while (waitpid(w, &wst, WNOHANG) == 0 && now_ms() < end)
+	pid_t done;
+	while ((done = waitpid(w, &wst, WNOHANG)) == 0 && now_ms() < end)
 		pause_ms(20);
+	if (done != w) {
+		signal_proc(w, SIGKILL);
+		waitpid(w, &wst, 0);
+		CU_FAIL_FATAL("the writer loop did not finish");
+	}
 	CU_ASSERT(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
 	long long made = peek_int("SELECT count(*) FROM wt");
 	CU_ASSERT(made >= 3000 * 2);
@@ -826,7 +849,7 @@ static void test_paused_leader(void)
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
 	                               " table_id = 'item' AND pk = '20' AND written_epoch = %lld)",
 	                               h_epoch));
-	kill(g, SIGCONT);
+	signal_proc(g, SIGCONT);
 	CU_ASSERT(wait_log("G", "lost the writer lease", WAIT_TAKEOVER));
 	CU_ASSERT(log_has("G", "the writer lease refused the changelog write"));
 	CU_ASSERT_EQUAL(current_epoch(), h_epoch);
@@ -838,7 +861,7 @@ static void test_paused_leader(void)
 	check_changelog_since(from);
 
 	/* H paused while idle: G takes over again; resumed, H's heartbeat is refused. */
-	kill(h, SIGSTOP);
+	signal_proc(h, SIGSTOP);
 	CU_ASSERT_FATAL(wait_stopped(h, 5000));
 	long long g2_epoch = wait_leader("G");
 	CU_ASSERT_FATAL(g2_epoch == h_epoch + 1);
@@ -847,7 +870,7 @@ static void test_paused_leader(void)
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
 	                               " table_id = 'item' AND pk = '22' AND written_epoch = %lld)",
 	                               g2_epoch));
-	kill(h, SIGCONT);
+	signal_proc(h, SIGCONT);
 	CU_ASSERT(wait_log("H", "lost the writer lease", WAIT_TAKEOVER));
 	CU_ASSERT_EQUAL(current_epoch(), g2_epoch);
 	pgt_exec(db, "INSERT INTO item (id) VALUES (23)");
@@ -941,7 +964,7 @@ int main(void)
 	sy_test_add_suite("walsync", tests);
 	int status = sy_test_run();
 	for (int i = 0; i < nprocs; i++)
-		if (procs[i].running) {
+		if (procs[i].running && procs[i].pid > 0) {
 			kill(procs[i].pid, SIGCONT);
 			kill(procs[i].pid, SIGKILL);
 			(void)wait_exit(procs[i].pid, 5000);
