@@ -11,7 +11,8 @@ src_store_libsystore_la_SOURCES = \
 	src/store/ledger.c src/store/ledger.h \
 	src/store/prepared.c src/store/prepared.h \
 	src/store/session.c src/store/session.h \
-	src/store/pull.c src/store/pull.h
+	src/store/pull.c src/store/pull.h \
+	src/store/push.c src/store/push.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
 src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
@@ -33,3 +34,14 @@ if HAVE_PG_SERVER
 TESTS += tests/integration/test_ctl.pgt
 endif
 EXTRA_DIST += tests/integration/test_ctl.pgt
+
+# The push path (src/store/push.c) against a throwaway PostgreSQL, as the responders' role.
+if HAVE_PG_SERVER
+check_PROGRAMS += tests/integration/test_push.pgt
+TESTS += tests/integration/test_push.pgt
+endif
+tests_integration_test_push_pgt_SOURCES = tests/integration/test_push.c
+nodist_tests_integration_test_push_pgt_SOURCES = src/store/sql_migrations.c
+tests_integration_test_push_pgt_CFLAGS = $(PGT_CFLAGS)
+tests_integration_test_push_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
+	$(PGT_LDADD) $(CRYPTO_LIBS) $(UUID_LIBS) -lm
