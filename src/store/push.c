@@ -1634,78 +1634,132 @@ static xstatus lock_and_classify(ctx *x, size_t k, PGresult **lrow, PGresult **l
 }
 
 /*
+ * An insert needs no lock before its write: the INSERT itself reserves the absent
+ * identity (the source's unique key, and the fence trigger's SY006 over a deleted
+ * identity), and a refusal is classified afterwards from the state that refused it.
+ * Update and delete compare a base version, so they lock first.
+ */
+static bool chainable(ctx *x, size_t k)
+{
+	return x->req->mutations[k].op == SY_OP_INSERT && !x->pre[k].invalid;
+}
+
+/* Most units sent in one round trip. */
+#define CHAIN_MAX 256
+
+/* The statements of one non-atomic unit; the indexes of its write, end check and read. */
+static bool queue_unit(ctx *x, size_t k, size_t *dml, size_t *imm, size_t *rd)
+{
+	pipe_command(&x->pp, "SAVEPOINT sy_unit");
+	pipe_command(&x->pp, "SET CONSTRAINTS ALL DEFERRED");
+	queue_set_mutation(x, k);
+	if (!queue_dml(x, k, dml))
+		return false;
+	*imm = pipe_command(&x->pp, "SET CONSTRAINTS ALL IMMEDIATE");
+	*rd = queue_read(x, k);
+	pipe_command(&x->pp, "RELEASE SAVEPOINT sy_unit");
+	return true;
+}
+
+/*
+ * A unit whose write or end check failed: rolled back to its savepoint and classified
+ * (a conflict or a refusal from the committed state, else validation_failed).
+ */
+static xstatus unit_failed(ctx *x, size_t k, bool at_end)
+{
+	char state[6];
+	memcpy(state, x->pp.sqlstate, sizeof state);
+	if (at_end)
+		memcpy(state, "23000", sizeof state); /* the end check: never a conflict */
+	pipe_reset(&x->pp);
+	pipe_command(&x->pp, "ROLLBACK TO SAVEPOINT sy_unit");
+	pipe_command(&x->pp, "RELEASE SAVEPOINT sy_unit");
+	size_t rd = queue_read(x, k);
+	if (!pipe_run(&x->pp))
+		return op_fail(x, "unit rollback");
+	return reclassify(x, k, state, res_of(&x->pp, rd));
+}
+
+/*
  * A non-atomic request: one push unit per mutation (ADR "Push unit constraint
  * checks"): SAVEPOINT, constraints deferred, the locked compare-and-swap, the write,
- * constraints immediate, the row read again, RELEASE. The next mutation's locks ride
- * in the same round trip, so a unit that applies costs one round trip.
+ * constraints immediate, the row read again, RELEASE. An update or delete costs one
+ * round trip (the next mutation's locks ride along with its unit); consecutive inserts
+ * share one.
  */
 static xstatus run_units(ctx *x)
 {
 	size_t n = x->req->mutation_count;
 	PGresult *lrow = NULL, *lfence = NULL;
 	xstatus ret = X_OK;
+	size_t chain[CHAIN_MAX], dml[CHAIN_MAX], imm[CHAIN_MAX], rd[CHAIN_MAX];
 	size_t k = next_db(x, 0);
 	while (k < n) {
-		bool apply;
-		ret = lock_and_classify(x, k, &lrow, &lfence, &apply);
-		PQclear(lrow);
-		PQclear(lfence);
-		lrow = lfence = NULL;
-		if (ret != X_OK)
-			goto done;
-		size_t next = next_db(x, k + 1);
-		if (!apply) {
-			k = next;
-			continue;
+		size_t len = 0, next = k, nr = 0, nf = 0;
+		if (lrow == NULL && chainable(x, k)) {
+			/* a run of inserts, in request order (pure outcomes between them are set) */
+			while (next < n && len < CHAIN_MAX && chainable(x, next)) {
+				chain[len++] = next;
+				next = next_db(x, next + 1);
+			}
+		} else {
+			bool apply;
+			ret = lock_and_classify(x, k, &lrow, &lfence, &apply);
+			PQclear(lrow);
+			PQclear(lfence);
+			lrow = lfence = NULL;
+			if (ret != X_OK)
+				goto done;
+			next = next_db(x, k + 1);
+			if (!apply) {
+				k = next;
+				continue;
+			}
+			chain[len++] = k;
 		}
-		size_t dml = 0, imm, rd, nr = 0, nf = 0;
 		pipe_reset(&x->pp);
-		pipe_command(&x->pp, "SAVEPOINT sy_unit");
-		pipe_command(&x->pp, "SET CONSTRAINTS ALL DEFERRED");
-		queue_set_mutation(x, k);
-		if (!queue_dml(x, k, &dml)) {
-			ret = nomem(x, "unit");
-			goto done;
+		for (size_t i = 0; i < len; i++) {
+			if (!queue_unit(x, chain[i], &dml[i], &imm[i], &rd[i])) {
+				ret = nomem(x, "unit");
+				goto done;
+			}
 		}
-		imm = pipe_command(&x->pp, "SET CONSTRAINTS ALL IMMEDIATE");
-		rd = queue_read(x, k);
-		pipe_command(&x->pp, "RELEASE SAVEPOINT sy_unit");
-		if (next < n)
+		bool carry = next < n && !chainable(x, next);
+		if (carry)
 			queue_lock(x, next, &nr, &nf);
-		if (pipe_run(&x->pp)) {
-			if (x->req->mutations[k].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml)) {
+		bool ok = pipe_run(&x->pp);
+		/* the units before the failure (all of them on success) are complete */
+		size_t i = 0;
+		for (; i < len; i++) {
+			if (!ok && x->pp.failed <= rd[i])
+				break;
+			size_t c = chain[i];
+			if (x->req->mutations[c].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml[i])) {
 				x->st = SY_STORE_FAILED;
 				ret = op_fail(x, "a locked row did not take the write");
 				goto done;
 			}
-			if ((ret = applied_from(x, k, res_of(&x->pp, rd))) != X_OK)
+			if ((ret = applied_from(x, c, res_of(&x->pp, rd[i]))) != X_OK)
 				goto done;
-			if (next < n) {
+		}
+		if (ok) {
+			if (carry) {
 				lrow = take(&x->pp, nr);
 				lfence = take(&x->pp, nf);
 			}
-		} else if (!x->pp.lost && !x->pp.broken &&
-		           (x->pp.failed == dml || x->pp.failed == imm) &&
-		           unit_error(x->pp.sqlstate)) {
-			char state[6];
-			memcpy(state, x->pp.sqlstate, sizeof state);
-			if (x->pp.failed == imm)
-				memcpy(state, "23000", sizeof state); /* the end check: never a conflict */
-			pipe_reset(&x->pp);
-			pipe_command(&x->pp, "ROLLBACK TO SAVEPOINT sy_unit");
-			pipe_command(&x->pp, "RELEASE SAVEPOINT sy_unit");
-			rd = queue_read(x, k);
-			if (!pipe_run(&x->pp)) {
-				ret = op_fail(x, "unit rollback");
-				goto done;
-			}
-			if ((ret = reclassify(x, k, state, res_of(&x->pp, rd))) != X_OK)
-				goto done;
-		} else {
-			ret = op_fail(x, "unit");
-			goto done;
+			k = next;
+			continue;
 		}
-		k = next;
+		if (i < len && !x->pp.lost && !x->pp.broken &&
+		    (x->pp.failed == dml[i] || x->pp.failed == imm[i]) && unit_error(x->pp.sqlstate)) {
+			if ((ret = unit_failed(x, chain[i], x->pp.failed == imm[i])) != X_OK)
+				goto done;
+			/* the units after the failed one did not run */
+			k = i + 1 < len ? chain[i + 1] : next;
+			continue;
+		}
+		ret = op_fail(x, "unit");
+		goto done;
 	}
 done:
 	PQclear(lrow);
@@ -1725,56 +1779,71 @@ static xstatus run_group(ctx *x)
 	PGresult *lrow = NULL, *lfence = NULL;
 	xstatus ret = X_OK;
 	size_t failing = n;
-	bool reread = false;     /* a conflict: rebuilt from the committed state */
-	char dml_state[6] = "";  /* a failed write: classified after the rollback */
-	size_t *reads = NULL;
+	bool reread = false;    /* a conflict: rebuilt from the committed state */
+	char dml_state[6] = ""; /* a failed write: classified after the rollback */
+	size_t *reads = NULL, *dml = NULL;
 
-	pipe_reset(&x->pp);
-	pipe_command(&x->pp, "SAVEPOINT sy_group");
-	pipe_command(&x->pp, "SET CONSTRAINTS ALL DEFERRED");
-	size_t nr = 0, nf = 0;
-	bool carried = needs_db(x, 0);
-	if (carried)
-		queue_lock(x, 0, &nr, &nf);
-	if (!pipe_run(&x->pp))
-		return op_fail(x, "group start");
-	if (carried) {
-		lrow = take(&x->pp, nr);
-		lfence = take(&x->pp, nf);
-	}
 	reads = sy_calloc(n, sizeof *reads);
-	if (reads == NULL) {
+	dml = sy_calloc(n, sizeof *dml);
+	if (reads == NULL || dml == NULL) {
 		ret = nomem(x, "group");
 		goto done;
 	}
-	for (size_t k = 0; k < n && failing == n; k++) {
+	pipe_reset(&x->pp);
+	pipe_command(&x->pp, "SAVEPOINT sy_group");
+	pipe_command(&x->pp, "SET CONSTRAINTS ALL DEFERRED");
+	bool started = false;
+	size_t k = 0;
+	while (k < n && failing == n) {
+		size_t len = 0, nr = 0, nf = 0;
 		if (!needs_db(x, k)) {
 			next_db(x, k); /* sets k's outcome */
 			failing = k;
 			break;
 		}
-		bool apply;
-		ret = lock_and_classify(x, k, &lrow, &lfence, &apply);
-		PQclear(lrow);
-		PQclear(lfence);
-		lrow = lfence = NULL;
-		if (ret != X_OK)
-			goto done;
-		if (!apply) {
-			failing = k;
-			reread = x->res[k].o.status == SY_STATUS_CONFLICT;
-			break;
+		if (lrow == NULL && chainable(x, k)) {
+			while (k + len < n && needs_db(x, k + len) && chainable(x, k + len))
+				len++;
+		} else {
+			bool apply;
+			if (!started && lrow == NULL) {
+				/* the group start rides with the first locks */
+				queue_lock(x, k, &nr, &nf);
+				if (!pipe_run(&x->pp)) {
+					ret = op_fail(x, "group start");
+					goto done;
+				}
+				lrow = take(&x->pp, nr);
+				lfence = take(&x->pp, nf);
+				started = true;
+			}
+			ret = lock_and_classify(x, k, &lrow, &lfence, &apply);
+			PQclear(lrow);
+			PQclear(lfence);
+			lrow = lfence = NULL;
+			if (ret != X_OK)
+				goto done;
+			if (!apply) {
+				failing = k;
+				reread = x->res[k].o.status == SY_STATUS_CONFLICT;
+				break;
+			}
+			len = 1;
 		}
-		size_t dml = 0, imm = 0;
-		bool last = k + 1 == n, more = !last && needs_db(x, k + 1);
-		pipe_reset(&x->pp);
-		queue_set_mutation(x, k);
-		if (!queue_dml(x, k, &dml)) {
-			ret = nomem(x, "group");
-			goto done;
+		if (started)
+			pipe_reset(&x->pp);
+		started = true;
+		for (size_t i = k; i < k + len; i++) {
+			queue_set_mutation(x, i);
+			if (!queue_dml(x, i, &dml[i])) {
+				ret = nomem(x, "group");
+				goto done;
+			}
 		}
-		if (more)
-			queue_lock(x, k + 1, &nr, &nf);
+		size_t end = k + len, imm = 0;
+		bool last = end == n, carry = !last && needs_db(x, end) && !chainable(x, end);
+		if (carry)
+			queue_lock(x, end, &nr, &nf);
 		if (last) {
 			imm = pipe_command(&x->pp, "SET CONSTRAINTS ALL IMMEDIATE");
 			for (size_t j = 0; j < n; j++)
@@ -1782,12 +1851,14 @@ static xstatus run_group(ctx *x)
 			pipe_command(&x->pp, "RELEASE SAVEPOINT sy_group");
 		}
 		if (pipe_run(&x->pp)) {
-			if (x->req->mutations[k].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml)) {
-				x->st = SY_STORE_FAILED;
-				ret = op_fail(x, "a locked row did not take the write");
-				goto done;
+			for (size_t i = k; i < end; i++) {
+				if (x->req->mutations[i].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml[i])) {
+					x->st = SY_STORE_FAILED;
+					ret = op_fail(x, "a locked row did not take the write");
+					goto done;
+				}
 			}
-			if (more) {
+			if (carry) {
 				lrow = take(&x->pp, nr);
 				lfence = take(&x->pp, nf);
 			}
@@ -1797,12 +1868,19 @@ static xstatus run_group(ctx *x)
 					if ((ret = applied_from(x, j, res_of(&x->pp, reads[j]))) != X_OK)
 						goto done;
 			}
-		} else if (!x->pp.lost && !x->pp.broken && x->pp.failed == dml &&
-		           unit_error(x->pp.sqlstate)) {
-			failing = k;
+			k = end;
+			continue;
+		}
+		size_t f = x->pp.failed;
+		bool own = !x->pp.lost && !x->pp.broken && unit_error(x->pp.sqlstate);
+		size_t at = n;
+		for (size_t i = k; i < end && at == n; i++)
+			if (f == dml[i])
+				at = i;
+		if (own && at < n) {
+			failing = at;
 			memcpy(dml_state, x->pp.sqlstate, sizeof dml_state);
-		} else if (!x->pp.lost && !x->pp.broken && last && x->pp.failed == imm &&
-		           unit_error(x->pp.sqlstate)) {
+		} else if (own && last && f == imm) {
 			/* ADR: a failed check at the group end is the last mutation's. */
 			failing = n - 1;
 			set_terminal(x, failing, SY_CODE_VALIDATION_FAILED, msg_constraint);
@@ -1814,7 +1892,9 @@ static xstatus run_group(ctx *x)
 	if (failing < n) {
 		size_t rd = 0;
 		bool need_read = reread || dml_state[0] != '\0';
-		pipe_reset(&x->pp);
+		/* unless the group start is still queued (a first mutation decided without rows) */
+		if (started)
+			pipe_reset(&x->pp);
 		pipe_command(&x->pp, "ROLLBACK TO SAVEPOINT sy_group");
 		pipe_command(&x->pp, "RELEASE SAVEPOINT sy_group");
 		if (need_read)
@@ -1859,6 +1939,7 @@ done:
 	PQclear(lrow);
 	PQclear(lfence);
 	sy_free(reads);
+	sy_free(dml);
 	return ret;
 }
 

@@ -654,6 +654,75 @@ static void test_sequential_batch(void)
 	result_free(r);
 }
 
+/* Consecutive inserts share a round trip; a refusal inside the run leaves the others. */
+static void test_insert_run(void)
+{
+	char p1[32], p2[32], p3[32], v[160], b[64];
+	char ids[5][SY_UUID_LEN + 1];
+	make_item(p2, "{\"qty\":2}", v);
+	fresh_item(p1);
+	fresh_item(p3);
+	mspec ms[5] = {
+		{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
+		{.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
+		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"nope\":3}"},
+		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"qty\":3}"},
+		{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":4}"},
+	};
+	result *r = run(ALICE, NULL, ms, 5, ids);
+	expect_200(r);
+	check(r, ids[0], "applied", NULL, true, true);
+	const sy_json *o = check(r, ids[1], "conflict", "row_already_exists", true, true);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	CHECK_ROW_VALUE(o, "qty", "2");
+	check(r, ids[2], "rejected_terminal", "validation_failed", false, false);
+	check(r, ids[3], "applied", NULL, true, true);
+	o = check(r, ids[4], "conflict", "row_already_exists", true, true);
+	CHECK_ROW_VALUE(o, "qty", "1");
+	fence_version("item", bare(p1, b), v);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	CU_ASSERT_EQUAL(r->a.applied, 2);
+	/* lookup, transaction start, (a run up to a refusal, its rollback) twice, commit */
+	CU_ASSERT_EQUAL(r->a.round_trips, 7);
+	result_free(r);
+
+	/* an atomic run of inserts stops at the refused one; its row is the committed one */
+	char p4[32], p5[32];
+	fresh_item(p4);
+	fresh_item(p5);
+	rspec at = {.atomic = true};
+	mspec ms2[3] = {
+		{.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
+		{.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
+		{.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
+	};
+	r = run(ALICE, &at, ms2, 3, ids);
+	expect_200(r);
+	check(r, ids[0], "rejected_terminal", "atomic_batch_rejected", false, false);
+	o = check(r, ids[1], "conflict", "row_already_exists", true, true);
+	CHECK_ROW_VALUE(o, "qty", "2");
+	check(r, ids[2], "rejected_terminal", "atomic_batch_rejected", false, false);
+	fence_version("item", bare(p4, b), v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	result_free(r);
+
+	/* an atomic group mixing runs of inserts with locked updates */
+	char p6[32], v6[160], p7[32];
+	make_item(p6, "{\"qty\":6}", v6);
+	fresh_item(p7);
+	mspec ms3[4] = {
+		{.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
+		{.table = "item", .pk = p6, .op = "update", .base = v6, .cols = "{\"qty\":7}"},
+		{.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
+		{.table = "item", .pk = p7, .op = "insert", .cols = "{\"qty\":1}"},
+	};
+	r = run(ALICE, &at, ms3, 4, ids);
+	expect_200(r);
+	for (int i = 0; i < 4; i++)
+		check(r, ids[i], "applied", NULL, true, true);
+	result_free(r);
+}
+
 /* Every portable type goes in as its wire value and comes back exactly. */
 static void test_types(void)
 {
@@ -1319,6 +1388,50 @@ static void test_admission(void)
 	free(json);
 }
 
+/*
+ * Deadlocks and serialization failures retry the whole transaction (three times at
+ * most); past that the request is a 503 with nothing committed. A trigger fails the
+ * first inserts of labels 'retry-N' with SQLSTATE 40001 / 40P01 (a sequence counts
+ * across rollbacks).
+ */
+static void test_retry(void)
+{
+	pgt_exec(db, "CREATE SEQUENCE test_fail_seq");
+	pgt_exec(db, "CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql"
+	             " SECURITY DEFINER AS $$ BEGIN"
+	             " IF NEW.label LIKE 'retry-%' AND nextval('test_fail_seq') <="
+	             "    split_part(NEW.label, '-', 2)::int THEN"
+	             "   IF NEW.qty = 1 THEN RAISE EXCEPTION 'fail' USING ERRCODE = '40P01'; END IF;"
+	             "   RAISE EXCEPTION 'fail' USING ERRCODE = '40001';"
+	             " END IF; RETURN NEW; END $$");
+	pgt_exec(db, "CREATE TRIGGER test_fail BEFORE INSERT ON item FOR EACH ROW"
+	             " EXECUTE FUNCTION test_fail()");
+	char p[32];
+	char ids[1][SY_UUID_LEN + 1];
+	fresh_item(p);
+	long long e0 = epoch(CA1);
+	mspec m = {.table = "item", .pk = p, .op = "insert", .cols = "{\"label\":\"retry-2\"}"};
+	result *r = run(ALICE, NULL, &m, 1, ids);
+	expect_200(r);
+	check(r, ids[0], "applied", NULL, true, true);
+	CU_ASSERT_EQUAL(r->a.attempts, 3);
+	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
+	result_free(r);
+
+	pgt_exec(db, "ALTER SEQUENCE test_fail_seq RESTART");
+	fresh_item(p);
+	m.cols = "{\"label\":\"retry-9\",\"qty\":1}";
+	long long batches = count("SELECT count(*) FROM synchro.batches");
+	r = run(ALICE, NULL, &m, 1, ids);
+	expect_error(r, SY_ERR_TEMPORARY_UNAVAILABLE);
+	CU_ASSERT_EQUAL(r->a.attempts, 4);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r->err.message, "40P01"));
+	CU_ASSERT_EQUAL(count("SELECT count(*) FROM synchro.batches"), batches);
+	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
+	result_free(r);
+	pgt_exec(db, "DROP TRIGGER test_fail ON item");
+}
+
 /* ---- concurrency (child processes, each a responder with its own connection) ---- */
 
 typedef struct {
@@ -1885,6 +1998,7 @@ int main(void)
 		{"matrix on todo (hard delete, owner policy)", test_matrix_todo},
 		{"matrix on item (soft delete)", test_matrix_item},
 		{"one batch evaluates in order", test_sequential_batch},
+		{"runs of inserts", test_insert_run},
 		{"every portable type round-trips", test_types},
 		{"exact replay and batch idempotency", test_replay},
 		{"cross-batch mutation replay and idempotency", test_cross_batch},
@@ -1897,6 +2011,7 @@ int main(void)
 		{"accepted_write_epoch", test_epoch},
 		{"gates and their order", test_gates},
 		{"admission after the gates", test_admission},
+		{"deadlock and serialization retries", test_retry},
 		{"20 concurrent updates of one base", test_concurrent_updates},
 		{"20 concurrent identical requests", test_concurrent_identical},
 		{"racing insert", test_race_insert},
