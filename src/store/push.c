@@ -564,6 +564,7 @@ typedef struct {
 	size_t index; /* in the request */
 	bool same_batch;
 	bool fp_equal;
+	bool atomic_rejected; /* its stored outcome is atomic_batch_rejected */
 	char *outcome; /* the exact stored canonical outcome (sy_free) */
 	size_t outcome_len;
 } ledgered;
@@ -669,7 +670,8 @@ static const char batch_sql[] =
 	" WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
 static const char mutations_sql[] =
 	"SELECT m.mutation_id, m.batch_id, m.fp_algorithm, m.fp_version, m.fp_domain,"
-	"       encode(m.fingerprint, 'hex'), convert_from(m.outcome, 'UTF8')"
+	"       encode(m.fingerprint, 'hex'), convert_from(m.outcome, 'UTF8'),"
+	"       m.code IS NOT DISTINCT FROM 'atomic_batch_rejected'"
 	"  FROM synchro.mutations m"
 	" WHERE m.user_id = $1 AND m.client_id = $2::uuid AND m.mutation_id = ANY ($3::uuid[])";
 static const char manifests_sql[] =
@@ -891,6 +893,7 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 		l->index = k;
 		l->same_batch = strcmp(PQgetvalue(rm, i, 1), x->req->batch_id) == 0;
 		l->fp_equal = fp_stored_equal(&x->mfp[k], rm, i, 2);
+		l->atomic_rejected = strcmp(PQgetvalue(rm, i, 7), "t") == 0;
 		l->outcome_len = (size_t)PQgetlength(rm, i, 6);
 		l->outcome = sy_strndup(PQgetvalue(rm, i, 6), l->outcome_len);
 		if (l->outcome == NULL)
@@ -948,6 +951,20 @@ static xstatus decide(ctx *x)
 		             " recorded by another batch",
 		             lk->led[0].index);
 		return X_DONE;
+	}
+	/*
+	 * The symmetric rule: a non-atomic response never carries atomic_batch_rejected
+	 * (ADR), so a mutation rejected with its atomic group cannot be replayed into one;
+	 * its intent needs a new mutation_id.
+	 */
+	for (size_t i = 0; !req->atomic && i < lk->nled; i++) {
+		if (lk->led[i].atomic_rejected) {
+			answer_error(x, SY_ERR_INVALID_REQUEST,
+			             "mutations[%zu].mutation_id: rejected with its atomic batch; a new"
+			             " attempt needs a new mutation_id",
+			             lk->led[i].index);
+			return X_DONE;
+		}
 	}
 	if ((long long)req->client_generation != lk->generation) {
 		answer_error(x, SY_ERR_CLIENT_GENERATION_EXPIRED,
@@ -2238,6 +2255,16 @@ static bool retryable(const char *sqlstate)
 	return strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "40001") == 0;
 }
 
+/*
+ * A prepared statement the session no longer has (26000: DISCARD ALL, a pooler) or whose
+ * plan no longer fits its tables (0A000 after DDL): every statement is prepared again,
+ * under new names.
+ */
+static bool stale_statements(const char *sqlstate)
+{
+	return strcmp(sqlstate, "26000") == 0 || strcmp(sqlstate, "0A000") == 0;
+}
+
 sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store_push_params *prm,
                                      sy_store_push_answer *out, sy_error *err)
 {
@@ -2324,6 +2351,10 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		pipe_reset(&x.pp);
 		queue_lookup(&x, false, idx);
 		if (!pipe_run(&x.pp)) {
+			if (!x.pp.lost && stale_statements(x.pp.sqlstate)) {
+				stmts_clear(p);
+				continue;
+			}
 			op_fail(&x, "lookup");
 			break;
 		}
@@ -2362,6 +2393,11 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 			x.sqlstate[0] = '\0';
 			s = execute(&x);
 			if (s == X_FAIL && attempt < RETRIES && x.st == SY_STORE_FAILED &&
+			    stale_statements(x.sqlstate)) {
+				stmts_clear(p);
+				continue;
+			}
+			if (s == X_FAIL && attempt < RETRIES && x.st == SY_STORE_FAILED &&
 			    retryable(x.sqlstate))
 				continue;
 			break;
@@ -2381,6 +2417,8 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 			sy_store_fail(x.err, SY_STORE_CONNECTION, "push: cannot leave pipeline mode");
 		x.st = SY_STORE_CONNECTION;
 	}
+	if (stale_statements(x.sqlstate))
+		stmts_clear(p);
 done:
 	if (admitted && prm->leave != NULL)
 		prm->leave(prm->admit_arg);

@@ -919,6 +919,36 @@ static void test_cross_batch(void)
 	fence_version("todo", c.id, after);
 	CU_ASSERT_STRING_EQUAL(after, "");
 
+	/*
+	 * A mutation rejected with its atomic group cannot be replayed into a non-atomic
+	 * response (which never carries atomic_batch_rejected): 400, its intent needs a new id.
+	 */
+	char p1[32];
+	char gids[2][SY_UUID_LEN + 1];
+	fresh_item(p1);
+	mspec grp[2] = {{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
+	                {.table = "item", .pk = p1 /* unused */, .op = "delete", .base = "x"}};
+	char p2[32];
+	fresh_item(p2);
+	grp[1].pk = p2;
+	result *rg = run(ALICE, &at, grp, 2, gids);
+	expect_200(rg);
+	check(rg, gids[0], "rejected_terminal", "atomic_batch_rejected", false, false);
+	check(rg, gids[1], "conflict", "row_not_found", false, false);
+	result_free(rg);
+	mspec again = grp[0];
+	again.id = gids[0];
+	rg = run(ALICE, NULL, &again, 1, NULL);
+	expect_error(rg, SY_ERR_INVALID_REQUEST);
+	result_free(rg);
+	/* the failing mutation of the group replays its own outcome */
+	mspec failing = grp[1];
+	failing.id = gids[1];
+	rg = run(ALICE, NULL, &failing, 1, NULL);
+	expect_200(rg);
+	check(rg, gids[1], "conflict", "row_not_found", false, false);
+	result_free(rg);
+
 	/* Mutation identity is scoped by client: another client may use the same id. */
 	rspec other = {.client = CA2};
 	todo_id d;
@@ -1329,6 +1359,20 @@ static void test_gates(void)
 	expect_error(r, SY_ERR_AUTH_REQUIRED);
 	result_free(r);
 	free(json);
+}
+
+/* Statements the session lost (DEALLOCATE ALL, a pooler) are prepared again. */
+static void test_lost_statements(void)
+{
+	char p[32], v[160];
+	make_item(p, "{}", v);
+	PQclear(PQexec(app, "DEALLOCATE ALL"));
+	char ids[1][SY_UUID_LEN + 1];
+	mspec m = {.table = "item", .pk = p, .op = "update", .base = v, .cols = "{\"qty\":1}"};
+	result *r = run(ALICE, NULL, &m, 1, ids);
+	expect_200(r);
+	check(r, ids[0], "applied", NULL, true, true);
+	result_free(r);
 }
 
 /* Admission control runs after every gate and before first execution. */
@@ -2011,6 +2055,7 @@ int main(void)
 		{"accepted_write_epoch", test_epoch},
 		{"gates and their order", test_gates},
 		{"admission after the gates", test_admission},
+		{"statements the session lost", test_lost_statements},
 		{"deadlock and serialization retries", test_retry},
 		{"20 concurrent updates of one base", test_concurrent_updates},
 		{"20 concurrent identical requests", test_concurrent_identical},
