@@ -13,3 +13,11 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_pull.pgt
 endif
 EXTRA_DIST += tests/e2e/test_pull.pgt
+
+# Push (ADR 002) through nginx and through Apache: the operation x row-state matrix, every HTTP
+# dispatch row, replay after response loss, concurrency, atomic groups, schema evolution.
+# tests/e2e/push_check.py: RFC 8785 and the ADR's outcome field table (validator).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_push.pgt
+endif
+EXTRA_DIST += tests/e2e/push_check.py tests/e2e/test_push.pgt
