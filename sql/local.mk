@@ -7,7 +7,8 @@ SQL_MIGRATIONS = \
 	sql/migrations/0003_publication.sql \
 	sql/migrations/0004_push.sql \
 	sql/migrations/0005_walsync.sql \
-	sql/migrations/0006_pull.sql
+	sql/migrations/0006_pull.sql \
+	sql/migrations/0007_push_lookup.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c

@@ -668,12 +668,18 @@ static const char batch_sql[] =
 	"       b.http_status, convert_from(b.response, 'UTF8')"
 	"  FROM synchro.batches b"
 	" WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
+/*
+ * One primary-key probe per id (the LIMIT keeps the subquery a parameterized probe),
+ * never a scan of the client's whole ledger, whatever the statistics say.
+ */
 static const char mutations_sql[] =
 	"SELECT m.mutation_id, m.batch_id, m.fp_algorithm, m.fp_version, m.fp_domain,"
 	"       encode(m.fingerprint, 'hex'), convert_from(m.outcome, 'UTF8'),"
 	"       m.code IS NOT DISTINCT FROM 'atomic_batch_rejected'"
-	"  FROM synchro.mutations m"
-	" WHERE m.user_id = $1 AND m.client_id = $2::uuid AND m.mutation_id = ANY ($3::uuid[])";
+	"  FROM unnest($3::uuid[]) AS q(id)"
+	"  CROSS JOIN LATERAL (SELECT * FROM synchro.mutations l"
+	"        WHERE l.user_id = $1 AND l.client_id = $2::uuid AND l.mutation_id = q.id"
+	"        LIMIT 1) m";
 static const char manifests_sql[] =
 	"SELECT version, hash, manifest FROM synchro.schema_versions"
 	" WHERE version = ANY ($1::bigint[])";
