@@ -1425,7 +1425,12 @@ static xstatus classify(ctx *x, size_t k, const rowst *rs, bool *apply)
 	*apply = false;
 	sy_outcome_init(&rr->o, m, &x->req->schema);
 	rr->decided = true;
-	if (t->write == SY_POLICY_OWNER && rs->has_row && pr->ti->owner >= 0) {
+	/*
+	 * Owner policy, and rows outside the caller's read scope: an outcome (a conflict or
+	 * an applied write) would show the row, so a write to it is refused as well.
+	 */
+	bool scoped = t->write == SY_POLICY_OWNER || t->read == SY_POLICY_OWNER;
+	if (scoped && rs->has_row && pr->ti->owner >= 0) {
 		int col = rs->off + pr->ti->owner;
 		if (PQgetisnull(rs->r, 0, col) || strcmp(PQgetvalue(rs->r, 0, col), x->user) != 0) {
 			set_terminal(x, k, SY_CODE_POLICY_REJECTED, msg_policy);
@@ -1603,7 +1608,8 @@ static bool needs_db(ctx *x, size_t k)
 		return false;
 	if (pr->terminal != SY_CODE_NONE)
 		return false;
-	return !pr->invalid || pr->ti->t->write == SY_POLICY_OWNER;
+	return !pr->invalid || pr->ti->t->write == SY_POLICY_OWNER ||
+	       pr->ti->t->read == SY_POLICY_OWNER;
 }
 
 /* The next mutation from k on that needs the database; pure outcomes are set on the way. */

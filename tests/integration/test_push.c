@@ -1987,8 +1987,42 @@ static void test_schema_history(void)
 	fence_version("item", bare(pk, b), after);
 	CU_ASSERT_STRING_EQUAL(after, vi);
 
+	/* v4: todo written by all but read by its owner: bob still cannot see alice's todo */
+	char *v4text = strdup(v3text);
+	char *w = strstr(v4text, "\"write\": \"owner\"");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	memcpy(w, "\"write\": \"all\"  ", strlen("\"write\": \"owner\""));
+	sy_schema_ref v4;
+	CU_ASSERT_TRUE_FATAL(publish(v4text, &v4));
+	cur = v4;
+	char va[160];
+	fence_version("todo", a.id, va);
+	rspec bob = {.client = CB1};
+	mspec bm[2] = {
+		{.table = "todo", .pk = a.json, .op = "update", .base = va, .cols = "{\"done\":true}"},
+		{.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"b\"}"},
+	};
+	r = run(BOB, &bob, bm, 2, ids);
+	expect_200(r);
+	check(r, ids[0], "rejected_terminal", "policy_rejected", false, false);
+	check(r, ids[1], "rejected_terminal", "policy_rejected", false, false);
+	CU_ASSERT_PTR_NULL(strstr(r->a.body.data, va));
+	result_free(r);
+	fence_version("todo", a.id, after);
+	CU_ASSERT_STRING_EQUAL(after, va);
+	/* bob's own inserts are his, owner set by the server */
+	todo_id bt;
+	fresh_todo(&bt);
+	mspec own = {.table = "todo", .pk = bt.json, .op = "insert", .cols = "{\"title\":\"b\"}"};
+	r = run(BOB, &bob, &own, 1, ids);
+	expect_200(r);
+	o = check(r, ids[0], "applied", NULL, true, true);
+	CHECK_ROW_VALUE(o, "owner", "\"bob\"");
+	result_free(r);
+
 	free(v2text);
 	free(v3text);
+	free(v4text);
 }
 
 int main(void)
