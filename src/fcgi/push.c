@@ -51,8 +51,9 @@ void sy_route_push(sy_responder *r, sy_http *h)
 	}
 	/* The 1 MiB cap applies to CONTENT_LENGTH before a byte is read. */
 	if (!sy_http_read_body(h, SY_PUSH_MAX_BODY, &err)) {
-		sy_responder_error(r, h, err.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
-		                                                  : SY_ERR_INVALID_REQUEST,
+		sy_responder_error(r, h,
+		                   err.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
+		                                            : SY_ERR_INVALID_REQUEST,
 		                   err.message);
 		return;
 	}
@@ -76,12 +77,12 @@ void sy_route_push(sy_responder *r, sy_http *h)
 		goto done;
 	}
 	sy_store_push_params prm = {
-		.user = user,
-		.req = req,
-		.lock_timeout_ms = r->lock_timeout_ms,
-		.admit = admit,
-		.leave = leave,
-		.admit_arg = r,
+	        .user = user,
+	        .req = req,
+	        .lock_timeout_ms = r->lock_timeout_ms,
+	        .admit = admit,
+	        .leave = leave,
+	        .admit_arg = r,
 	};
 	sy_store_status st = sy_store_push_handle(push_state, c, &prm, &ans, &err);
 	if (st != SY_STORE_OK) {
@@ -94,7 +95,8 @@ void sy_route_push(sy_responder *r, sy_http *h)
 		}
 	}
 	sy_log(SY_LOG_DEBUG,
-	       "push batch %s: status %d%s, %zu mutations, %zu applied, %u attempts, %u round trips",
+	       "push batch %s: status %d%s, %zu mutations, %zu applied, %u attempts, %u round "
+	       "trips",
 	       req->batch_id, ans.http_status, ans.replay ? " (replay)" : "", req->mutation_count,
 	       ans.applied, ans.attempts, ans.round_trips);
 	if (ans.error == SY_ERR_NONE)

@@ -23,7 +23,7 @@
 /* Named statements kept per connection; beyond this, statements go unnamed. */
 #define STMT_MAX 2048
 /* Attempts at a consistent row-and-fence lock when a concurrent insert slips between. */
-#define LOCK_TRIES 3
+#define LOCK_TRIES       3
 #define PROTOCOL_VERSION "3"
 
 /* ---- prepared statements, keyed by their SQL text ---- */
@@ -208,11 +208,11 @@ typedef struct {
 	PGconn *c;
 	step *steps;
 	size_t n, cap;
-	bool broken;    /* a send failed or memory ran out: the pipeline cannot run */
+	bool broken; /* a send failed or memory ran out: the pipeline cannot run */
 	bool nomem;
-	size_t failed;  /* after run: the first step that failed, n when none */
+	size_t failed; /* after run: the first step that failed, n when none */
 	char sqlstate[6];
-	bool lost;      /* the connection is gone */
+	bool lost; /* the connection is gone */
 	unsigned *round_trips;
 } pq_pipe;
 
@@ -385,30 +385,18 @@ static PGresult *res_of(const pq_pipe *pp, size_t idx)
 static const char *pg_type(sy_type t)
 {
 	switch (t) {
-	case SY_TYPE_TEXT:
-		return "text";
-	case SY_TYPE_INT32:
-		return "int4";
-	case SY_TYPE_INT64:
-		return "int8";
-	case SY_TYPE_FLOAT64:
-		return "float8";
-	case SY_TYPE_NUMERIC:
-		return "numeric";
-	case SY_TYPE_BOOL:
-		return "bool";
-	case SY_TYPE_TIMESTAMP:
-		return "timestamptz";
-	case SY_TYPE_DATE:
-		return "date";
-	case SY_TYPE_UUID:
-		return "uuid";
-	case SY_TYPE_BYTES:
-		return "bytea";
-	case SY_TYPE_JSON:
-		return "jsonb";
-	case SY_TYPE__COUNT:
-		break;
+	case SY_TYPE_TEXT: return "text";
+	case SY_TYPE_INT32: return "int4";
+	case SY_TYPE_INT64: return "int8";
+	case SY_TYPE_FLOAT64: return "float8";
+	case SY_TYPE_NUMERIC: return "numeric";
+	case SY_TYPE_BOOL: return "bool";
+	case SY_TYPE_TIMESTAMP: return "timestamptz";
+	case SY_TYPE_DATE: return "date";
+	case SY_TYPE_UUID: return "uuid";
+	case SY_TYPE_BYTES: return "bytea";
+	case SY_TYPE_JSON: return "jsonb";
+	case SY_TYPE__COUNT: break;
 	}
 	return "text";
 }
@@ -506,7 +494,8 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 			x->cols[j] = sy_store_quote_ident(c, t->fields[j].column, err);
 			if (x->cols[j] == NULL)
 				goto fail;
-			if (t->owner_field != NULL && strcmp(t->owner_field, t->fields[j].field_id) == 0)
+			if (t->owner_field != NULL &&
+			    strcmp(t->owner_field, t->fields[j].field_id) == 0)
 				x->owner = (int)j;
 		}
 		const char *pkt = pg_type(t->pk.type);
@@ -514,7 +503,8 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 		sy_buf_printf(&b, "SELECT r.%s", x->pk);
 		for (size_t j = 0; j < t->field_count; j++)
 			sy_buf_printf(&b, ", r.%s", x->cols[j]);
-		sy_buf_printf(&b, " FROM %s r WHERE r.%s = $1::%s FOR UPDATE OF r", x->rel, x->pk, pkt);
+		sy_buf_printf(&b, " FROM %s r WHERE r.%s = $1::%s FOR UPDATE OF r", x->rel, x->pk,
+		              pkt);
 		x->lock_sql = dup_printf(&b);
 		sy_buf_free(&b);
 		sy_buf_printf(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
@@ -565,7 +555,7 @@ typedef struct {
 	bool same_batch;
 	bool fp_equal;
 	bool atomic_rejected; /* its stored outcome is atomic_batch_rejected */
-	char *outcome; /* the exact stored canonical outcome (sy_free) */
+	char *outcome;        /* the exact stored canonical outcome (sy_free) */
 	size_t outcome_len;
 } ledgered;
 
@@ -591,9 +581,9 @@ typedef struct {
 
 /* A mutation's classification before the database is asked (pure rules). */
 typedef struct {
-	const tinfo *ti;   /* NULL when the table is not in the current schema */
-	sy_code terminal;  /* decided without the row: schema, table, write none */
-	bool invalid;      /* validation_failed unless the owner policy refuses first */
+	const tinfo *ti;  /* NULL when the table is not in the current schema */
+	sy_code terminal; /* decided without the row: schema, table, write none */
+	bool invalid;     /* validation_failed unless the owner policy refuses first */
 	const char *message;
 	const char **incompat;
 	size_t nincompat;
@@ -648,74 +638,75 @@ typedef struct {
 } ctx;
 
 static const char fence_sql[] = "SELECT state, version FROM synchro.lock_fence($1, $2)";
-static const char set_mutation_sql[] = "SELECT pg_catalog.set_config('synchro.mutation_id', $1, true)";
+static const char set_mutation_sql[] =
+        "SELECT pg_catalog.set_config('synchro.mutation_id', $1, true)";
 
 static const char schema_sql[] =
-	"SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1";
+        "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1";
 static const char client_sql[] =
-	"SELECT c.user_id, c.generation,"
-	"       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id)"
-	"  FROM synchro.clients c WHERE c.client_id = $1::uuid";
+        "SELECT c.user_id, c.generation,"
+        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id)"
+        "  FROM synchro.clients c WHERE c.client_id = $1::uuid";
 /* ADR: concurrent requests of one client serialize here; the row lock also orders a push
  * against connect (new generation) and retirement, which update or lock this row. */
 static const char client_lock_sql[] =
-	"SELECT c.user_id, c.generation,"
-	"       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
-	"       now()"
-	"  FROM synchro.clients c WHERE c.client_id = $1::uuid FOR NO KEY UPDATE OF c";
+        "SELECT c.user_id, c.generation,"
+        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
+        "       now()"
+        "  FROM synchro.clients c WHERE c.client_id = $1::uuid FOR NO KEY UPDATE OF c";
 static const char batch_sql[] =
-	"SELECT b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
-	"       b.http_status, convert_from(b.response, 'UTF8')"
-	"  FROM synchro.batches b"
-	" WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
+        "SELECT b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
+        "       b.http_status, convert_from(b.response, 'UTF8')"
+        "  FROM synchro.batches b"
+        " WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
 /*
  * One primary-key probe per id (the LIMIT keeps the subquery a parameterized probe),
  * never a scan of the client's whole ledger, whatever the statistics say.
  */
 static const char mutations_sql[] =
-	"SELECT m.mutation_id, m.batch_id, m.fp_algorithm, m.fp_version, m.fp_domain,"
-	"       encode(m.fingerprint, 'hex'), convert_from(m.outcome, 'UTF8'),"
-	"       m.code IS NOT DISTINCT FROM 'atomic_batch_rejected'"
-	"  FROM unnest($3::uuid[]) AS q(id)"
-	"  CROSS JOIN LATERAL (SELECT * FROM synchro.mutations l"
-	"        WHERE l.user_id = $1 AND l.client_id = $2::uuid AND l.mutation_id = q.id"
-	"        LIMIT 1) m";
-static const char manifests_sql[] =
-	"SELECT version, hash, manifest FROM synchro.schema_versions"
-	" WHERE version = ANY ($1::bigint[])";
+        "SELECT m.mutation_id, m.batch_id, m.fp_algorithm, m.fp_version, m.fp_domain,"
+        "       encode(m.fingerprint, 'hex'), convert_from(m.outcome, 'UTF8'),"
+        "       m.code IS NOT DISTINCT FROM 'atomic_batch_rejected'"
+        "  FROM unnest($3::uuid[]) AS q(id)"
+        "  CROSS JOIN LATERAL (SELECT * FROM synchro.mutations l"
+        "        WHERE l.user_id = $1 AND l.client_id = $2::uuid AND l.mutation_id = q.id"
+        "        LIMIT 1) m";
+static const char manifests_sql[] = "SELECT version, hash, manifest FROM synchro.schema_versions"
+                                    " WHERE version = ANY ($1::bigint[])";
 static const char synced_sql[] =
-	"SELECT table_id FROM synchro.synced_tables WHERE table_id = ANY ($1::text[])";
+        "SELECT table_id FROM synchro.synced_tables WHERE table_id = ANY ($1::text[])";
 static const char settings_sql[] =
-	"SELECT pg_catalog.set_config('lock_timeout', $1, true),"
-	"       pg_catalog.set_config('synchro.client_id', $2, true),"
-	"       pg_catalog.set_config('synchro.user_id', $3, true),"
-	"       pg_catalog.set_config('synchro.no_resurrection', 'on', true)";
+        "SELECT pg_catalog.set_config('lock_timeout', $1, true),"
+        "       pg_catalog.set_config('synchro.client_id', $2, true),"
+        "       pg_catalog.set_config('synchro.user_id', $3, true),"
+        "       pg_catalog.set_config('synchro.no_resurrection', 'on', true)";
 static const char claim_sql[] =
-	"INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"
-	"       client_generation, schema_version, schema_hash, fp_algorithm, fp_version,"
-	"       fp_domain, fingerprint, atomic, state)"
-	" VALUES ($1, $2::uuid, $3::uuid, " PROTOCOL_VERSION ", $4::bigint, $5::bigint, $6, $7,"
-	"         $8::int, $9, decode($10, 'hex'), $11::bool, 'claimed')";
+        "INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"
+        "       client_generation, schema_version, schema_hash, fp_algorithm, fp_version,"
+        "       fp_domain, fingerprint, atomic, state)"
+        " VALUES ($1, $2::uuid, $3::uuid, " PROTOCOL_VERSION ", $4::bigint, $5::bigint, $6, $7,"
+        "         $8::int, $9, decode($10, 'hex'), $11::bool, 'claimed')";
 static const char ledger_sql[] =
-	"INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm, fp_version,"
-	"       fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"
-	"       authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"
-	"       pk, operation, status, code, outcome, outcome_schema_version, outcome_schema_hash)"
-	" SELECT $1, $2::uuid, u.mutation_id, $3, $4::int, $5, decode(u.fp, 'hex'), $6::uuid,"
-	"        u.ordinal, u.av, u.ah, $7::bigint, $8, u.table_id, u.pk, u.op, u.status, u.code,"
-	"        convert_to(u.outcome, 'UTF8'), u.ov, u.oh"
-	"   FROM unnest($9::uuid[], $10::text[], $11::int[], $12::bigint[], $13::text[],"
-	"               $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],"
-	"               $19::text[], $20::bigint[], $21::text[])"
-	"        AS u(mutation_id, fp, ordinal, av, ah, table_id, pk, op, status, code, outcome,"
-	"             ov, oh)";
+        "INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm, fp_version,"
+        "       fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"
+        "       authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"
+        "       pk, operation, status, code, outcome, outcome_schema_version, outcome_schema_hash)"
+        " SELECT $1, $2::uuid, u.mutation_id, $3, $4::int, $5, decode(u.fp, 'hex'), $6::uuid,"
+        "        u.ordinal, u.av, u.ah, $7::bigint, $8, u.table_id, u.pk, u.op, u.status, u.code,"
+        "        convert_to(u.outcome, 'UTF8'), u.ov, u.oh"
+        "   FROM unnest($9::uuid[], $10::text[], $11::int[], $12::bigint[], $13::text[],"
+        "               $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],"
+        "               $19::text[], $20::bigint[], $21::text[])"
+        "        AS u(mutation_id, fp, ordinal, av, ah, table_id, pk, op, status, code, outcome,"
+        "             ov, oh)";
 static const char epoch_sql[] =
-	"UPDATE synchro.clients SET accepted_write_epoch = accepted_write_epoch + 1"
-	" WHERE client_id = $1::uuid";
+        "UPDATE synchro.clients SET accepted_write_epoch = accepted_write_epoch + 1"
+        " WHERE client_id = $1::uuid";
 static const char complete_sql[] =
-	"UPDATE synchro.batches SET state = 'complete', http_status = 200,"
-	"       response = convert_to($4, 'UTF8'), completed_at = clock_timestamp()"
-	" WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid AND state = 'claimed'";
+        "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
+        "       response = convert_to($4, 'UTF8'), completed_at = clock_timestamp()"
+        " WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid AND state = "
+        "'claimed'";
 
 static const char msg_version_conflict[] = "base_version is not the current version of the row";
 static const char msg_exists[] = "the row already exists";
@@ -723,7 +714,8 @@ static const char msg_deleted[] = "the row is deleted";
 static const char msg_not_found[] = "the row does not exist";
 static const char msg_policy[] = "the write policy does not allow this mutation";
 static const char msg_table_gone[] = "the table is not in the current schema";
-static const char msg_incompatible[] = "authored fields cannot be represented by the current schema";
+static const char msg_incompatible[] =
+        "authored fields cannot be represented by the current schema";
 static const char msg_not_synced[] = "the table is not synced";
 static const char msg_constraint[] = "the database rejected the values (constraint or data check)";
 
@@ -859,7 +851,7 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 	lookup *lk = &x->lk;
 	lookup_clear(lk);
 	const PGresult *rc = res_of(&x->pp, idx[0]), *rs = res_of(&x->pp, idx[1]),
-		       *rb = res_of(&x->pp, idx[2]), *rm = res_of(&x->pp, idx[3]);
+	               *rb = res_of(&x->pp, idx[2]), *rm = res_of(&x->pp, idx[3]);
 	if (PQntuples(rc) == 1) {
 		lk->client_found = true;
 		lk->bound = strcmp(PQgetvalue(rc, 0, 0), x->user) == 0;
@@ -965,10 +957,11 @@ static xstatus decide(ctx *x)
 	 */
 	for (size_t i = 0; !req->atomic && i < lk->nled; i++) {
 		if (lk->led[i].atomic_rejected) {
-			answer_error(x, SY_ERR_INVALID_REQUEST,
-			             "mutations[%zu].mutation_id: rejected with its atomic batch; a new"
-			             " attempt needs a new mutation_id",
-			             lk->led[i].index);
+			answer_error(
+			        x, SY_ERR_INVALID_REQUEST,
+			        "mutations[%zu].mutation_id: rejected with its atomic batch; a new"
+			        " attempt needs a new mutation_id",
+			        lk->led[i].index);
 			return X_DONE;
 		}
 	}
@@ -1148,7 +1141,8 @@ static xstatus precheck(ctx *x, size_t k, const sy_manifest *authored, bool ever
 	 * A field that neither the current nor the available authored table ever had is
 	 * not retained intent the schema lost: it is an unknown field (validation_failed).
 	 */
-	const sy_table *at = authored ? sy_manifest_table(authored, m->table_id, m->table_len) : NULL;
+	const sy_table *at =
+	        authored ? sy_manifest_table(authored, m->table_id, m->table_len) : NULL;
 	size_t kept = 0;
 	for (size_t i = 0; i < nidx; i++) {
 		size_t j = idx[i];
@@ -1195,14 +1189,16 @@ static xstatus precheck(ctx *x, size_t k, const sy_manifest *authored, bool ever
 		pr->vals[i] = NULL;
 		if (f == NULL || !sy_field_writable(t, f)) {
 			pr->invalid = true;
-			pr->message = arena_printf(doc, f == NULL && !table_has_field(t, ids[i], lens[i])
-			                                        ? "unknown field \"%.64s\""
-			                                        : "field \"%.64s\" is not writable",
+			pr->message = arena_printf(doc,
+			                           f == NULL && !table_has_field(t, ids[i], lens[i])
+			                                   ? "unknown field \"%.64s\""
+			                                   : "field \"%.64s\" is not writable",
 			                           ids[i]);
 		} else if (v->type == SY_JSON_NULL) {
 			if (!f->nullable) {
 				pr->invalid = true;
-				pr->message = arena_printf(doc, "field \"%.64s\" cannot be null", ids[i]);
+				pr->message =
+				        arena_printf(doc, "field \"%.64s\" cannot be null", ids[i]);
 			}
 		} else {
 			const char *why = NULL;
@@ -1382,7 +1378,7 @@ static xstatus fill_row(ctx *x, size_t k, const rowst *rs)
 			v = sy_json_new_null(x->doc);
 		} else {
 			sy_wire_status ws =
-				sy_wire_decode_pg_text(x->doc, f->type, PQgetvalue(rs->r, 0, col),
+			        sy_wire_decode_pg_text(x->doc, f->type, PQgetvalue(rs->r, 0, col),
 			                               (size_t)PQgetlength(rs->r, 0, col), &v);
 			if (ws == SY_WIRE_INVALID) {
 				x->st = SY_STORE_FAILED;
@@ -1399,14 +1395,10 @@ static xstatus fill_row(ctx *x, size_t k, const rowst *rs)
 static const char *conflict_message(sy_code code)
 {
 	switch (code) {
-	case SY_CODE_VERSION_CONFLICT:
-		return msg_version_conflict;
-	case SY_CODE_ROW_ALREADY_EXISTS:
-		return msg_exists;
-	case SY_CODE_ROW_DELETED:
-		return msg_deleted;
-	default:
-		return msg_not_found;
+	case SY_CODE_VERSION_CONFLICT: return msg_version_conflict;
+	case SY_CODE_ROW_ALREADY_EXISTS: return msg_exists;
+	case SY_CODE_ROW_DELETED: return msg_deleted;
+	default: return msg_not_found;
 	}
 }
 
@@ -1572,9 +1564,7 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 		}
 		sy_buf_printf(&sql, " WHERE %s = $1::%s", ti->pk, pkt);
 		break;
-	case SY_OP_DELETE:
-		sy_buf_puts(&sql, ti->delete_sql);
-		break;
+	case SY_OP_DELETE: sy_buf_puts(&sql, ti->delete_sql); break;
 	}
 	if (sql.failed) {
 		sy_buf_free(&sql);
@@ -1630,8 +1620,7 @@ static size_t next_db(ctx *x, size_t k)
 }
 
 /* Locks row and fence of k (lrow/lfence hold earlier results, taken over) and classifies. */
-static xstatus lock_and_classify(ctx *x, size_t k, PGresult **lrow, PGresult **lfence,
-                                 bool *apply)
+static xstatus lock_and_classify(ctx *x, size_t k, PGresult **lrow, PGresult **lfence, bool *apply)
 {
 	for (int tries = 0;; tries++) {
 		if (*lrow == NULL || *lfence == NULL) {
@@ -1654,7 +1643,8 @@ static xstatus lock_and_classify(ctx *x, size_t k, PGresult **lrow, PGresult **l
 		}
 		if (s == RS_BROKEN || tries + 1 >= LOCK_TRIES) {
 			x->st = SY_STORE_FAILED;
-			return op_fail(x, "row and fence disagree (a write bypassed the fence trigger)");
+			return op_fail(
+			        x, "row and fence disagree (a write bypassed the fence trigger)");
 		}
 		PQclear(*lrow);
 		PQclear(*lfence);
@@ -1726,7 +1716,8 @@ static xstatus run_units(ctx *x)
 	while (k < n) {
 		size_t len = 0, next = k, nr = 0, nf = 0;
 		if (lrow == NULL && chainable(x, k)) {
-			/* a run of inserts, in request order (pure outcomes between them are set) */
+			/* a run of inserts, in request order (pure outcomes between them are set)
+			 */
 			while (next < n && len < CHAIN_MAX && chainable(x, next)) {
 				chain[len++] = next;
 				next = next_db(x, next + 1);
@@ -1763,7 +1754,8 @@ static xstatus run_units(ctx *x)
 			if (!ok && x->pp.failed <= rd[i])
 				break;
 			size_t c = chain[i];
-			if (x->req->mutations[c].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml[i])) {
+			if (x->req->mutations[c].op != SY_OP_INSERT &&
+			    !dml_rows_ok(&x->pp, dml[i])) {
 				x->st = SY_STORE_FAILED;
 				ret = op_fail(x, "a locked row did not take the write");
 				goto done;
@@ -1780,7 +1772,8 @@ static xstatus run_units(ctx *x)
 			continue;
 		}
 		if (i < len && !x->pp.lost && !x->pp.broken &&
-		    (x->pp.failed == dml[i] || x->pp.failed == imm[i]) && unit_error(x->pp.sqlstate)) {
+		    (x->pp.failed == dml[i] || x->pp.failed == imm[i]) &&
+		    unit_error(x->pp.sqlstate)) {
 			if ((ret = unit_failed(x, chain[i], x->pp.failed == imm[i])) != X_OK)
 				goto done;
 			/* the units after the failed one did not run */
@@ -1881,7 +1874,8 @@ static xstatus run_group(ctx *x)
 		}
 		if (pipe_run(&x->pp)) {
 			for (size_t i = k; i < end; i++) {
-				if (x->req->mutations[i].op != SY_OP_INSERT && !dml_rows_ok(&x->pp, dml[i])) {
+				if (x->req->mutations[i].op != SY_OP_INSERT &&
+				    !dml_rows_ok(&x->pp, dml[i])) {
 					x->st = SY_STORE_FAILED;
 					ret = op_fail(x, "a locked row did not take the write");
 					goto done;
@@ -1892,9 +1886,11 @@ static xstatus run_group(ctx *x)
 				lfence = take(&x->pp, nf);
 			}
 			if (last) {
-				/* ADR: each accepted outcome reports the row after the group's check. */
+				/* ADR: each accepted outcome reports the row after the group's
+				 * check. */
 				for (size_t j = 0; j < n; j++)
-					if ((ret = applied_from(x, j, res_of(&x->pp, reads[j]))) != X_OK)
+					if ((ret = applied_from(x, j, res_of(&x->pp, reads[j]))) !=
+					    X_OK)
 						goto done;
 			}
 			k = end;
@@ -1980,18 +1976,18 @@ typedef struct {
 
 static void ledger_free(ledger_arrays *l)
 {
-	sy_buf *all[] = {&l->ids,  &l->fps,      &l->ords,     &l->avs,   &l->ahs,
-	                 &l->tables, &l->pks,    &l->ops,      &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs,  &l->ohs};
+	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
+	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
+	                 &l->outcomes, &l->ovs, &l->ohs};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		sy_buf_free(all[i]);
 }
 
 static bool ledger_close(ledger_arrays *l)
 {
-	sy_buf *all[] = {&l->ids,  &l->fps,      &l->ords,     &l->avs,   &l->ahs,
-	                 &l->tables, &l->pks,    &l->ops,      &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs,  &l->ohs};
+	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
+	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
+	                 &l->outcomes, &l->ovs, &l->ohs};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
 		sy_buf_putc(all[i], '}');
@@ -2002,9 +1998,9 @@ static bool ledger_close(ledger_arrays *l)
 
 static void ledger_open(ledger_arrays *l)
 {
-	sy_buf *all[] = {&l->ids,  &l->fps,      &l->ords,     &l->avs,   &l->ahs,
-	                 &l->tables, &l->pks,    &l->ops,      &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs,  &l->ohs};
+	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
+	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
+	                 &l->outcomes, &l->ovs, &l->ohs};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
 		sy_buf_init(all[i]);
 		sy_buf_putc(all[i], '{');
@@ -2062,8 +2058,9 @@ static xstatus finish(ctx *x)
 			ok = ok && sy_outcome_write(&tmp, &rr->o, x->err);
 		}
 		if (!ok) {
-			ret = x->err->code == SY_ERR_NOMEM ? nomem(x, "response")
-			                                   : op_fail(x, "an outcome breaks the contract");
+			ret = x->err->code == SY_ERR_NOMEM
+			              ? nomem(x, "response")
+			              : op_fail(x, "an outcome breaks the contract");
 			goto done;
 		}
 		if (rr->stored != NULL)
@@ -2114,13 +2111,27 @@ static xstatus finish(ctx *x)
 	snprintf(sv, sizeof sv, "%llu", (unsigned long long)req->schema.version);
 	pipe_reset(&x->pp);
 	if (fresh > 0) {
-		const char *pl[] = {x->user,      req->client_id,  SY_FP_ALGORITHM,
-		                    fpv,          SY_FP_MUTATION_DOMAIN, req->batch_id,
-		                    sv,           req->schema.hash, l.ids.data,
-		                    l.fps.data,   l.ords.data,     l.avs.data,
-		                    l.ahs.data,   l.tables.data,   l.pks.data,
-		                    l.ops.data,   l.statuses.data, l.codes.data,
-		                    l.outcomes.data, l.ovs.data,   l.ohs.data};
+		const char *pl[] = {x->user,
+		                    req->client_id,
+		                    SY_FP_ALGORITHM,
+		                    fpv,
+		                    SY_FP_MUTATION_DOMAIN,
+		                    req->batch_id,
+		                    sv,
+		                    req->schema.hash,
+		                    l.ids.data,
+		                    l.fps.data,
+		                    l.ords.data,
+		                    l.avs.data,
+		                    l.ahs.data,
+		                    l.tables.data,
+		                    l.pks.data,
+		                    l.ops.data,
+		                    l.statuses.data,
+		                    l.codes.data,
+		                    l.outcomes.data,
+		                    l.ovs.data,
+		                    l.ohs.data};
 		pipe_query(&x->pp, ledger_sql, 21, pl, PGRES_COMMAND_OK);
 	}
 	if (x->applied > 0) {
@@ -2195,7 +2206,8 @@ static xstatus execute(ctx *x)
 	memset(x->res, 0, n * sizeof *x->res);
 	x->applied = 0;
 	x->out->attempts++;
-	snprintf(timeout, sizeof timeout, "%dms", x->prm->lock_timeout_ms > 0 ? x->prm->lock_timeout_ms : 0);
+	snprintf(timeout, sizeof timeout, "%dms",
+	         x->prm->lock_timeout_ms > 0 ? x->prm->lock_timeout_ms : 0);
 	snprintf(gen, sizeof gen, "%llu", (unsigned long long)req->client_generation);
 	snprintf(sv, sizeof sv, "%llu", (unsigned long long)req->schema.version);
 	snprintf(fpv, sizeof fpv, "%d", x->bfp.version);
@@ -2207,10 +2219,17 @@ static xstatus execute(ctx *x)
 	pipe_query(&x->pp, settings_sql, 3, ps, PGRES_TUPLES_OK);
 	queue_lookup(x, true, idx);
 	/* The claim rides along: if the batch exists it fails, and the lookup says why. */
-	const char *pcl[] = {x->user,         req->client_id, req->batch_id,
-	                     gen,             sv,             req->schema.hash,
-	                     x->bfp.algorithm, fpv,           x->bfp.domain,
-	                     x->bfp_hex,      req->atomic ? "true" : "false"};
+	const char *pcl[] = {x->user,
+	                     req->client_id,
+	                     req->batch_id,
+	                     gen,
+	                     sv,
+	                     req->schema.hash,
+	                     x->bfp.algorithm,
+	                     fpv,
+	                     x->bfp.domain,
+	                     x->bfp_hex,
+	                     req->atomic ? "true" : "false"};
 	size_t claim = pipe_query(&x->pp, claim_sql, 11, pcl, PGRES_COMMAND_OK);
 	bool ok = pipe_run(&x->pp);
 	if (!ok && (x->pp.lost || x->pp.broken || x->pp.failed < claim)) {
@@ -2377,7 +2396,8 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		if (current_schema(&x) != X_OK)
 			break;
 		if (x.cur == NULL) {
-			answer_error(&x, SY_ERR_TEMPORARY_UNAVAILABLE, "no schema is published yet");
+			answer_error(&x, SY_ERR_TEMPORARY_UNAVAILABLE,
+			             "no schema is published yet");
 			x.st = SY_STORE_FAILED;
 			sy_store_fail(x.err, x.st, "push: no schema is published");
 			break;
@@ -2393,8 +2413,10 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		}
 		if ((s = decide(&x)) != X_OK)
 			break;
-		if (!admitted && prm->admit != NULL && !prm->admit(prm->admit_arg, req->client_id)) {
-			answer_error(&x, SY_ERR_RETRY_LATER, "too many pushes in flight; retry later");
+		if (!admitted && prm->admit != NULL &&
+		    !prm->admit(prm->admit_arg, req->client_id)) {
+			answer_error(&x, SY_ERR_RETRY_LATER,
+			             "too many pushes in flight; retry later");
 			break;
 		}
 		admitted = true;
@@ -2426,7 +2448,8 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 	/* Left in pipeline mode, the session is out of step: the caller must drop it. */
 	if (PQpipelineStatus(c) != PQ_PIPELINE_OFF && PQexitPipelineMode(c) != 1) {
 		if (x.st == SY_STORE_OK)
-			sy_store_fail(x.err, SY_STORE_CONNECTION, "push: cannot leave pipeline mode");
+			sy_store_fail(x.err, SY_STORE_CONNECTION,
+			              "push: cannot leave pipeline mode");
 		x.st = SY_STORE_CONNECTION;
 	}
 	if (stale_statements(x.sqlstate))

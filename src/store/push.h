@@ -29,9 +29,9 @@ typedef bool (*sy_store_push_admit_fn)(void *arg, const char *client_id);
 typedef void (*sy_store_push_leave_fn)(void *arg);
 
 typedef struct {
-	const char *user;            /* the authenticated user (sy_fp_user_valid) */
-	const sy_push_request *req;  /* parsed by sy_push_parse() */
-	int lock_timeout_ms;         /* > 0: SET LOCAL lock_timeout of the transaction */
+	const char *user;             /* the authenticated user (sy_fp_user_valid) */
+	const sy_push_request *req;   /* parsed by sy_push_parse() */
+	int lock_timeout_ms;          /* > 0: SET LOCAL lock_timeout of the transaction */
 	sy_store_push_admit_fn admit; /* NULL: always admitted */
 	sy_store_push_leave_fn leave;
 	void *admit_arg;
@@ -53,9 +53,9 @@ typedef struct {
 	sy_schema_ref received;
 	sy_buf body;
 	/* Diagnostics (counts only; never logged with payloads). */
-	unsigned attempts;     /* first-execution transactions started */
-	unsigned round_trips;  /* pipeline round trips to the server, lookup included */
-	size_t applied;        /* mutations applied by this execution */
+	unsigned attempts;    /* first-execution transactions started */
+	unsigned round_trips; /* pipeline round trips to the server, lookup included */
+	size_t applied;       /* mutations applied by this execution */
 } sy_store_push_answer;
 
 /* Frees the body; accepts a zeroed or already cleared answer. */

@@ -32,12 +32,12 @@ static PGconn *db;  /* the fixture's superuser, with the store's session setting
 static PGconn *app; /* synchro_app, as a responder */
 static PGconn *mon; /* watches other sessions (outside any transaction) */
 static sy_store_push *pstate;
-static sy_schema_ref cur; /* the current schema */
+static sy_schema_ref cur;       /* the current schema */
 static sy_schema_ref schema_v1; /* the example manifest as first published */
 static char *manifest_text;
 
 #define ALICE "alice"
-#define BOB "bob"
+#define BOB   "bob"
 
 /* Clients registered in main(): alice's A1 (and A2..), bob's B1. */
 #define CA1 "c0000000-0000-4000-8000-0000000000a1"
@@ -71,15 +71,15 @@ typedef struct {
 	const char *table;
 	const char *pk; /* JSON of the pk value */
 	const char *op;
-	const char *base; /* NULL: absent */
-	const char *cols; /* JSON object, or NULL: absent */
+	const char *base;              /* NULL: absent */
+	const char *cols;              /* JSON object, or NULL: absent */
 	const sy_schema_ref *authored; /* NULL: the current schema */
 } mspec;
 
 typedef struct {
-	const char *client;     /* NULL: CA1 */
-	long long gen;          /* 0: the client's current generation */
-	const char *batch;      /* NULL: fresh */
+	const char *client; /* NULL: CA1 */
+	long long gen;      /* 0: the client's current generation */
+	const char *batch;  /* NULL: fresh */
 	bool atomic;
 	const sy_schema_ref *schema; /* NULL: current */
 } rspec;
@@ -128,7 +128,8 @@ static char *build(const rspec *rs, const mspec *ms, size_t n, char (*ids)[SY_UU
 		              "\"value\":%s},\"authored_schema\":",
 		              i ? "," : "", id, m->table, m->pk);
 		put_ref(&b, m->authored ? m->authored : &cur);
-		sy_buf_printf(&b, ",\"operation\":\"%s\",\"client_version\":\"2026-01-02T03:04:05Z\"",
+		sy_buf_printf(&b,
+		              ",\"operation\":\"%s\",\"client_version\":\"2026-01-02T03:04:05Z\"",
 		              m->op);
 		if (m->base)
 			sy_buf_printf(&b, ",\"base_version\":\"%s\"", m->base);
@@ -183,7 +184,8 @@ static result *push_on(PGconn *c, sy_store_push *p, const char *user, const char
 			bool ok = sy_outcome_validate_response(req, sy_json_doc_root(r->doc), &ve);
 			CU_ASSERT_TRUE(ok);
 			if (!ok)
-				fprintf(stderr, "response invalid: %s\n%s\n", ve.message, r->a.body.data);
+				fprintf(stderr, "response invalid: %s\n%s\n", ve.message,
+				        r->a.body.data);
 		}
 	}
 	if (PQstatus(c) == CONNECTION_OK) {
@@ -270,8 +272,7 @@ static bool has(const sy_json *o, const char *key)
  * server_row (with its row_checksum) are present. Returns the outcome.
  */
 static const sy_json *check_at(const result *r, const char *id, const char *status,
-                               const char *code, bool version, bool row, const char *file,
-                               int line)
+                               const char *code, bool version, bool row, const char *file, int line)
 {
 	const sy_json *o = outcome(r, id, NULL);
 	char where[256];
@@ -296,7 +297,7 @@ static const sy_json *check_at(const result *r, const char *id, const char *stat
 	}
 	return o;
 }
-#define check(r, id, status, code, version, row)                                           \
+#define check(r, id, status, code, version, row)                                                   \
 	check_at((r), (id), (status), (code), (version), (row), __FILE__, __LINE__)
 
 /* A member of server_row as JCS text (or "<absent>"). */
@@ -319,11 +320,11 @@ static char *row_value(const sy_json *o, const char *field)
 	return out;
 }
 
-#define CHECK_ROW_VALUE(o, field, want)                                                     \
-	do {                                                                                   \
-		char *got_ = row_value((o), (field));                                          \
-		CU_ASSERT_STRING_EQUAL(got_, (want));                                          \
-		free(got_);                                                                    \
+#define CHECK_ROW_VALUE(o, field, want)                                                            \
+	do {                                                                                       \
+		char *got_ = row_value((o), (field));                                              \
+		CU_ASSERT_STRING_EQUAL(got_, (want));                                              \
+		free(got_);                                                                        \
 	} while (0)
 
 static char *jcs_of(const sy_json *v)
@@ -347,8 +348,9 @@ static char *jcs_of(const sy_json *v)
 static void fence_version(const char *table, const char *pk, char out[160])
 {
 	const char *p[] = {table, pk};
-	PGresult *r = pgt_query(db, "SELECT version FROM synchro.row_fences WHERE table_id = $1"
-	                            " AND pk = $2",
+	PGresult *r = pgt_query(db,
+	                        "SELECT version FROM synchro.row_fences WHERE table_id = $1"
+	                        " AND pk = $2",
 	                        2, p);
 	snprintf(out, 160, "%s", r && PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "");
 	PQclear(r);
@@ -368,8 +370,8 @@ static char *fence_field(const char *table, const char *pk, const char *column)
 static long long epoch(const char *client)
 {
 	const char *p[] = {client};
-	return pgt_int(db, "SELECT accepted_write_epoch FROM synchro.clients WHERE client_id = $1", 1,
-	               p);
+	return pgt_int(db, "SELECT accepted_write_epoch FROM synchro.clients WHERE client_id = $1",
+	               1, p);
 }
 
 static long long count(const char *sql)
@@ -394,7 +396,9 @@ static void make_todo(const char *user, const char *client, todo_id *t, char v[1
 {
 	fresh_todo(t);
 	rspec rs = {.client = client};
-	mspec m = {.table = "todo", .pk = t->json, .op = "insert",
+	mspec m = {.table = "todo",
+	           .pk = t->json,
+	           .op = "insert",
 	           .cols = "{\"title\":\"t\",\"done\":false}"};
 	char ids[1][SY_UUID_LEN + 1];
 	result *r = run(user, &rs, &m, 1, ids);
@@ -439,7 +443,9 @@ static void test_matrix_todo(void)
 
 	/* absent: insert applies; the server sets the owner; the fence records the mutation */
 	fresh_todo(&a);
-	mspec ins = {.table = "todo", .pk = a.json, .op = "insert",
+	mspec ins = {.table = "todo",
+	             .pk = a.json,
+	             .op = "insert",
 	             .cols = "{\"done\":false,\"title\":\"first\"}"};
 	r = run(ALICE, NULL, &ins, 1, ids);
 	expect_200(r);
@@ -471,7 +477,10 @@ static void test_matrix_todo(void)
 	result_free(r);
 
 	/* live, base equal: update applies and advances the version */
-	mspec upd = {.table = "todo", .pk = a.json, .op = "update", .base = v1,
+	mspec upd = {.table = "todo",
+	             .pk = a.json,
+	             .op = "update",
+	             .base = v1,
 	             .cols = "{\"note\":\"n\",\"title\":\"second\"}"};
 	r = run(ALICE, NULL, &upd, 1, ids);
 	expect_200(r);
@@ -533,7 +542,10 @@ static void test_matrix_todo(void)
 	/* absent: update and delete are row_not_found with neither row nor version */
 	todo_id b;
 	fresh_todo(&b);
-	mspec absent[2] = {{.table = "todo", .pk = b.json, .op = "update", .base = v1,
+	mspec absent[2] = {{.table = "todo",
+	                    .pk = b.json,
+	                    .op = "update",
+	                    .base = v1,
 	                    .cols = "{\"title\":\"x\"}"},
 	                   {.table = "todo", .pk = b.json, .op = "delete", .base = v1}};
 	for (int i = 0; i < 2; i++) {
@@ -617,9 +629,9 @@ static void test_matrix_item(void)
 
 	char pk2[32];
 	fresh_item(pk2);
-	mspec absent[2] = {{.table = "item", .pk = pk2, .op = "update", .base = v1,
-	                    .cols = "{\"qty\":3}"},
-	                   {.table = "item", .pk = pk2, .op = "delete", .base = v1}};
+	mspec absent[2] = {
+	        {.table = "item", .pk = pk2, .op = "update", .base = v1, .cols = "{\"qty\":3}"},
+	        {.table = "item", .pk = pk2, .op = "delete", .base = v1}};
 	for (int i = 0; i < 2; i++) {
 		r = run(ALICE, NULL, &absent[i], 1, ids);
 		expect_200(r);
@@ -635,10 +647,10 @@ static void test_sequential_batch(void)
 	char ids[4][SY_UUID_LEN + 1];
 	fresh_item(pk);
 	mspec ms[4] = {
-		{.table = "item", .pk = pk, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = pk, .op = "insert", .cols = "{\"qty\":9}"},
-		{.table = "item", .pk = pk, .op = "update", .base = "nope", .cols = "{\"qty\":2}"},
-		{.table = "item", .pk = pk, .op = "delete", .base = "nope"},
+	        {.table = "item", .pk = pk, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = pk, .op = "insert", .cols = "{\"qty\":9}"},
+	        {.table = "item", .pk = pk, .op = "update", .base = "nope", .cols = "{\"qty\":2}"},
+	        {.table = "item", .pk = pk, .op = "delete", .base = "nope"},
 	};
 	result *r = run(ALICE, NULL, ms, 4, ids);
 	expect_200(r);
@@ -663,11 +675,11 @@ static void test_insert_run(void)
 	fresh_item(p1);
 	fresh_item(p3);
 	mspec ms[5] = {
-		{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
-		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"nope\":3}"},
-		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"qty\":3}"},
-		{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":4}"},
+	        {.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
+	        {.table = "item", .pk = p3, .op = "insert", .cols = "{\"nope\":3}"},
+	        {.table = "item", .pk = p3, .op = "insert", .cols = "{\"qty\":3}"},
+	        {.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":4}"},
 	};
 	result *r = run(ALICE, NULL, ms, 5, ids);
 	expect_200(r);
@@ -692,9 +704,9 @@ static void test_insert_run(void)
 	fresh_item(p5);
 	rspec at = {.atomic = true};
 	mspec ms2[3] = {
-		{.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
-		{.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":9}"},
+	        {.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
 	};
 	r = run(ALICE, &at, ms2, 3, ids);
 	expect_200(r);
@@ -711,10 +723,10 @@ static void test_insert_run(void)
 	make_item(p6, "{\"qty\":6}", v6);
 	fresh_item(p7);
 	mspec ms3[4] = {
-		{.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p6, .op = "update", .base = v6, .cols = "{\"qty\":7}"},
-		{.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p7, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p6, .op = "update", .base = v6, .cols = "{\"qty\":7}"},
+	        {.table = "item", .pk = p5, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p7, .op = "insert", .cols = "{\"qty\":1}"},
 	};
 	r = run(ALICE, &at, ms3, 4, ids);
 	expect_200(r);
@@ -727,10 +739,11 @@ static void test_insert_run(void)
 static void test_types(void)
 {
 	static const char cols[] =
-		"{\"blob\":\"AAEC/w==\",\"due\":\"2026-02-03\",\"label\":\"types \\u00e9\","
-		"\"price\":\"-12.5\",\"qty\":7,\"ref\":\"0e0e0e0e-0000-4000-8000-000000000000\","
-		"\"seen_at\":\"2026-02-03T04:05:06.123456Z\",\"tags\":\"{\\\"a\\\":[1,2.5,\\\"x\\\"]}\","
-		"\"weight\":1e+21}";
+	        "{\"blob\":\"AAEC/w==\",\"due\":\"2026-02-03\",\"label\":\"types \\u00e9\","
+	        "\"price\":\"-12.5\",\"qty\":7,\"ref\":\"0e0e0e0e-0000-4000-8000-000000000000\","
+	        "\"seen_at\":\"2026-02-03T04:05:06.123456Z\",\"tags\":\"{\\\"a\\\":[1,2.5,"
+	        "\\\"x\\\"]}\","
+	        "\"weight\":1e+21}";
 	char pk[32];
 	char ids[1][SY_UUID_LEN + 1];
 	fresh_item(pk);
@@ -762,9 +775,13 @@ static void test_replay(void)
 	char batch[SY_UUID_LEN + 1];
 	fresh(batch, 'b');
 	rspec rs = {.batch = batch};
-	mspec ms[2] = {{.table = "todo", .pk = a.json, .op = "update", .base = v,
-	                .cols = "{\"done\":true}"},
-	               {.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"x\"}"}};
+	mspec ms[2] = {
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"done\":true}"},
+	        {.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"x\"}"}};
 	char *json = build(&rs, ms, 2, NULL);
 	long long e0 = epoch(CA1);
 	result *first = push_as(ALICE, json);
@@ -791,10 +808,11 @@ static void test_replay(void)
 
 	/* The stored bytes are the ledger's: batch response and each mutation outcome. */
 	const char *pb[] = {batch};
-	char *stored = pgt_value(db,
-	                         "SELECT convert_from(response, 'UTF8') FROM synchro.batches"
-	                         " WHERE batch_id = $1 AND state = 'complete' AND http_status = 200",
-	                         1, pb);
+	char *stored =
+	        pgt_value(db,
+	                  "SELECT convert_from(response, 'UTF8') FROM synchro.batches"
+	                  " WHERE batch_id = $1 AND state = 'complete' AND http_status = 200",
+	                  1, pb);
 	CU_ASSERT_PTR_NOT_NULL(stored);
 	if (stored)
 		CU_ASSERT_STRING_EQUAL(stored, first->a.body.data);
@@ -857,7 +875,10 @@ static void test_cross_batch(void)
 	fresh_todo(&a);
 	fresh_todo(&b);
 	fresh(mid, 'a');
-	mspec m1 = {.id = mid, .table = "todo", .pk = a.json, .op = "insert",
+	mspec m1 = {.id = mid,
+	            .table = "todo",
+	            .pk = a.json,
+	            .op = "insert",
 	            .cols = "{\"title\":\"moved\"}"};
 	char ids[2][SY_UUID_LEN + 1];
 	result *r1 = run(ALICE, NULL, &m1, 1, ids);
@@ -870,8 +891,8 @@ static void test_cross_batch(void)
 	/* Unchanged content in a new batch (after a reconnect): no re-execution. */
 	pgt_exec(db, "UPDATE synchro.clients SET generation = generation + 1"
 	             " WHERE client_id = '" CA1 "'");
-	mspec ms[2] = {m1, {.table = "todo", .pk = b.json, .op = "insert",
-	                    .cols = "{\"title\":\"new\"}"}};
+	mspec ms[2] = {
+	        m1, {.table = "todo", .pk = b.json, .op = "insert", .cols = "{\"title\":\"new\"}"}};
 	result *r2 = run(ALICE, NULL, ms, 2, ids);
 	expect_200(r2);
 	char *replayed = jcs_of(outcome(r2, mid, NULL));
@@ -883,9 +904,9 @@ static void test_cross_batch(void)
 	CU_ASSERT_STRING_EQUAL(after, v);
 	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
 	const char *pm[] = {mid};
-	CU_ASSERT_EQUAL(pgt_int(db, "SELECT count(*) FROM synchro.mutations WHERE mutation_id = $1",
-	                        1, pm),
-	                1);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db, "SELECT count(*) FROM synchro.mutations WHERE mutation_id = $1", 1, pm),
+	        1);
 	free(replayed);
 
 	/* Only stored outcomes: a complete batch with nothing new, the epoch unchanged. */
@@ -911,8 +932,8 @@ static void test_cross_batch(void)
 	rspec at = {.atomic = true};
 	todo_id c;
 	fresh_todo(&c);
-	mspec ms3[2] = {m1, {.table = "todo", .pk = c.json, .op = "insert",
-	                     .cols = "{\"title\":\"c\"}"}};
+	mspec ms3[2] = {
+	        m1, {.table = "todo", .pk = c.json, .op = "insert", .cols = "{\"title\":\"c\"}"}};
 	result *r5 = run(ALICE, &at, ms3, 2, NULL);
 	expect_error(r5, SY_ERR_INVALID_REQUEST);
 	result_free(r5);
@@ -953,7 +974,10 @@ static void test_cross_batch(void)
 	rspec other = {.client = CA2};
 	todo_id d;
 	fresh_todo(&d);
-	mspec m2 = {.id = mid, .table = "todo", .pk = d.json, .op = "insert",
+	mspec m2 = {.id = mid,
+	            .table = "todo",
+	            .pk = d.json,
+	            .op = "insert",
 	            .cols = "{\"title\":\"d\"}"};
 	result *r6 = run(ALICE, &other, &m2, 1, NULL);
 	expect_200(r6);
@@ -975,8 +999,9 @@ static void test_atomic_success(void)
 	fresh_item(p2);
 	rspec rs = {.atomic = true};
 	/* the same label twice inside the group, made unique again before the group ends */
-	mspec ms[2] = {{.table = "item", .pk = p1, .op = "insert", .cols = "{\"label\":\"dup-ok\"}"},
-	               {.table = "item", .pk = p2, .op = "insert", .cols = "{\"label\":\"dup-ok\"}"}};
+	mspec ms[2] = {
+	        {.table = "item", .pk = p1, .op = "insert", .cols = "{\"label\":\"dup-ok\"}"},
+	        {.table = "item", .pk = p2, .op = "insert", .cols = "{\"label\":\"dup-ok\"}"}};
 	long long e0 = epoch(CA1);
 	result *r = run(ALICE, &rs, ms, 2, ids);
 	expect_200(r);
@@ -993,10 +1018,10 @@ static void test_atomic_success(void)
 	CU_ASSERT_EQUAL(count("SELECT count(*) FROM item WHERE label = 'dup-ok'"), 0);
 	/* the ledger keeps every outcome of the completed group */
 	const char *pm[] = {ids[0], ids[1]};
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "SELECT count(*) FROM synchro.mutations WHERE mutation_id IN ($1, $2)",
-	                        2, pm),
-	                2);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db, "SELECT count(*) FROM synchro.mutations WHERE mutation_id IN ($1, $2)",
+	                2, pm),
+	        2);
 	result_free(r);
 
 	/* distinct labels: both applied, each reporting the row after the group's check */
@@ -1053,9 +1078,9 @@ static void test_atomic_conflict(void)
 	fresh_item(p1);
 	rspec rs = {.atomic = true};
 	mspec ms[3] = {
-		{.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p2, .op = "update", .base = "stale", .cols = "{\"qty\":6}"},
-		{.table = "item", .pk = p1, .op = "update", .base = "x", .cols = "{\"qty\":2}"},
+	        {.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p2, .op = "update", .base = "stale", .cols = "{\"qty\":6}"},
+	        {.table = "item", .pk = p1, .op = "update", .base = "x", .cols = "{\"qty\":2}"},
 	};
 	/* the same identity twice is refused for an atomic request (400) */
 	result *r = run(ALICE, &rs, ms, 3, ids);
@@ -1082,8 +1107,8 @@ static void test_atomic_conflict(void)
 	fresh_item(p3);
 	fresh_item(p4);
 	mspec ms2[2] = {
-		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"qty\":1}"},
-		{.table = "item", .pk = p4, .op = "update", .base = "x", .cols = "{\"qty\":2}"},
+	        {.table = "item", .pk = p3, .op = "insert", .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p4, .op = "update", .base = "x", .cols = "{\"qty\":2}"},
 	};
 	r = run(ALICE, &rs, ms2, 2, ids);
 	expect_200(r);
@@ -1093,8 +1118,8 @@ static void test_atomic_conflict(void)
 
 	/* a terminal rejection of the first mutation rejects the rest without any write */
 	mspec ms3[2] = {
-		{.table = "item", .pk = p3, .op = "insert", .cols = "{\"nope\":1}"},
-		{.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":2}"},
+	        {.table = "item", .pk = p3, .op = "insert", .cols = "{\"nope\":1}"},
+	        {.table = "item", .pk = p4, .op = "insert", .cols = "{\"qty\":2}"},
 	};
 	r = run(ALICE, &rs, ms3, 2, ids);
 	expect_200(r);
@@ -1113,7 +1138,9 @@ static void test_policy(void)
 	char v[160], after[160];
 	char ids[1][SY_UUID_LEN + 1];
 	fresh_todo(&a);
-	mspec ins = {.table = "todo", .pk = a.json, .op = "insert",
+	mspec ins = {.table = "todo",
+	             .pk = a.json,
+	             .op = "insert",
 	             .cols = "{\"title\":\"secret-of-alice\"}"};
 	result *r = run(ALICE, NULL, &ins, 1, ids);
 	expect_200(r);
@@ -1122,12 +1149,19 @@ static void test_policy(void)
 
 	rspec bob = {.client = CB1};
 	mspec ms[4] = {
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"title\":\"b\"}"},
-		{.table = "todo", .pk = a.json, .op = "delete", .base = v},
-		{.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"b\"}"},
-		/* policy precedes validation: the owner field is not writable either */
-		{.table = "todo", .pk = a.json, .op = "update", .base = "x",
-		 .cols = "{\"owner\":\"bob\"}"},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"title\":\"b\"}"},
+	        {.table = "todo", .pk = a.json, .op = "delete", .base = v},
+	        {.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"b\"}"},
+	        /* policy precedes validation: the owner field is not writable either */
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = "x",
+	         .cols = "{\"owner\":\"bob\"}"},
 	};
 	for (int i = 0; i < 4; i++) {
 		r = run(BOB, &bob, &ms[i], 1, ids);
@@ -1145,7 +1179,10 @@ static void test_policy(void)
 	todo_id b;
 	char vb[160];
 	make_todo(BOB, CB1, &b, vb);
-	mspec own = {.table = "todo", .pk = b.json, .op = "update", .base = vb,
+	mspec own = {.table = "todo",
+	             .pk = b.json,
+	             .op = "update",
+	             .base = vb,
 	             .cols = "{\"done\":true}"};
 	r = run(BOB, &bob, &own, 1, ids);
 	expect_200(r);
@@ -1163,29 +1200,61 @@ static void test_validation(void)
 	char p[32], vi[160];
 	make_item(p, "{\"qty\":1}", vi);
 	const mspec bad[] = {
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"owner\":\"alice\"}"},
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"nope\":1}"},
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"title\":null}"},
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"done\":1}"},
-		{.table = "todo", .pk = a.json, .op = "update", .base = v,
-		 .cols = "{\"id\":\"0e0e0e0e-0000-4000-8000-000000000000\"}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi, .cols = "{\"qty\":1.0}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi, .cols = "{\"price\":\"1.50\"}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi, .cols = "{\"qty\":2147483648}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi,
-		 .cols = "{\"deleted_at\":\"2026-01-01T00:00:00.000000Z\"}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi,
-		 .cols = "{\"seen_at\":\"2026-01-01T00:00:00Z\"}"},
-		{.table = "item", .pk = p, .op = "update", .base = vi, .cols = "{\"tags\":\"{ }\"}"},
-		/* a valid value beside an invalid one is not applied either */
-		{.table = "item", .pk = p, .op = "update", .base = vi,
-		 .cols = "{\"label\":\"ok\",\"qty\":\"1\"}"},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"owner\":\"alice\"}"},
+	        {.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"nope\":1}"},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"title\":null}"},
+	        {.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"done\":1}"},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"id\":\"0e0e0e0e-0000-4000-8000-000000000000\"}"},
+	        {.table = "item", .pk = p, .op = "update", .base = vi, .cols = "{\"qty\":1.0}"},
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"price\":\"1.50\"}"},
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"qty\":2147483648}"},
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"deleted_at\":\"2026-01-01T00:00:00.000000Z\"}"},
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"seen_at\":\"2026-01-01T00:00:00Z\"}"},
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"tags\":\"{ }\"}"},
+	        /* a valid value beside an invalid one is not applied either */
+	        {.table = "item",
+	         .pk = p,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"label\":\"ok\",\"qty\":\"1\"}"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		result *r = run(ALICE, NULL, &bad[i], 1, ids);
 		expect_200(r);
-		const sy_json *o = check(r, ids[0], "rejected_terminal", "validation_failed", false,
-		                         false);
+		const sy_json *o =
+		        check(r, ids[0], "rejected_terminal", "validation_failed", false, false);
 		if (o == NULL || strcmp(str(o, "code"), "validation_failed") != 0)
 			fprintf(stderr, "  (case %zu)\n", i);
 		result_free(r);
@@ -1199,7 +1268,10 @@ static void test_validation(void)
 	/* validation precedes the matrix: an invalid update of an absent row is not a conflict */
 	todo_id none;
 	fresh_todo(&none);
-	mspec m = {.table = "todo", .pk = none.json, .op = "update", .base = v,
+	mspec m = {.table = "todo",
+	           .pk = none.json,
+	           .op = "update",
+	           .base = v,
 	           .cols = "{\"nope\":1}"};
 	result *r = run(ALICE, NULL, &m, 1, ids);
 	expect_200(r);
@@ -1218,8 +1290,10 @@ static void test_validation(void)
 	r = run(ALICE, NULL, &badpk, 1, ids);
 	expect_error(r, SY_ERR_INVALID_REQUEST);
 	result_free(r);
-	mspec upper = {.table = "todo", .pk = "\"0E0E0E0E-0000-4000-8000-000000000000\"",
-	               .op = "insert", .cols = "{}"};
+	mspec upper = {.table = "todo",
+	               .pk = "\"0E0E0E0E-0000-4000-8000-000000000000\"",
+	               .op = "insert",
+	               .cols = "{}"};
 	r = run(ALICE, NULL, &upper, 1, ids);
 	expect_error(r, SY_ERR_INVALID_REQUEST);
 	result_free(r);
@@ -1247,17 +1321,18 @@ static void test_epoch(void)
 	char ids[3][SY_UUID_LEN + 1];
 	make_item(p, "{}", v);
 	long long e0 = epoch(CA1);
-	mspec conflicts[2] = {{.table = "item", .pk = p, .op = "insert", .cols = "{}"},
-	                      {.table = "item", .pk = p, .op = "update", .base = "x",
-	                       .cols = "{\"qty\":1}"}};
+	mspec conflicts[2] = {
+	        {.table = "item", .pk = p, .op = "insert", .cols = "{}"},
+	        {.table = "item", .pk = p, .op = "update", .base = "x", .cols = "{\"qty\":1}"}};
 	result *r = run(ALICE, NULL, conflicts, 2, ids);
 	expect_200(r);
 	CU_ASSERT_EQUAL(r->a.applied, 0);
 	CU_ASSERT_EQUAL(epoch(CA1), e0);
 	result_free(r);
-	mspec mixed[3] = {conflicts[0],
-	                  {.table = "item", .pk = p, .op = "update", .base = v, .cols = "{\"qty\":1}"},
-	                  {.table = "item", .pk = p, .op = "update", .base = "y", .cols = "{}"}};
+	mspec mixed[3] = {
+	        conflicts[0],
+	        {.table = "item", .pk = p, .op = "update", .base = v, .cols = "{\"qty\":1}"},
+	        {.table = "item", .pk = p, .op = "update", .base = "y", .cols = "{}"}};
 	r = run(ALICE, NULL, mixed, 3, ids);
 	/* an empty update patch is a request error */
 	CU_ASSERT_EQUAL(r->parse_error, 1);
@@ -1294,9 +1369,9 @@ static void test_gates(void)
 	expect_error(r, SY_ERR_CLIENT_GENERATION_EXPIRED);
 	result_free(r);
 	const char *pm[] = {ids[0]};
-	CU_ASSERT_EQUAL(pgt_int(db, "SELECT count(*) FROM synchro.mutations WHERE mutation_id = $1",
-	                        1, pm),
-	                0);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db, "SELECT count(*) FROM synchro.mutations WHERE mutation_id = $1", 1, pm),
+	        0);
 
 	/* another schema reference: 422 naming both */
 	sy_schema_ref wrong = cur;
@@ -1441,13 +1516,14 @@ static void test_admission(void)
 static void test_retry(void)
 {
 	pgt_exec(db, "CREATE SEQUENCE test_fail_seq");
-	pgt_exec(db, "CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql"
-	             " SECURITY DEFINER AS $$ BEGIN"
-	             " IF NEW.label LIKE 'retry-%' AND nextval('test_fail_seq') <="
-	             "    split_part(NEW.label, '-', 2)::int THEN"
-	             "   IF NEW.qty = 1 THEN RAISE EXCEPTION 'fail' USING ERRCODE = '40P01'; END IF;"
-	             "   RAISE EXCEPTION 'fail' USING ERRCODE = '40001';"
-	             " END IF; RETURN NEW; END $$");
+	pgt_exec(db,
+	         "CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql"
+	         " SECURITY DEFINER AS $$ BEGIN"
+	         " IF NEW.label LIKE 'retry-%' AND nextval('test_fail_seq') <="
+	         "    split_part(NEW.label, '-', 2)::int THEN"
+	         "   IF NEW.qty = 1 THEN RAISE EXCEPTION 'fail' USING ERRCODE = '40P01'; END IF;"
+	         "   RAISE EXCEPTION 'fail' USING ERRCODE = '40001';"
+	         " END IF; RETURN NEW; END $$");
 	pgt_exec(db, "CREATE TRIGGER test_fail BEFORE INSERT ON item FOR EACH ROW"
 	             " EXECUTE FUNCTION test_fail()");
 	char p[32];
@@ -1518,16 +1594,17 @@ static child spawn(const char *user, const char *json, const int go[2], int lock
 			while (read(go_fd, &b, 1) < 0 && errno == EINTR)
 				;
 		}
-		sy_store_push_params prm = {.user = user, .req = req,
-		                            .lock_timeout_ms = lock_timeout_ms};
+		sy_store_push_params prm = {
+		        .user = user, .req = req, .lock_timeout_ms = lock_timeout_ms};
 		sy_store_push_answer a;
 		memset(&a, 0, sizeof a);
 		sy_store_status st = sy_store_push_handle(p, c, &prm, &a, &e);
 		char head[64];
-		int n = snprintf(head, sizeof head, "%d %d %d %d\n", a.http_status, a.replay ? 1 : 0,
-		                 (int)a.error, (int)st);
+		int n = snprintf(head, sizeof head, "%d %d %d %d\n", a.http_status,
+		                 a.replay ? 1 : 0, (int)a.error, (int)st);
 		if (write(fds[1], head, (size_t)n) != n ||
-		    (a.body.len > 0 && write(fds[1], a.body.data, a.body.len) != (ssize_t)a.body.len))
+		    (a.body.len > 0 &&
+		     write(fds[1], a.body.data, a.body.len) != (ssize_t)a.body.len))
 			_exit(4);
 		_exit(0);
 	}
@@ -1602,8 +1679,8 @@ static bool wait_for_lock_waiters(int n)
 	snprintf(want, sizeof want, "%d", n);
 	for (int i = 0; i < 2000; i++) {
 		PGresult *r = PQexec(mon, "SELECT count(*) FROM pg_stat_activity"
-		                         " WHERE application_name = 'push_child'"
-		                         "   AND wait_event_type = 'Lock'");
+		                          " WHERE application_name = 'push_child'"
+		                          "   AND wait_event_type = 'Lock'");
 		bool done = r && PQresultStatus(r) == PGRES_TUPLES_OK &&
 		            strcmp(PQgetvalue(r, 0, 0), want) == 0;
 		PQclear(r);
@@ -1709,8 +1786,9 @@ static void test_concurrent_identical(void)
 	CU_ASSERT_EQUAL(replays, RACERS - 1);
 	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
 	const char *pp[] = {bare(pk, b)};
-	CU_ASSERT_EQUAL(pgt_int(db, "SELECT count(*) FROM synchro.row_fences WHERE table_id = 'item'"
-	                            " AND pk = $1",
+	CU_ASSERT_EQUAL(pgt_int(db,
+	                        "SELECT count(*) FROM synchro.row_fences WHERE table_id = 'item'"
+	                        " AND pk = $1",
 	                        1, pp),
 	                1);
 	free(first);
@@ -1727,8 +1805,8 @@ static void test_race_insert(void)
 	char *json = build(&(rspec){0}, &m, 1, ids);
 	const char *pa[] = {a.id};
 	pgt_exec(db, "BEGIN");
-	PQclear(pgt_query(db, "INSERT INTO todo (id, title, owner) VALUES ($1, 'direct', 'alice')", 1,
-	                  pa));
+	PQclear(pgt_query(db, "INSERT INTO todo (id, title, owner) VALUES ($1, 'direct', 'alice')",
+	                  1, pa));
 	child ch = spawn(ALICE, json, NULL, 10000);
 	CU_ASSERT_TRUE(wait_for_lock_waiters(1));
 	pgt_exec(db, "COMMIT");
@@ -1863,9 +1941,9 @@ static bool publish(const char *text, sy_schema_ref *out)
 /* manifest_text without the field object of todo.note. */
 static char *without_note(void)
 {
-	static const char note[] =
-		"{\"field_id\": \"note\", \"column\": \"note\", \"type\": \"text\", \"nullable\": true, "
-		"\"writable\": true},";
+	static const char note[] = "{\"field_id\": \"note\", \"column\": \"note\", \"type\": "
+	                           "\"text\", \"nullable\": true, "
+	                           "\"writable\": true},";
 	char *at = strstr(manifest_text, note);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
 	size_t len = strlen(manifest_text), cut = strlen(note);
@@ -1886,7 +1964,8 @@ static void test_schema_history(void)
 	/* a completed batch under v1, to replay after the publish */
 	todo_id r0;
 	fresh_todo(&r0);
-	mspec before = {.table = "todo", .pk = r0.json, .op = "insert", .cols = "{\"title\":\"v1\"}"};
+	mspec before = {
+	        .table = "todo", .pk = r0.json, .op = "insert", .cols = "{\"title\":\"v1\"}"};
 	char *json_v1 = build(&(rspec){0}, &before, 1, NULL);
 	result *first = push_as(ALICE, json_v1);
 	expect_200(first);
@@ -1910,8 +1989,11 @@ static void test_schema_history(void)
 	rspec old = {.schema = &schema_v1};
 	todo_id r1;
 	fresh_todo(&r1);
-	mspec fresh_v1 = {.table = "todo", .pk = r1.json, .op = "insert",
-	                  .cols = "{\"title\":\"x\"}", .authored = &schema_v1};
+	mspec fresh_v1 = {.table = "todo",
+	                  .pk = r1.json,
+	                  .op = "insert",
+	                  .cols = "{\"title\":\"x\"}",
+	                  .authored = &schema_v1};
 	result *r = run(ALICE, &old, &fresh_v1, 1, ids);
 	expect_error(r, SY_ERR_SCHEMA_MISMATCH);
 	CU_ASSERT_EQUAL(r->a.current.version, v2.version);
@@ -1920,22 +2002,39 @@ static void test_schema_history(void)
 
 	/* queued v1 intent that uses note: schema_incompatible, complete with both schemas */
 	static const sy_schema_ref unknown = {
-		99, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
+	        99, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"};
 	mspec ms[4] = {
-		{.table = "todo", .pk = a.json, .op = "update", .base = v,
-		 .cols = "{\"note\":\"n\",\"title\":\"t\"}", .authored = &schema_v1},
-		/* authored under v2, note is just an unknown field */
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"note\":\"n\"}"},
-		/* an unavailable authored schema: presence in the current schema decides */
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"note\":\"n\"}",
-		 .authored = &unknown},
-		/* v1 intent that the current schema still represents applies */
-		{.table = "todo", .pk = a.json, .op = "update", .base = v, .cols = "{\"title\":\"v2\"}",
-		 .authored = &schema_v1},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"note\":\"n\",\"title\":\"t\"}",
+	         .authored = &schema_v1},
+	        /* authored under v2, note is just an unknown field */
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"note\":\"n\"}"},
+	        /* an unavailable authored schema: presence in the current schema decides */
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"note\":\"n\"}",
+	         .authored = &unknown},
+	        /* v1 intent that the current schema still represents applies */
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = v,
+	         .cols = "{\"title\":\"v2\"}",
+	         .authored = &schema_v1},
 	};
 	r = run(ALICE, NULL, ms, 4, ids);
 	expect_200(r);
-	const sy_json *o = check(r, ids[0], "rejected_terminal", "schema_incompatible", false, false);
+	const sy_json *o =
+	        check(r, ids[0], "rejected_terminal", "schema_incompatible", false, false);
 	char *s = jcs_of(o ? sy_json_get(o, "incompatible_field_ids") : NULL);
 	CU_ASSERT_STRING_EQUAL(s ? s : "", "[\"note\"]");
 	free(s);
@@ -1968,9 +2067,13 @@ static void test_schema_history(void)
 	CU_ASSERT_TRUE_FATAL(publish(v3text, &v3));
 	cur = v3;
 	mspec gone[2] = {
-		{.table = "item", .pk = pk, .op = "update", .base = vi,
-		 .cols = "{\"qty\":2,\"label\":\"l\"}", .authored = &v2},
-		{.table = "item", .pk = "7", .op = "delete", .base = vi, .authored = &v2},
+	        {.table = "item",
+	         .pk = pk,
+	         .op = "update",
+	         .base = vi,
+	         .cols = "{\"qty\":2,\"label\":\"l\"}",
+	         .authored = &v2},
+	        {.table = "item", .pk = "7", .op = "delete", .base = vi, .authored = &v2},
 	};
 	r = run(ALICE, NULL, gone, 2, ids);
 	expect_200(r);
@@ -1999,8 +2102,12 @@ static void test_schema_history(void)
 	fence_version("todo", a.id, va);
 	rspec bob = {.client = CB1};
 	mspec bm[2] = {
-		{.table = "todo", .pk = a.json, .op = "update", .base = va, .cols = "{\"done\":true}"},
-		{.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"b\"}"},
+	        {.table = "todo",
+	         .pk = a.json,
+	         .op = "update",
+	         .base = va,
+	         .cols = "{\"done\":true}"},
+	        {.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"b\"}"},
 	};
 	r = run(BOB, &bob, bm, 2, ids);
 	expect_200(r);
@@ -2073,32 +2180,32 @@ int main(void)
 	}
 
 	static const CU_TestInfo tests[] = {
-		{"matrix on todo (hard delete, owner policy)", test_matrix_todo},
-		{"matrix on item (soft delete)", test_matrix_item},
-		{"one batch evaluates in order", test_sequential_batch},
-		{"runs of inserts", test_insert_run},
-		{"every portable type round-trips", test_types},
-		{"exact replay and batch idempotency", test_replay},
-		{"cross-batch mutation replay and idempotency", test_cross_batch},
-		{"atomic group: deferred check and success", test_atomic_success},
-		{"non-atomic units check deferred constraints", test_nonatomic_deferred},
-		{"atomic group: conflicts and terminal rejections", test_atomic_conflict},
-		{"write policy refuses without revealing the row", test_policy},
-		{"validation_failed", test_validation},
-		{"table_not_synced", test_table_not_synced},
-		{"accepted_write_epoch", test_epoch},
-		{"gates and their order", test_gates},
-		{"admission after the gates", test_admission},
-		{"statements the session lost", test_lost_statements},
-		{"deadlock and serialization retries", test_retry},
-		{"20 concurrent updates of one base", test_concurrent_updates},
-		{"20 concurrent identical requests", test_concurrent_identical},
-		{"racing insert", test_race_insert},
-		{"no resurrection under a race", test_race_resurrection},
-		{"lock timeout", test_lock_timeout},
-		{"connection lost", test_connection_lost},
-		{"schema history: schema_incompatible", test_schema_history},
-		{NULL, NULL},
+	        {"matrix on todo (hard delete, owner policy)", test_matrix_todo},
+	        {"matrix on item (soft delete)", test_matrix_item},
+	        {"one batch evaluates in order", test_sequential_batch},
+	        {"runs of inserts", test_insert_run},
+	        {"every portable type round-trips", test_types},
+	        {"exact replay and batch idempotency", test_replay},
+	        {"cross-batch mutation replay and idempotency", test_cross_batch},
+	        {"atomic group: deferred check and success", test_atomic_success},
+	        {"non-atomic units check deferred constraints", test_nonatomic_deferred},
+	        {"atomic group: conflicts and terminal rejections", test_atomic_conflict},
+	        {"write policy refuses without revealing the row", test_policy},
+	        {"validation_failed", test_validation},
+	        {"table_not_synced", test_table_not_synced},
+	        {"accepted_write_epoch", test_epoch},
+	        {"gates and their order", test_gates},
+	        {"admission after the gates", test_admission},
+	        {"statements the session lost", test_lost_statements},
+	        {"deadlock and serialization retries", test_retry},
+	        {"20 concurrent updates of one base", test_concurrent_updates},
+	        {"20 concurrent identical requests", test_concurrent_identical},
+	        {"racing insert", test_race_insert},
+	        {"no resurrection under a race", test_race_resurrection},
+	        {"lock timeout", test_lock_timeout},
+	        {"connection lost", test_connection_lost},
+	        {"schema history: schema_incompatible", test_schema_history},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("push", tests);
 	int status = sy_test_run();
