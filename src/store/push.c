@@ -643,10 +643,22 @@ static const char set_mutation_sql[] =
 
 static const char schema_sql[] =
         "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1";
-static const char client_sql[] =
+/*
+ * The lookup before any transaction, in one statement (a replay is this and nothing else):
+ * client, retirement, latest schema, batch; NULL columns where there is none.
+ */
+static const char head_sql[] =
         "SELECT c.user_id, c.generation,"
-        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id)"
-        "  FROM synchro.clients c WHERE c.client_id = $1::uuid";
+        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
+        "       s.version, s.hash,"
+        "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
+        "       b.http_status, convert_from(b.response, 'UTF8')"
+        "  FROM (SELECT 1) one"
+        "  LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"
+        "  LEFT JOIN synchro.batches b"
+        "         ON b.user_id = $2 AND b.client_id = $1::uuid AND b.batch_id = $3::uuid"
+        "  LEFT JOIN LATERAL (SELECT v.version, v.hash FROM synchro.schema_versions v"
+        "                      ORDER BY v.version DESC LIMIT 1) s ON true";
 /* ADR: concurrent requests of one client serialize here; the row lock also orders a push
  * against connect (new generation) and retirement, which update or lock this row. */
 static const char client_lock_sql[] =
@@ -833,17 +845,32 @@ static bool fp_stored_equal(const sy_fingerprint *fp, const PGresult *r, int row
 	                     PQgetvalue(r, row, col + 2), digest, sizeof digest);
 }
 
-/* Queues the lookup statements; the indexes of their results go to idx[0..3]. */
+/*
+ * Queues the lookup: idx[0..2] receive the results holding the client, the latest
+ * schema and the batch (one statement before the transaction, three inside it, where the
+ * client row is locked), idx[3] the mutation ledger rows.
+ */
 static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 {
 	const sy_push_request *req = x->req;
 	const char *pc[] = {req->client_id};
 	const char *pb[] = {x->user, req->client_id, req->batch_id};
+	const char *ph[] = {req->client_id, x->user, req->batch_id};
 	const char *pm[] = {x->user, req->client_id, x->ids};
-	idx[0] = pipe_query(&x->pp, locked ? client_lock_sql : client_sql, 1, pc, PGRES_TUPLES_OK);
-	idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
-	idx[2] = pipe_query(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
+	if (locked) {
+		idx[0] = pipe_query(&x->pp, client_lock_sql, 1, pc, PGRES_TUPLES_OK);
+		idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
+		idx[2] = pipe_query(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
+	} else {
+		idx[0] = idx[1] = idx[2] = pipe_query(&x->pp, head_sql, 3, ph, PGRES_TUPLES_OK);
+	}
 	idx[3] = pipe_query(&x->pp, mutations_sql, 3, pm, PGRES_TUPLES_OK);
+}
+
+/* Whether result r has a row whose column col is not NULL. */
+static bool present(const PGresult *r, int col)
+{
+	return PQntuples(r) == 1 && !PQgetisnull(r, 0, col);
 }
 
 static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
@@ -852,7 +879,9 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 	lookup_clear(lk);
 	const PGresult *rc = res_of(&x->pp, idx[0]), *rs = res_of(&x->pp, idx[1]),
 	               *rb = res_of(&x->pp, idx[2]), *rm = res_of(&x->pp, idx[3]);
-	if (PQntuples(rc) == 1) {
+	/* columns of the schema and batch parts in their results */
+	int sc = locked ? 0 : 3, bc = locked ? 0 : 5;
+	if (present(rc, 0)) {
 		lk->client_found = true;
 		lk->bound = strcmp(PQgetvalue(rc, 0, 0), x->user) == 0;
 		lk->generation = atoll(PQgetvalue(rc, 0, 1));
@@ -860,19 +889,19 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 		if (locked)
 			sy_store_format_time(PQgetvalue(rc, 0, 3), lk->now);
 	}
-	if (PQntuples(rs) == 1) {
+	if (present(rs, sc)) {
 		lk->schema_found = true;
-		lk->schema_version = atoll(PQgetvalue(rs, 0, 0));
-		snprintf(lk->schema_hash, sizeof lk->schema_hash, "%s", PQgetvalue(rs, 0, 1));
+		lk->schema_version = atoll(PQgetvalue(rs, 0, sc));
+		snprintf(lk->schema_hash, sizeof lk->schema_hash, "%s", PQgetvalue(rs, 0, sc + 1));
 	}
-	if (PQntuples(rb) == 1) {
+	if (present(rb, bc)) {
 		lk->batch_found = true;
-		lk->batch_complete = strcmp(PQgetvalue(rb, 0, 0), "complete") == 0;
-		lk->batch_fp_equal = fp_stored_equal(&x->bfp, rb, 0, 1);
-		lk->http_status = atoi(PQgetvalue(rb, 0, 5));
-		if (!PQgetisnull(rb, 0, 6)) {
-			lk->response_len = (size_t)PQgetlength(rb, 0, 6);
-			lk->response = sy_strndup(PQgetvalue(rb, 0, 6), lk->response_len);
+		lk->batch_complete = strcmp(PQgetvalue(rb, 0, bc), "complete") == 0;
+		lk->batch_fp_equal = fp_stored_equal(&x->bfp, rb, 0, bc + 1);
+		lk->http_status = atoi(PQgetvalue(rb, 0, bc + 5));
+		if (!PQgetisnull(rb, 0, bc + 6)) {
+			lk->response_len = (size_t)PQgetlength(rb, 0, bc + 6);
+			lk->response = sy_strndup(PQgetvalue(rb, 0, bc + 6), lk->response_len);
 			if (lk->response == NULL)
 				return false;
 		}
