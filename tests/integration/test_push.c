@@ -1602,11 +1602,17 @@ static child spawn(const char *user, const char *json, const int go[2], int lock
 		char head[64];
 		int n = snprintf(head, sizeof head, "%d %d %d %d\n", a.http_status,
 		                 a.replay ? 1 : 0, (int)a.error, (int)st);
+		int status = 0;
 		if (write(fds[1], head, (size_t)n) != n ||
 		    (a.body.len > 0 &&
 		     write(fds[1], a.body.data, a.body.len) != (ssize_t)a.body.len))
-			_exit(4);
-		_exit(0);
+			status = 4;
+		/* freed, so that a child under valgrind is as clean as its parent */
+		sy_store_push_answer_clear(&a);
+		sy_push_request_free(req);
+		sy_store_push_free(p);
+		sy_store_disconnect(c);
+		_exit(status);
 	}
 	close(fds[1]);
 	ch.pid = pid;
