@@ -19,6 +19,7 @@
 typedef struct {
 	_Alignas(64) atomic_uint busy; /* one cache line per slot: responders write their own */
 	_Atomic uint64_t id[2];
+	_Atomic uint64_t batch[2];
 } slot;
 
 struct sy_admission {
@@ -83,26 +84,32 @@ static void uuid_words(const char *s, uint64_t out[2])
 	}
 }
 
-bool sy_admission_enter(sy_admission *a, int slot_no, const char *client_id)
+bool sy_admission_enter(sy_admission *a, int slot_no, const char *client_id, const char *batch_id)
 {
 	if (a == NULL)
 		return true;
 	if (slot_no < 0 || slot_no >= a->nslots)
 		return false;
-	uint64_t id[2];
+	uint64_t id[2], batch[2];
 	uuid_words(client_id, id);
+	uuid_words(batch_id, batch);
 	slot *me = &a->slots[slot_no];
 	atomic_store(&me->id[0], id[0]);
 	atomic_store(&me->id[1], id[1]);
+	atomic_store(&me->batch[0], batch[0]);
+	atomic_store(&me->batch[1], batch[1]);
 	atomic_store(&me->busy, 1u);
 
-	int total = 0, same = 0;
+	int total = 0, same = 1;
 	for (int i = 0; i < a->nslots; i++) {
 		slot *s = &a->slots[i];
 		if (atomic_load(&s->busy) == 0)
 			continue;
 		total++;
-		if (atomic_load(&s->id[0]) == id[0] && atomic_load(&s->id[1]) == id[1])
+		/* Other slots of this client with another batch: duplicates of ours count once. */
+		if (i != slot_no && atomic_load(&s->id[0]) == id[0] &&
+		    atomic_load(&s->id[1]) == id[1] &&
+		    (atomic_load(&s->batch[0]) != batch[0] || atomic_load(&s->batch[1]) != batch[1]))
 			same++;
 	}
 	int cap = atomic_load(&a->max_inflight);

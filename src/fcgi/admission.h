@@ -22,12 +22,15 @@ void sy_admission_set_caps(sy_admission *a, int max_inflight, int max_inflight_p
 void sy_admission_destroy(sy_admission *a);
 
 /*
- * Announces a first execution for client_id (a canonical UUID) in `slot`,
- * then counts: over either cap the announcement is withdrawn and false
- * returned (the caller answers 429 retry_later). Racing announcers may both
- * be refused at the cap, never both admitted beyond it.
+ * Announces a first execution of batch_id for client_id (canonical UUIDs) in
+ * `slot`, then counts: over either cap the announcement is withdrawn and false
+ * returned (the caller answers 429 retry_later). Requests carrying the batch
+ * another slot already announced count once against the per-client cap: they
+ * are the ADR's concurrent duplicates, which wait for that one execution and
+ * replay it rather than executing again. Racing announcers may both be
+ * refused at the cap, never both admitted beyond it.
  */
-bool sy_admission_enter(sy_admission *a, int slot, const char *client_id);
+bool sy_admission_enter(sy_admission *a, int slot, const char *client_id, const char *batch_id);
 /* Withdraws the slot's announcement (after commit or rollback). */
 void sy_admission_leave(sy_admission *a, int slot);
 /* Master: clears a reaped responder's slot. */

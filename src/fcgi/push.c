@@ -19,19 +19,25 @@
  */
 static sy_store_push *push_state;
 
+/* What the admission callbacks need: the responder's slot and the request's batch. */
+typedef struct {
+	sy_responder *r;
+	const char *batch_id;
+} admit_ctx;
+
 static bool admit(void *arg, const char *client_id)
 {
-	sy_responder *r = arg;
-	if (r->admission == NULL)
+	admit_ctx *a = arg;
+	if (a->r->admission == NULL)
 		return true;
-	return sy_admission_enter(r->admission, r->slot, client_id);
+	return sy_admission_enter(a->r->admission, a->r->slot, client_id, a->batch_id);
 }
 
 static void leave(void *arg)
 {
-	sy_responder *r = arg;
-	if (r->admission != NULL)
-		sy_admission_leave(r->admission, r->slot);
+	admit_ctx *a = arg;
+	if (a->r->admission != NULL)
+		sy_admission_leave(a->r->admission, a->r->slot);
 }
 
 void sy_route_push(sy_responder *r, sy_http *h)
@@ -76,13 +82,14 @@ void sy_route_push(sy_responder *r, sy_http *h)
 		                   "request could not be committed");
 		goto done;
 	}
+	admit_ctx actx = {r, req->batch_id};
 	sy_store_push_params prm = {
 	        .user = user,
 	        .req = req,
 	        .lock_timeout_ms = r->lock_timeout_ms,
 	        .admit = admit,
 	        .leave = leave,
-	        .admit_arg = r,
+	        .admit_arg = &actx,
 	};
 	sy_store_status st = sy_store_push_handle(push_state, c, &prm, &ans, &err);
 	if (st != SY_STORE_OK) {

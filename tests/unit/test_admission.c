@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -16,33 +17,35 @@
 #define A "11111111-1111-4111-8111-111111111111"
 #define B "22222222-2222-4222-8222-222222222222"
 #define C "33333333-3333-4333-8333-333333333333"
+#define X "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+#define Y "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
 
 static void test_caps(void)
 {
 	sy_admission *a = sy_admission_create(8, 2, 1);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 0, A));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 0, A, X));
 	/* The same client again: over the per-client cap, and the refusal leaves no trace. */
-	CU_ASSERT_FALSE(sy_admission_enter(a, 1, A));
+	CU_ASSERT_FALSE(sy_admission_enter(a, 1, A, Y));
 	CU_ASSERT_EQUAL(sy_admission_inflight(a), 1);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 1, B));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 1, B, X));
 	/* Two in flight: the global cap refuses a third client. */
-	CU_ASSERT_FALSE(sy_admission_enter(a, 2, C));
+	CU_ASSERT_FALSE(sy_admission_enter(a, 2, C, X));
 	CU_ASSERT_EQUAL(sy_admission_inflight(a), 2);
 	sy_admission_leave(a, 0);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 2, C));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 2, C, X));
 	/* A reaped responder's slot is cleared by the master. */
 	sy_admission_clear(a, 1);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 3, A));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 3, A, X));
 	CU_ASSERT_EQUAL(sy_admission_inflight(a), 2);
 	/* Caps change on reload; 0 lifts them. */
 	sy_admission_set_caps(a, 0, 0);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 4, A));
-	CU_ASSERT_TRUE(sy_admission_enter(a, 5, A));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 4, A, X));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 5, A, X));
 	CU_ASSERT_EQUAL(sy_admission_inflight(a), 4);
 	/* Slots outside the table are refused, never written. */
-	CU_ASSERT_FALSE(sy_admission_enter(a, 8, B));
-	CU_ASSERT_FALSE(sy_admission_enter(a, -1, B));
+	CU_ASSERT_FALSE(sy_admission_enter(a, 8, B, X));
+	CU_ASSERT_FALSE(sy_admission_enter(a, -1, B, X));
 	sy_admission_destroy(a);
 	sy_admission_destroy(NULL);
 	CU_ASSERT_PTR_NULL(sy_admission_create(0, 1, 1));
@@ -69,7 +72,9 @@ static void race(int procs, int rounds, int cap, int per_client, bool one_client
 		if (pid == 0) {
 			for (int i = 0; i < rounds; i++) {
 				const char *id = one_client ? A : ids[(p + i) % 3];
-				if (!sy_admission_enter(a, p, id))
+				char batch[37];
+				snprintf(batch, sizeof batch, "00000000-0000-4000-8000-%012d", p);
+				if (!sy_admission_enter(a, p, id, batch))
 					continue;
 				int now = atomic_fetch_add(&t->current, 1) + 1;
 				int peak = atomic_load(&t->peak);
@@ -116,12 +121,29 @@ static bool has_line(const char *text, const char *line)
 	return false;
 }
 
+/* Concurrent duplicates of one batch wait for its one execution: they count once per client. */
+static void test_duplicate_batch(void)
+{
+	sy_admission *a = sy_admission_create(8, 0, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_TRUE(sy_admission_enter(a, 0, A, X));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 1, A, X));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 2, A, X));
+	/* Another batch of the same client is over the per-client cap. */
+	CU_ASSERT_FALSE(sy_admission_enter(a, 3, A, Y));
+	/* The global cap still counts every duplicate: each holds a responder. */
+	sy_admission_set_caps(a, 3, 1);
+	CU_ASSERT_FALSE(sy_admission_enter(a, 4, A, X));
+	CU_ASSERT_EQUAL(sy_admission_inflight(a), 3);
+	sy_admission_destroy(a);
+}
+
 static void test_metrics_text(void)
 {
 	sy_metrics *m = sy_metrics_create();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	sy_admission *a = sy_admission_create(4, 0, 0);
-	CU_ASSERT_TRUE(sy_admission_enter(a, 2, A));
+	CU_ASSERT_TRUE(sy_admission_enter(a, 2, A, X));
 	sy_metrics_request(m, SY_ROUTE_CONNECT, 200, 0.002);
 	sy_metrics_request(m, SY_ROUTE_CONNECT, 200, 0.3);
 	sy_metrics_request(m, SY_ROUTE_CONNECT, 503, 20);
@@ -180,6 +202,7 @@ int main(void)
 	        {"caps", test_caps},
 	        {"racing processes never exceed the global cap", test_race_global_cap},
 	        {"racing processes never exceed the per-client cap", test_race_per_client_cap},
+	        {"duplicates of one batch count once per client", test_duplicate_batch},
 	        {"metrics exposition", test_metrics_text},
 	        CU_TEST_INFO_NULL,
 	};
