@@ -658,7 +658,7 @@ static bool parse_number(parser *ps, sy_json **out)
 	if (v == NULL || text == NULL)
 		return pnomem(ps);
 
-	double value;
+	double value = 0; /* always set below; gcc -O1 cannot see it */
 	long e = exp10 - frac_digits;
 #if FLT_EVAL_METHOD == 0
 	/* Clinger's fast path: both operands exact, so one correctly rounded operation. */
