@@ -133,6 +133,37 @@ def row_checksum(schema, table, pk_field, pk_value, row):
     return hashlib.sha256(b"synchro:v3:row-checksum:v1\x00" + jcs_bytes(pre)).hexdigest()
 
 
+# --- ADR "Canonical SHA-256 fingerprints" ------------------------------------------
+
+BATCH_DOMAIN = "synchro:v3:push-batch-fingerprint:v1"
+MUTATION_DOMAIN = "synchro:v3:push-mutation-fingerprint:v1"
+
+
+def utf8_sorted(keys):
+    return sorted(keys, key=lambda k: k.encode("utf-8"))
+
+
+def normalized_mutation(m):
+    a = m["authored_schema"]
+    base = [1, m["base_version"]] if "base_version" in m else [0]
+    cols = [1, [[k, m["columns"][k]] for k in utf8_sorted(m["columns"])]] if "columns" in m else [0]
+    return ["mutation-v1", m["mutation_id"], m["table"], [m["pk"]["field"], m["pk"]["value"]],
+            [str(a["version"]), a["hash"]], m["operation"], base, m["client_version"], cols]
+
+
+def batch_fingerprint(user, req):
+    s = req["schema"]
+    nb = ["atomic-batch-v1" if req.get("atomic") is True else "batch-v1", user, req["client_id"],
+          str(req["client_generation"]), req["batch_id"], [str(s["version"]), s["hash"]],
+          [normalized_mutation(m) for m in req["mutations"]]]
+    return hashlib.sha256(BATCH_DOMAIN.encode() + b"\x00" + jcs_bytes(nb)).hexdigest()
+
+
+def mutation_fingerprint(user, client_id, m):
+    scope = ["mutation-scope-v1", user, client_id, normalized_mutation(m)]
+    return hashlib.sha256(MUTATION_DOMAIN.encode() + b"\x00" + jcs_bytes(scope)).hexdigest()
+
+
 # --- portable wire values (PROTOCOL.md section 3) ----------------------------
 
 def wire_ok(ftype, v):
