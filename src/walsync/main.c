@@ -348,6 +348,12 @@ static void start_stream(walsync *w)
 		}
 		if (created)
 			sy_log(SY_LOG_INFO, "created replication slot %s", w->slot);
+		/* Its confirmed position is where streaming starts. */
+		st = sy_store_slot_get(w->db, w->slot, &slot, &err);
+		if (st != SY_STORE_OK) {
+			store_failed(w, st, &err);
+			return;
+		}
 	}
 	st = sy_store_changelog_last_lsn(w->db, &w->skip_upto, &err);
 	if (st != SY_STORE_OK) {

@@ -885,6 +885,46 @@ static void test_paused_leader(void)
 	free(from);
 }
 
+/* PostgreSQL restarts under a running leader: it reconnects, renews or claims the lease
+ * again, and streams on from the slot; nothing is lost or doubled. */
+static void test_reconnect(void)
+{
+	const char *bindir = getenv("PG_BINDIR");
+	const char *data = getenv("SYNCHRO_PG_DATA");
+	const char *log = getenv("SYNCHRO_PG_LOG");
+	const char *run = getenv("SYNCHRO_PG_RUN");
+	if (!bindir || !data || !log) {
+		CU_FAIL("the fixture does not say how to restart the server");
+		return;
+	}
+	pid_t r = start_walsync("R", NULL, NULL);
+	CU_ASSERT_FATAL(wait_leader("R") > 0);
+	char *from = last_lsn();
+	nexpected = 0;
+	pgt_exec(db, "INSERT INTO item (id) VALUES (30)");
+	expect("item", "30", NULL, NULL, NULL, NULL, NULL);
+	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
+	                               " table_id = 'item' AND pk = '30')"));
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s '%s/pg_ctl' -D '%s' -l '%s' -w -t 60 -m fast restart >/dev/null",
+	         run ? run : "", bindir, data, log);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	PQreset(db);
+	CU_ASSERT_FATAL(PQstatus(db) == CONNECTION_OK);
+	pgt_exec(db, "SET client_min_messages = warning");
+	pgt_exec(db, "INSERT INTO item (id) VALUES (31)");
+	expect("item", "31", NULL, NULL, NULL, NULL, NULL);
+	CU_ASSERT(wait_true(WAIT_TAKEOVER, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
+	                                   " table_id = 'item' AND pk = '31')"));
+	check_changelog_since(from);
+	CU_ASSERT(wait_leader("R") > 0);
+	CU_ASSERT_EQUAL(waitpid(r, NULL, WNOHANG), 0);
+	CU_ASSERT_EQUAL(stop_walsync(r), 0);
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"),
+	                0);
+	free(from);
+}
+
 static void dump_logs(void)
 {
 	for (int i = 0; i < nprocs; i++) {
@@ -959,6 +999,7 @@ int main(void)
 		{"a crash before the flush confirmation adds nothing twice", test_crash_before_confirm},
 		{"kill -9 of the leader: takeover without gap or duplicate", test_kill9_takeover},
 		{"a paused leader cannot write after a takeover", test_paused_leader},
+		{"reconnects when PostgreSQL restarts", test_reconnect},
 		{NULL, NULL},
 	};
 	sy_test_add_suite("walsync", tests);
