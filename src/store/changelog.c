@@ -214,40 +214,41 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
  * microseconds since 2000-01-01, the stream's own unit.
  */
 static const char write_sql[] =
-	"WITH lease AS MATERIALIZED ("
-	"  SELECT 1 FROM synchro.writer_lease"
-	"   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"
-	"     AND lease_until > now()),"
-	" nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
-	" ins AS ("
-	"  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state,"
-	"      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"
-	"      written_epoch)"
-	"  SELECT u.lsn, u.ord,"
-	"         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"
-	"         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"
-	"         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"
-	"         $2::bigint"
-	"    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"
-	"                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"
-	"                $14::text[], $15::text[], $16::text[])"
-	"         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"
-	"   CROSS JOIN nx"
-	"   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"
-	"        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
-	"   WHERE EXISTS (SELECT 1 FROM lease)"
-	"  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
-	"  RETURNING 1),"
-	" ep AS ("
-	"  UPDATE synchro.clients c"
-	"     SET materialized_write_epoch = GREATEST(c.materialized_write_epoch,"
-	"                                             LEAST(c.accepted_write_epoch, e.epoch))"
-	"    FROM (SELECT x.cid, max(x.ep) AS epoch"
-	"            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
-	"   WHERE c.client_id = e.cid AND c.materialized_write_epoch < e.epoch"
-	"     AND EXISTS (SELECT 1 FROM lease)"
-	"  RETURNING 1)"
-	" SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM ep)";
+        "WITH lease AS MATERIALIZED ("
+        "  SELECT 1 FROM synchro.writer_lease"
+        "   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"
+        "     AND lease_until > now()),"
+        " nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
+        " ins AS ("
+        "  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state,"
+        "      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"
+        "      written_epoch)"
+        "  SELECT u.lsn, u.ord,"
+        "         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"
+        "         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"
+        "         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"
+        "         $2::bigint"
+        "    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"
+        "                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"
+        "                $14::text[], $15::text[], $16::text[])"
+        "         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"
+        "   CROSS JOIN nx"
+        "   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"
+        "        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
+        "   WHERE EXISTS (SELECT 1 FROM lease)"
+        "  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
+        "  RETURNING 1),"
+        " ep AS ("
+        "  UPDATE synchro.clients c"
+        "     SET materialized_write_epoch = GREATEST(c.materialized_write_epoch,"
+        "                                             LEAST(c.accepted_write_epoch, e.epoch))"
+        "    FROM (SELECT x.cid, max(x.ep) AS epoch"
+        "            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
+        "   WHERE c.client_id = e.cid AND c.materialized_write_epoch < e.epoch"
+        "     AND EXISTS (SELECT 1 FROM lease)"
+        "  RETURNING 1)"
+        " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM "
+        "ep)";
 
 /* Closes each array literal of k (and of the epochs when with_epochs) for the statement;
  * reopen() undoes it, so the batch can be written again after a failure. */
@@ -278,8 +279,8 @@ static void reopen(sy_store_changes *b, chunk *k, bool with_epochs)
 
 /* One guarded statement for chunk k; the epochs travel with the first chunk. */
 static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_changes *b,
-                                   chunk *k, bool with_epochs, bool *fenced,
-                                   sy_store_written *out, sy_error *err)
+                                   chunk *k, bool with_epochs, bool *fenced, sy_store_written *out,
+                                   sy_error *err)
 {
 	char epoch[24];
 	snprintf(epoch, sizeof epoch, "%lld", l->epoch);
@@ -305,9 +306,8 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 	return SY_STORE_OK;
 }
 
-sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
-                                         sy_store_changes *b, sy_store_written *out,
-                                         sy_error *err)
+sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l, sy_store_changes *b,
+                                         sy_store_written *out, sy_error *err)
 {
 	memset(out, 0, sizeof *out);
 	if (b->failed)
@@ -315,8 +315,8 @@ sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
 	bool several = b->nchunks > 1;
 	sy_store_status st = SY_STORE_OK;
 	bool fenced = false;
-	if (several && (st = sy_store_command(c, "BEGIN", "write the changelog", err)) !=
-	                       SY_STORE_OK)
+	if (several &&
+	    (st = sy_store_command(c, "BEGIN", "write the changelog", err)) != SY_STORE_OK)
 		return st;
 	for (size_t i = 0; i < b->nchunks && !fenced; i++) {
 		if (b->chunks[i].rows == 0 && (i > 0 || b->epochs == 0))
@@ -332,8 +332,8 @@ sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
 		                   l->epoch);
 		goto fail;
 	}
-	if (several && (st = sy_store_command(c, "COMMIT", "write the changelog", err)) !=
-	                       SY_STORE_OK)
+	if (several &&
+	    (st = sy_store_command(c, "COMMIT", "write the changelog", err)) != SY_STORE_OK)
 		goto fail;
 	return SY_STORE_OK;
 fail:
@@ -367,8 +367,8 @@ sy_store_status sy_store_changelog_session(PGconn *c, sy_error *err)
 {
 	sy_store_status st;
 	PGresult *r = sy_store_exec(
-		c, "SELECT pg_catalog.set_config('synchronous_commit', 'local', false)", 0, NULL,
-		PGRES_TUPLES_OK, "walsync session settings", NULL, &st, err);
+	        c, "SELECT pg_catalog.set_config('synchronous_commit', 'local', false)", 0, NULL,
+	        PGRES_TUPLES_OK, "walsync session settings", NULL, &st, err);
 	PQclear(r);
 	return st;
 }
@@ -378,11 +378,11 @@ sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err)
 	sy_store_status st;
 	const char *p[] = {SY_STORE_PUBLICATION};
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT (SELECT count(*) FROM pg_catalog.pg_publication WHERE pubname = $1),"
-		"       CASE WHEN pg_catalog.to_regclass('synchro.migrations') IS NULL THEN 0"
-		"            ELSE (SELECT coalesce(max(version), 0) FROM synchro.migrations) END",
-		1, p, PGRES_TUPLES_OK, "check the database", NULL, &st, err);
+	        c,
+	        "SELECT (SELECT count(*) FROM pg_catalog.pg_publication WHERE pubname = $1),"
+	        "       CASE WHEN pg_catalog.to_regclass('synchro.migrations') IS NULL THEN 0"
+	        "            ELSE (SELECT coalesce(max(version), 0) FROM synchro.migrations) END",
+	        1, p, PGRES_TUPLES_OK, "check the database", NULL, &st, err);
 	if (!r)
 		return st;
 	long long pubs = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -405,13 +405,13 @@ sy_store_status sy_store_slot_get(PGconn *c, const char *slot, sy_store_slot *ou
 	memset(out, 0, sizeof *out);
 	sy_store_status st;
 	const char *p[] = {slot};
-	PGresult *r = sy_store_exec(
-		c,
-		"SELECT slot_type = 'logical' AND plugin = 'pgoutput'"
-		"         AND database = pg_catalog.current_database(),"
-		"       active, coalesce(active_pid, 0), confirmed_flush_lsn"
-		"  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
-		1, p, PGRES_TUPLES_OK, "read the replication slot", NULL, &st, err);
+	PGresult *r =
+	        sy_store_exec(c,
+	                      "SELECT slot_type = 'logical' AND plugin = 'pgoutput'"
+	                      "         AND database = pg_catalog.current_database(),"
+	                      "       active, coalesce(active_pid, 0), confirmed_flush_lsn"
+	                      "  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+	                      1, p, PGRES_TUPLES_OK, "read the replication slot", NULL, &st, err);
 	if (!r)
 		return st;
 	if (PQntuples(r) == 1) {
@@ -452,10 +452,11 @@ sy_store_status sy_store_wal_behind(PGconn *c, uint64_t lsn, long long *bytes, s
 	const char *p[] = {text};
 	sy_store_status st;
 	*bytes = -1;
-	PGresult *r = sy_store_exec(c,
-	                            "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),"
-	                            "                                  $1::pg_lsn)::bigint",
-	                            1, p, PGRES_TUPLES_OK, "read the WAL position", NULL, &st, err);
+	PGresult *r =
+	        sy_store_exec(c,
+	                      "SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),"
+	                      "                                  $1::pg_lsn)::bigint",
+	                      1, p, PGRES_TUPLES_OK, "read the WAL position", NULL, &st, err);
 	if (!r)
 		return st;
 	*bytes = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

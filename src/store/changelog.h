@@ -68,13 +68,12 @@ typedef struct {
  * b is unchanged afterwards (it is only borrowed to close its array literals).
  */
 SY_MUST_CHECK sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
-                                                       sy_store_changes *b,
-                                                       sy_store_written *out, sy_error *err);
+                                                       sy_store_changes *b, sy_store_written *out,
+                                                       sy_error *err);
 
 /* The highest commit_lsn in the changelog (0 when empty): every transaction at or below it
  * that the slot delivers again was written already, since batches commit in stream order. */
-SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out,
-                                                          sy_error *err);
+SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err);
 
 /* Session settings of walsync's SQL connection: its commits are durable locally before it
  * confirms a stream position (synchronous_commit local, whatever the server default). */
@@ -87,9 +86,9 @@ SY_MUST_CHECK sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err);
 
 typedef struct {
 	bool found;
-	bool usable;     /* logical, plugin pgoutput, in the connected database */
-	bool active;     /* a walsender streams from it */
-	long long pid;   /* that walsender, 0 when none */
+	bool usable;   /* logical, plugin pgoutput, in the connected database */
+	bool active;   /* a walsender streams from it */
+	long long pid; /* that walsender, 0 when none */
 	uint64_t confirmed_flush;
 } sy_store_slot;
 

@@ -51,24 +51,23 @@ static void copy_text(char *dst, size_t size, const PGresult *r, int col)
 }
 
 static const char claim_sql[] =
-	"INSERT INTO synchro.writer_lease AS l"
-	"   (role, writer_id, writer_epoch, fencing_token, lease_until, heartbeat_at)"
-	" VALUES ($1, $2, 1, pg_catalog.gen_random_uuid(),"
-	"         now() + $3::integer * interval '1 second', now())"
-	" ON CONFLICT (role) DO UPDATE SET"
-	"   writer_id = EXCLUDED.writer_id, writer_epoch = l.writer_epoch + 1,"
-	"   fencing_token = EXCLUDED.fencing_token, lease_until = EXCLUDED.lease_until,"
-	"   heartbeat_at = EXCLUDED.heartbeat_at, slot = NULL, lag_ms = NULL"
-	" WHERE l.lease_until <= now()"
-	"    OR l.heartbeat_at < now() - $4::integer * interval '1 second'"
-	" RETURNING l.writer_epoch, l.fencing_token";
+        "INSERT INTO synchro.writer_lease AS l"
+        "   (role, writer_id, writer_epoch, fencing_token, lease_until, heartbeat_at)"
+        " VALUES ($1, $2, 1, pg_catalog.gen_random_uuid(),"
+        "         now() + $3::integer * interval '1 second', now())"
+        " ON CONFLICT (role) DO UPDATE SET"
+        "   writer_id = EXCLUDED.writer_id, writer_epoch = l.writer_epoch + 1,"
+        "   fencing_token = EXCLUDED.fencing_token, lease_until = EXCLUDED.lease_until,"
+        "   heartbeat_at = EXCLUDED.heartbeat_at, slot = NULL, lag_ms = NULL"
+        " WHERE l.lease_until <= now()"
+        "    OR l.heartbeat_at < now() - $4::integer * interval '1 second'"
+        " RETURNING l.writer_epoch, l.fencing_token";
 
 static const char holder_sql[] = "SELECT writer_id FROM synchro.writer_lease WHERE role = $1";
 
 sy_store_status sy_store_lease_claim(PGconn *c, const char *writer_id, int lease_s, int stale_s,
                                      sy_store_lease *out, bool *acquired,
-                                     char prev_holder[SY_STORE_WRITER_ID_MAX + 1],
-                                     sy_error *err)
+                                     char prev_holder[SY_STORE_WRITER_ID_MAX + 1], sy_error *err)
 {
 	char lease[16], stale[16];
 	snprintf(lease, sizeof lease, "%d", lease_s);
@@ -108,12 +107,12 @@ sy_store_status sy_store_lease_claim(PGconn *c, const char *writer_id, int lease
 }
 
 static const char renew_sql[] =
-	"UPDATE synchro.writer_lease SET"
-	"   lease_until = now() + $5::integer * interval '1 second', heartbeat_at = now(),"
-	"   slot = coalesce($6, slot), materialized_lsn = coalesce($7::pg_lsn, materialized_lsn),"
-	"   lag_ms = coalesce($8::bigint, lag_ms)"
-	" WHERE role = $1 AND writer_id = $2 AND writer_epoch = $3::bigint"
-	"   AND fencing_token = $4::uuid AND lease_until > now()";
+        "UPDATE synchro.writer_lease SET"
+        "   lease_until = now() + $5::integer * interval '1 second', heartbeat_at = now(),"
+        "   slot = coalesce($6, slot), materialized_lsn = coalesce($7::pg_lsn, materialized_lsn),"
+        "   lag_ms = coalesce($8::bigint, lag_ms)"
+        " WHERE role = $1 AND writer_id = $2 AND writer_epoch = $3::bigint"
+        "   AND fencing_token = $4::uuid AND lease_until > now()";
 
 sy_store_status sy_store_lease_renew(PGconn *c, const sy_store_lease *l, int lease_s,
                                      const sy_store_lease_progress *p, sy_error *err)
@@ -121,8 +120,8 @@ sy_store_status sy_store_lease_renew(PGconn *c, const sy_store_lease *l, int lea
 	char epoch[24], lease[16], lsn[SY_STORE_LSN_MAX + 1], lag[24];
 	snprintf(epoch, sizeof epoch, "%lld", l->epoch);
 	snprintf(lease, sizeof lease, "%d", lease_s);
-	const char *params[8] = {SY_STORE_LEASE_ROLE, l->writer_id, epoch, l->token, lease,
-	                         NULL, NULL, NULL};
+	const char *params[8] = {
+	        SY_STORE_LEASE_ROLE, l->writer_id, epoch, l->token, lease, NULL, NULL, NULL};
 	if (p) {
 		params[5] = p->slot;
 		if (p->materialized_lsn) {
@@ -150,9 +149,9 @@ sy_store_status sy_store_lease_renew(PGconn *c, const sy_store_lease *l, int lea
 }
 
 static const char release_sql[] =
-	"UPDATE synchro.writer_lease SET lease_until = now()"
-	" WHERE role = $1 AND writer_id = $2 AND writer_epoch = $3::bigint"
-	"   AND fencing_token = $4::uuid AND lease_until > now()";
+        "UPDATE synchro.writer_lease SET lease_until = now()"
+        " WHERE role = $1 AND writer_id = $2 AND writer_epoch = $3::bigint"
+        "   AND fencing_token = $4::uuid AND lease_until > now()";
 
 sy_store_status sy_store_lease_release(PGconn *c, const sy_store_lease *l, sy_error *err)
 {
@@ -167,16 +166,15 @@ sy_store_status sy_store_lease_release(PGconn *c, const sy_store_lease *l, sy_er
 }
 
 static const char status_sql[] =
-	"SELECT writer_id, writer_epoch, fencing_token, lease_until,"
-	"       extract(epoch FROM lease_until - now())::float8, heartbeat_at,"
-	"       extract(epoch FROM now() - heartbeat_at)::float8, slot, materialized_lsn, lag_ms"
-	"  FROM synchro.writer_lease WHERE role = $1";
+        "SELECT writer_id, writer_epoch, fencing_token, lease_until,"
+        "       extract(epoch FROM lease_until - now())::float8, heartbeat_at,"
+        "       extract(epoch FROM now() - heartbeat_at)::float8, slot, materialized_lsn, lag_ms"
+        "  FROM synchro.writer_lease WHERE role = $1";
 
-static const char slot_sql[] =
-	"SELECT active, coalesce(active_pid, 0), confirmed_flush_lsn,"
-	"       pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),"
-	"                                  confirmed_flush_lsn)::bigint"
-	"  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
+static const char slot_sql[] = "SELECT active, coalesce(active_pid, 0), confirmed_flush_lsn,"
+                               "       pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),"
+                               "                                  confirmed_flush_lsn)::bigint"
+                               "  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
 
 sy_store_status sy_store_lease_status_get(PGconn *c, const char *slot, sy_store_lease_status *out,
                                           sy_error *err)

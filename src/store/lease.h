@@ -10,14 +10,14 @@
 #define SY_STORE_LEASE_ROLE "walsync"
 
 #define SY_STORE_WRITER_ID_MAX 255
-#define SY_STORE_UUID_LEN 36
-#define SY_STORE_LSN_MAX 17 /* "FFFFFFFF/FFFFFFFF" */
+#define SY_STORE_UUID_LEN      36
+#define SY_STORE_LSN_MAX       17 /* "FFFFFFFF/FFFFFFFF" */
 
 /* What a writer holds once it claimed the lease: every changelog write names it. */
 typedef struct {
 	char writer_id[SY_STORE_WRITER_ID_MAX + 1];
-	long long epoch;                     /* writer_epoch */
-	char token[SY_STORE_UUID_LEN + 1];   /* fencing_token */
+	long long epoch;                   /* writer_epoch */
+	char token[SY_STORE_UUID_LEN + 1]; /* fencing_token */
 } sy_store_lease;
 
 /*
@@ -30,8 +30,7 @@ typedef struct {
  * keeps it (prev_holder, when non-NULL, receives its writer_id, or "" when unknown).
  */
 SY_MUST_CHECK sy_store_status sy_store_lease_claim(PGconn *c, const char *writer_id, int lease_s,
-                                                   int stale_s, sy_store_lease *out,
-                                                   bool *acquired,
+                                                   int stale_s, sy_store_lease *out, bool *acquired,
                                                    char prev_holder[SY_STORE_WRITER_ID_MAX + 1],
                                                    sy_error *err);
 
@@ -49,8 +48,7 @@ typedef struct {
  * (taken over, or expired; the caller stops writing and goes back to standby).
  */
 SY_MUST_CHECK sy_store_status sy_store_lease_renew(PGconn *c, const sy_store_lease *l, int lease_s,
-                                                   const sy_store_lease_progress *p,
-                                                   sy_error *err);
+                                                   const sy_store_lease_progress *p, sy_error *err);
 
 /* Ends the caller's lease now (lease_until = now()) so a standby takes over at once; a lease
  * that is no longer the caller's is left alone (SY_STORE_OK either way). */
@@ -64,10 +62,10 @@ typedef struct {
 	long long epoch;
 	char token[SY_STORE_UUID_LEN + 1];
 	char lease_until[SY_STORE_TIME_LEN + 1];
-	double expires_in_s; /* negative: expired that long ago */
-	char heartbeat_at[SY_STORE_TIME_LEN + 1]; /* "" when NULL */
-	double heartbeat_age_s;                     /* < 0 when heartbeat_at is NULL */
-	char slot[64];                              /* as the holder reported it; "" unknown */
+	double expires_in_s;                         /* negative: expired that long ago */
+	char heartbeat_at[SY_STORE_TIME_LEN + 1];    /* "" when NULL */
+	double heartbeat_age_s;                      /* < 0 when heartbeat_at is NULL */
+	char slot[64];                               /* as the holder reported it; "" unknown */
 	char materialized_lsn[SY_STORE_LSN_MAX + 1]; /* "" unknown */
 	long long lag_ms;                            /* -1 unknown */
 	/* From pg_replication_slots for slot (the argument, else the reported slot). */
@@ -83,8 +81,7 @@ typedef struct {
  * SY_STORE_OK also when there is no lease row (out->found false).
  */
 SY_MUST_CHECK sy_store_status sy_store_lease_status_get(PGconn *c, const char *slot,
-                                                        sy_store_lease_status *out,
-                                                        sy_error *err);
+                                                        sy_store_lease_status *out, sy_error *err);
 
 /* "X/Y" text of an LSN into buf. */
 void sy_store_lsn_format(unsigned long long lsn, char buf[SY_STORE_LSN_MAX + 1]);

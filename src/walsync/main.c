@@ -405,7 +405,8 @@ static void flush_batch(walsync *w)
 		}
 		sy_error err = {0};
 		sy_store_written wr;
-		sy_store_status st = sy_store_changelog_write(w->db, &w->lease, w->batch, &wr, &err);
+		sy_store_status st =
+		        sy_store_changelog_write(w->db, &w->lease, w->batch, &wr, &err);
 		if (st == SY_STORE_CONFLICT) {
 			sy_log(SY_LOG_WARNING, "%s", err.message);
 			demote(w, "its changelog write was refused");
@@ -419,8 +420,9 @@ static void flush_batch(walsync *w)
 		}
 		w->commits++;
 		if (w->exit_after_commits > 0 && w->commits >= w->exit_after_commits) {
-			sy_log(SY_LOG_INFO, "test switch: exiting after changelog commit %lld, before "
-			                    "confirming it",
+			sy_log(SY_LOG_INFO,
+			       "test switch: exiting after changelog commit %lld, before "
+			       "confirming it",
 			       w->commits);
 			_exit(75);
 		}
@@ -431,8 +433,9 @@ static void flush_batch(walsync *w)
 		if (lag > w->lag_max_ms)
 			w->lag_max_ms = lag;
 		w->stat_changes += (long long)rows;
-		sy_log(SY_LOG_DEBUG, "wrote %zu changes of %zu transactions (%lld new, %lld epochs)",
-		       rows, w->batch_txns, wr.inserted, wr.epochs_advanced);
+		sy_log(SY_LOG_DEBUG,
+		       "wrote %zu changes of %zu transactions (%lld new, %lld epochs)", rows,
+		       w->batch_txns, wr.inserted, wr.epochs_advanced);
 	}
 	w->stat_txns += (long long)w->batch_txns;
 	if (w->batch_end > w->confirmed)
@@ -461,7 +464,8 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		return true;
 	if (!m->transactional || !w->in_txn) {
 		sy_error err = {0};
-		sy_error_set(&err, SY_ERR_INVALID_REQUEST, "non-transactional %s message", m->prefix);
+		sy_error_set(&err, SY_ERR_INVALID_REQUEST, "non-transactional %s message",
+		             m->prefix);
 		bad_message(w, &err);
 		return true;
 	}
@@ -498,19 +502,19 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		return true;
 	}
 	sy_store_change row = {
-		.commit_lsn = w->txn_lsn,
-		.ordinal = ordinal,
-		.xid = w->txn_xid,
-		.commit_time = w->txn_time,
-		.table_id = c.table_id,
-		.pk = c.pk,
-		.version = c.version,
-		.deleted = c.deleted,
-		.mutation_id = c.mutation_id,
-		.client_id = c.client_id,
-		.user_id = c.user_id,
-		.owner_before = c.owner_before,
-		.owner_after = c.owner_after,
+	        .commit_lsn = w->txn_lsn,
+	        .ordinal = ordinal,
+	        .xid = w->txn_xid,
+	        .commit_time = w->txn_time,
+	        .table_id = c.table_id,
+	        .pk = c.pk,
+	        .version = c.version,
+	        .deleted = c.deleted,
+	        .mutation_id = c.mutation_id,
+	        .client_id = c.client_id,
+	        .user_id = c.user_id,
+	        .owner_before = c.owner_before,
+	        .owner_after = c.owner_after,
 	};
 	if (!sy_store_changes_add(w->batch, &row)) {
 		sy_log(SY_LOG_ERR, "out of memory");
@@ -554,8 +558,7 @@ static bool on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
 		/* Delivered again after a restart: its rows were committed with its batch. */
 		w->txn_skip = m.final_lsn <= w->skip_upto;
 		return true;
-	case SY_WS_MESSAGE:
-		return on_message(w, &m);
+	case SY_WS_MESSAGE: return on_message(w, &m);
 	case SY_WS_COMMIT:
 		if (!w->in_txn || m.commit_lsn != w->txn_lsn) {
 			sy_log(SY_LOG_ERR, "pgoutput: COMMIT without its BEGIN");
@@ -567,8 +570,7 @@ static bool on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
 		if (!w->txn_skip && m.commit_time > w->batch_newest_time)
 			w->batch_newest_time = m.commit_time;
 		return true;
-	case SY_WS_OTHER:
-		break;
+	case SY_WS_OTHER: break;
 	}
 	return true;
 }
@@ -685,7 +687,8 @@ static void shutdown_leader(walsync *w)
 		if (sy_store_lease_release(w->db, &w->lease, &err) != SY_STORE_OK)
 			sy_log(SY_LOG_WARNING, "%s", err.message);
 		else
-			sy_log(SY_LOG_INFO, "released the writer lease (epoch %lld)", w->lease.epoch);
+			sy_log(SY_LOG_INFO, "released the writer lease (epoch %lld)",
+			       w->lease.epoch);
 	}
 	w->leader = false;
 }

@@ -122,9 +122,7 @@ bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error 
 		out->content_len = len;
 		return true;
 	}
-	default:
-		out->kind = SY_WS_OTHER;
-		return true;
+	default: out->kind = SY_WS_OTHER; return true;
 	}
 }
 
@@ -144,8 +142,8 @@ static const char *arena_copy(const sy_json *v, char **pos, char *end)
 
 /* Member `key` of obj as a string (or null when nullable): true with *out set (NULL for a
  * null); false when it is missing, of another type, or cannot be copied. */
-static bool member_string(const sy_json *obj, const char *key, bool nullable, char **pos,
-                          char *end, const char **out)
+static bool member_string(const sy_json *obj, const char *key, bool nullable, char **pos, char *end,
+                          const char **out)
 {
 	const sy_json *v = sy_json_get(obj, key);
 	*out = NULL;

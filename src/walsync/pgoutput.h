@@ -66,11 +66,10 @@ typedef struct {
 
 /* Parses one pgoutput message (proto_version 1, no streaming). false with *err set when the
  * bytes do not hold a well-formed B, C or M message; other tags are SY_WS_OTHER. */
-SY_MUST_CHECK bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out,
-                                   sy_error *err);
+SY_MUST_CHECK bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error *err);
 
 #define SY_WS_PREFIX_CHANGE "synchro"
-#define SY_WS_PREFIX_EPOCH "synchro-epoch"
+#define SY_WS_PREFIX_EPOCH  "synchro-epoch"
 
 /* A version-fence message (prefix synchro), its strings NUL-terminated in buf. */
 typedef struct {

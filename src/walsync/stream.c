@@ -42,7 +42,7 @@ static bool fail_result(PGconn *r, PGresult *res, const char *what, sy_error *er
 PGconn *sy_ws_connect(const char *conninfo, sy_error *err)
 {
 	bool expands =
-		conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
+	        conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
 	                     strncmp(conninfo, "postgresql://", 13) == 0);
 	if (expands) {
 		/* Checked first: libpq's own parse errors quote pieces of the string. */
@@ -51,8 +51,9 @@ PGconn *sy_ws_connect(const char *conninfo, sy_error *err)
 		if (perr)
 			PQfreemem(perr);
 		if (!opts) {
-			sy_error_set(err, SY_ERR_INVALID_REQUEST,
-			             "invalid connection string (not shown: it may hold a password)");
+			sy_error_set(
+			        err, SY_ERR_INVALID_REQUEST,
+			        "invalid connection string (not shown: it may hold a password)");
 			return NULL;
 		}
 		PQconninfoFree(opts);
@@ -82,8 +83,8 @@ bool sy_ws_slot_create(PGconn *r, const char *slot, bool *created, sy_error *err
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "invalid slot name");
 	char cmd[160];
 	/* NOEXPORT_SNAPSHOT: the pre-15 spelling, still accepted, so 14 works too. */
-	snprintf(cmd, sizeof cmd, "CREATE_REPLICATION_SLOT \"%s\" LOGICAL pgoutput NOEXPORT_SNAPSHOT",
-	         slot);
+	snprintf(cmd, sizeof cmd,
+	         "CREATE_REPLICATION_SLOT \"%s\" LOGICAL pgoutput NOEXPORT_SNAPSHOT", slot);
 	PGresult *res = PQexec(r, cmd);
 	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
@@ -123,8 +124,8 @@ sy_ws_start_status sy_ws_start(PGconn *r, const char *slot, sy_error *err)
 		return SY_WS_START_OK;
 	}
 	const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	sy_ws_start_status st = code && strcmp(code, "55006") == 0 ? SY_WS_START_BUSY
-	                                                           : SY_WS_START_FAILED;
+	sy_ws_start_status st =
+	        code && strcmp(code, "55006") == 0 ? SY_WS_START_BUSY : SY_WS_START_FAILED;
 	fail_result(r, res, "start streaming", err);
 	PQclear(res);
 	return st;

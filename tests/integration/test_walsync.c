@@ -25,9 +25,9 @@
 #include "testutil.h"
 
 #define CLIENT "c0000000-0000-4000-8000-0000000000c1"
-#define MUT1 "a0000000-0000-4000-8000-000000000001"
-#define MUT2 "a0000000-0000-4000-8000-000000000002"
-#define MUT3 "a0000000-0000-4000-8000-000000000003"
+#define MUT1   "a0000000-0000-4000-8000-000000000001"
+#define MUT2   "a0000000-0000-4000-8000-000000000002"
+#define MUT3   "a0000000-0000-4000-8000-000000000003"
 
 /* Short lease timings: a takeover in about three seconds. */
 #define LEASE_S 3
@@ -35,7 +35,7 @@
 #define STALE_S 2
 /* Bounds of every wait (milliseconds). */
 #define WAIT_TAKEOVER 20000
-#define WAIT_ROWS 20000
+#define WAIT_ROWS     20000
 
 static PGconn *db; /* the fixture's superuser */
 static char tmpdir[512];
@@ -301,13 +301,13 @@ static void fence_of(const char *table_id, const char *pk, char *out, size_t siz
 static char expected[64][512];
 static int nexpected;
 
-static void expect(const char *table_id, const char *pk, const char *mutation,
-                   const char *client, const char *user, const char *before, const char *after)
+static void expect(const char *table_id, const char *pk, const char *mutation, const char *client,
+                   const char *user, const char *before, const char *after)
 {
 	char fence[256];
 	fence_of(table_id, pk, fence, sizeof fence);
-	snprintf(expected[nexpected++], sizeof expected[0], "%s|%s|%s|%s|%s|%s|%s|%s", table_id,
-	         pk, fence, mutation ? mutation : "-", client ? client : "-", user ? user : "-",
+	snprintf(expected[nexpected++], sizeof expected[0], "%s|%s|%s|%s|%s|%s|%s|%s", table_id, pk,
+	         fence, mutation ? mutation : "-", client ? client : "-", user ? user : "-",
 	         before ? before : "-", after ? after : "-");
 }
 
@@ -316,14 +316,17 @@ static void expect(const char *table_id, const char *pk, const char *mutation,
 static void check_changelog_since(const char *after_lsn)
 {
 	const char *p[] = {after_lsn};
-	PGresult *r = pgt_query(
-		db,
-		"SELECT table_id || '|' || pk || '|' || state || '|' || version || '|' ||"
-		"       coalesce(mutation_id::text, '-') || '|' || coalesce(client_id::text, '-') ||"
-		"       '|' || coalesce(user_id, '-') || '|' || coalesce(owner_before, '-') || '|' ||"
-		"       coalesce(owner_after, '-')"
-		"  FROM synchro.changelog WHERE commit_lsn > $1::pg_lsn ORDER BY commit_lsn, ordinal",
-		1, p);
+	PGresult *r =
+	        pgt_query(db,
+	                  "SELECT table_id || '|' || pk || '|' || state || '|' || version || '|' ||"
+	                  "       coalesce(mutation_id::text, '-') || '|' || "
+	                  "coalesce(client_id::text, '-') ||"
+	                  "       '|' || coalesce(user_id, '-') || '|' || coalesce(owner_before, "
+	                  "'-') || '|' ||"
+	                  "       coalesce(owner_after, '-')"
+	                  "  FROM synchro.changelog WHERE commit_lsn > $1::pg_lsn ORDER BY "
+	                  "commit_lsn, ordinal",
+	                  1, p);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_EQUAL(PQntuples(r), nexpected);
 	for (int i = 0; i < PQntuples(r) && i < nexpected; i++) {
@@ -356,9 +359,11 @@ static void test_direct_writes(void)
 	pgt_exec(db, "INSERT INTO todo (id, title, owner) VALUES"
 	             " ('11111111-1111-4111-8111-111111111111', 'one', 'alice')");
 	expect("todo", t1, NULL, NULL, NULL, NULL, "alice");
-	pgt_exec(db, "UPDATE todo SET done = true WHERE id = '11111111-1111-4111-8111-111111111111'");
+	pgt_exec(db,
+	         "UPDATE todo SET done = true WHERE id = '11111111-1111-4111-8111-111111111111'");
 	expect("todo", t1, NULL, NULL, NULL, "alice", "alice");
-	pgt_exec(db, "UPDATE todo SET owner = 'bob' WHERE id = '11111111-1111-4111-8111-111111111111'");
+	pgt_exec(db,
+	         "UPDATE todo SET owner = 'bob' WHERE id = '11111111-1111-4111-8111-111111111111'");
 	expect("todo", t1, NULL, NULL, NULL, "alice", "bob");
 	pgt_exec(db, "DELETE FROM todo WHERE id = '11111111-1111-4111-8111-111111111111'");
 	expect("todo", t1, NULL, NULL, NULL, "bob", NULL);
@@ -414,8 +419,8 @@ static void test_direct_writes(void)
 	                         from, epoch),
 	                0);
 	/* No version twice: every transition appears exactly once. */
-	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"),
-	                0);
+	CU_ASSERT_EQUAL(
+	        peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"), 0);
 	free(from);
 }
 
@@ -473,14 +478,14 @@ static void test_commit_order(void)
 			pgt_exec(b, "COMMIT");
 			pgt_exec(a, sql);
 			pgt_exec(a, "COMMIT");
-			snprintf(want + n, sizeof want - n, "%d,%d,%d,%d,", base + 5, base + 6, base,
-			         base + 1);
+			snprintf(want + n, sizeof want - n, "%d,%d,%d,%d,", base + 5, base + 6,
+			         base, base + 1);
 		} else {
 			pgt_exec(a, sql);
 			pgt_exec(a, "COMMIT");
 			pgt_exec(b, "COMMIT");
-			snprintf(want + n, sizeof want - n, "%d,%d,%d,%d,", base, base + 1, base + 5,
-			         base + 6);
+			snprintf(want + n, sizeof want - n, "%d,%d,%d,%d,", base, base + 1,
+			         base + 5, base + 6);
 		}
 	}
 	want[strlen(want) - 1] = '\0';
@@ -507,8 +512,8 @@ static void test_commit_order(void)
  * in the changelog transaction of their rows, never past accepted_write_epoch. */
 static void test_epochs(void)
 {
-	pgt_exec(db, "INSERT INTO synchro.clients (client_id, user_id) VALUES ('" CLIENT
-	             "', 'alice')");
+	pgt_exec(db,
+	         "INSERT INTO synchro.clients (client_id, user_id) VALUES ('" CLIENT "', 'alice')");
 	pgt_exec(db, "BEGIN");
 	pgt_exec(db, "SELECT set_config('synchro.mutation_id', '" MUT3 "', true),"
 	             "       set_config('synchro.client_id', '" CLIENT "', true),"
@@ -641,7 +646,7 @@ static void test_lease_status(void)
 	int st = pclose(p);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	long long epoch =
-		peek_int("SELECT writer_epoch FROM synchro.writer_lease WHERE role = 'walsync'");
+	        peek_int("SELECT writer_epoch FROM synchro.writer_lease WHERE role = 'walsync'");
 	char line[128];
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "holder: A\n"));
 	snprintf(line, sizeof line, "writer_epoch: %lld\n", epoch);
@@ -709,9 +714,10 @@ static void test_crash_before_confirm(void)
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
 	                               " table_id = 'item' AND pk = '13')"));
 	check_changelog_since(from);
-	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT confirmed_flush_lsn > '%s' FROM pg_replication_slots"
-	                               " WHERE slot_name = 'synchro'",
-	                               crashed));
+	CU_ASSERT(wait_true(WAIT_ROWS,
+	                    "SELECT confirmed_flush_lsn > '%s' FROM pg_replication_slots"
+	                    " WHERE slot_name = 'synchro'",
+	                    crashed));
 	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.changelog WHERE commit_lsn = '%s'"
 	                         " AND written_epoch = %lld",
 	                         crashed, c_epoch),
@@ -734,17 +740,19 @@ static int writer_loop(int transactions)
 		size_t n = (size_t)snprintf(sql, sizeof sql, "BEGIN;");
 		int rows = 1 + t % 3;
 		for (int k = 0; k < rows; k++, next_id++)
-			n += (size_t)snprintf(sql + n, sizeof sql - n,
-			                      "INSERT INTO item (id) VALUES (%d);"
-			                      "INSERT INTO wt (version) SELECT version FROM"
-			                      " synchro.row_fences WHERE table_id = 'item' AND pk = '%d';",
-			                      next_id, next_id);
+			n += (size_t)snprintf(
+			        sql + n, sizeof sql - n,
+			        "INSERT INTO item (id) VALUES (%d);"
+			        "INSERT INTO wt (version) SELECT version FROM"
+			        " synchro.row_fences WHERE table_id = 'item' AND pk = '%d';",
+			        next_id, next_id);
 		if (t % 5 == 4)
-			n += (size_t)snprintf(sql + n, sizeof sql - n,
-			                      "UPDATE item SET qty = %d WHERE id = %d;"
-			                      "INSERT INTO wt (version) SELECT version FROM"
-			                      " synchro.row_fences WHERE table_id = 'item' AND pk = '%d';",
-			                      t, next_id - 4, next_id - 4);
+			n += (size_t)snprintf(
+			        sql + n, sizeof sql - n,
+			        "UPDATE item SET qty = %d WHERE id = %d;"
+			        "INSERT INTO wt (version) SELECT version FROM"
+			        " synchro.row_fences WHERE table_id = 'item' AND pk = '%d';",
+			        t, next_id - 4, next_id - 4);
 		snprintf(sql + n, sizeof sql - n, "COMMIT");
 		PGresult *r = PQexec(c, sql);
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -803,8 +811,8 @@ static void test_kill9_takeover(void)
 	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM wt LEFT JOIN synchro.changelog c"
 	                         " USING (version) WHERE c.version IS NULL"),
 	                0);
-	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"),
-	                0);
+	CU_ASSERT_EQUAL(
+	        peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"), 0);
 	/* Commit order: one writer, so the changelog follows its sequence. */
 	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM (SELECT wt.seq < lag(wt.seq) OVER"
 	                         " (ORDER BY c.commit_lsn, c.ordinal) AS back FROM"
@@ -846,9 +854,10 @@ static void test_paused_leader(void)
 	CU_ASSERT_FATAL(wait_stopped(g, WAIT_ROWS));
 	long long h_epoch = wait_leader("H");
 	CU_ASSERT_FATAL(h_epoch == g_epoch + 1);
-	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
-	                               " table_id = 'item' AND pk = '20' AND written_epoch = %lld)",
-	                               h_epoch));
+	CU_ASSERT(wait_true(WAIT_ROWS,
+	                    "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
+	                    " table_id = 'item' AND pk = '20' AND written_epoch = %lld)",
+	                    h_epoch));
 	signal_proc(g, SIGCONT);
 	CU_ASSERT(wait_log("G", "lost the writer lease", WAIT_TAKEOVER));
 	CU_ASSERT(log_has("G", "the writer lease refused the changelog write"));
@@ -867,9 +876,10 @@ static void test_paused_leader(void)
 	CU_ASSERT_FATAL(g2_epoch == h_epoch + 1);
 	pgt_exec(db, "INSERT INTO item (id) VALUES (22)");
 	expect("item", "22", NULL, NULL, NULL, NULL, NULL);
-	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
-	                               " table_id = 'item' AND pk = '22' AND written_epoch = %lld)",
-	                               g2_epoch));
+	CU_ASSERT(wait_true(WAIT_ROWS,
+	                    "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
+	                    " table_id = 'item' AND pk = '22' AND written_epoch = %lld)",
+	                    g2_epoch));
 	signal_proc(h, SIGCONT);
 	CU_ASSERT(wait_log("H", "lost the writer lease", WAIT_TAKEOVER));
 	CU_ASSERT_EQUAL(current_epoch(), g2_epoch);
@@ -878,8 +888,8 @@ static void test_paused_leader(void)
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
 	                               " table_id = 'item' AND pk = '23')"));
 	check_changelog_since(from);
-	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"),
-	                0);
+	CU_ASSERT_EQUAL(
+	        peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"), 0);
 	CU_ASSERT_EQUAL(stop_walsync(h), 0);
 	CU_ASSERT_EQUAL(stop_walsync(g), 0);
 	free(from);
@@ -906,7 +916,8 @@ static void test_reconnect(void)
 	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
 	                               " table_id = 'item' AND pk = '30')"));
 	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "%s '%s/pg_ctl' -D '%s' -l '%s' -w -t 60 -m fast restart >/dev/null",
+	snprintf(cmd, sizeof cmd,
+	         "%s '%s/pg_ctl' -D '%s' -l '%s' -w -t 60 -m fast restart >/dev/null",
 	         run ? run : "", bindir, data, log);
 	CU_ASSERT_FATAL(system(cmd) == 0);
 	PQreset(db);
@@ -920,8 +931,8 @@ static void test_reconnect(void)
 	CU_ASSERT(wait_leader("R") > 0);
 	CU_ASSERT_EQUAL(waitpid(r, NULL, WNOHANG), 0);
 	CU_ASSERT_EQUAL(stop_walsync(r), 0);
-	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"),
-	                0);
+	CU_ASSERT_EQUAL(
+	        peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"), 0);
 	free(from);
 }
 
@@ -931,7 +942,8 @@ static void dump_logs(void)
 		char path[sizeof tmpdir + 64];
 		snprintf(path, sizeof path, "%s/%.15s.log", tmpdir, procs[i].name);
 		char *log = sy_test_read_file(path, NULL);
-		fprintf(stderr, "==== walsync %s (%s) ====\n%s", procs[i].name, path, log ? log : "");
+		fprintf(stderr, "==== walsync %s (%s) ====\n%s", procs[i].name, path,
+		        log ? log : "");
 		free(log);
 	}
 }
@@ -978,8 +990,9 @@ int main(void)
 	pgt_must(db, schema);
 	free(schema);
 	char cmd[6000];
-	snprintf(cmd, sizeof cmd, "'%s' schema publish '%s/contrib/example/manifest.json' >/dev/null",
-	         ctl_bin, sy_test_src_dir());
+	snprintf(cmd, sizeof cmd,
+	         "'%s' schema publish '%s/contrib/example/manifest.json' >/dev/null", ctl_bin,
+	         sy_test_src_dir());
 	if (system(cmd) != 0) {
 		fprintf(stderr, "synchroctl schema publish failed\n");
 		return 99;
@@ -990,17 +1003,18 @@ int main(void)
 	             " 'owner')");
 
 	static const CU_TestInfo tests[] = {
-		{"direct writes appear as their fence transitions", test_direct_writes},
-		{"mutation, client and user ids travel with the change", test_mutation_ids},
-		{"changelog order is commit order", test_commit_order},
-		{"materialized_write_epoch follows accepted pushes", test_epochs},
-		{"the lease guards every changelog statement", test_lease_guard},
-		{"synchroctl lease status", test_lease_status},
-		{"a crash before the flush confirmation adds nothing twice", test_crash_before_confirm},
-		{"kill -9 of the leader: takeover without gap or duplicate", test_kill9_takeover},
-		{"a paused leader cannot write after a takeover", test_paused_leader},
-		{"reconnects when PostgreSQL restarts", test_reconnect},
-		{NULL, NULL},
+	        {"direct writes appear as their fence transitions", test_direct_writes},
+	        {"mutation, client and user ids travel with the change", test_mutation_ids},
+	        {"changelog order is commit order", test_commit_order},
+	        {"materialized_write_epoch follows accepted pushes", test_epochs},
+	        {"the lease guards every changelog statement", test_lease_guard},
+	        {"synchroctl lease status", test_lease_status},
+	        {"a crash before the flush confirmation adds nothing twice",
+	         test_crash_before_confirm},
+	        {"kill -9 of the leader: takeover without gap or duplicate", test_kill9_takeover},
+	        {"a paused leader cannot write after a takeover", test_paused_leader},
+	        {"reconnects when PostgreSQL restarts", test_reconnect},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("walsync", tests);
 	int status = sy_test_run();

@@ -78,9 +78,9 @@ static void test_status(void)
 	sy_ws_status_build(out, UINT64_C(0x0102030405060708), UINT64_C(0x1112131415161718),
 	                   UINT64_C(0x2122232425262728), INT64_C(0x3132333435363738), true);
 	static const unsigned char want[SY_WS_STATUS_LEN] = {
-		'r',  0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x11, 0x12, 0x13,
-		0x14, 0x15, 0x16, 0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27,
-		0x28, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x01};
+	        'r',  0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x11, 0x12, 0x13,
+	        0x14, 0x15, 0x16, 0x17, 0x18, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27,
+	        0x28, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x01};
 	CU_ASSERT_EQUAL(memcmp(out, want, sizeof want), 0);
 	sy_ws_status_build(out, 0, 0, 0, 0, false);
 	CU_ASSERT_EQUAL(out[33], 0);
@@ -169,10 +169,10 @@ static void test_message(void)
 }
 
 /* The text jsonb gives the trigger's object: members sorted by length, then bytes. */
-#define FENCE_JSON                                                                               \
-	"{\"pk\": \"5531c5d7-f0cd-4bda-91cb-672299752563\", \"state\": \"live\", \"user_id\": "     \
-	"\"alice\", \"version\": \"093e7bf74c034f4c89c1bb17be53b3c7\", \"table_id\": \"todo\", "    \
-	"\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"mutation_id\": "                \
+#define FENCE_JSON                                                                                 \
+	"{\"pk\": \"5531c5d7-f0cd-4bda-91cb-672299752563\", \"state\": \"live\", \"user_id\": "    \
+	"\"alice\", \"version\": \"093e7bf74c034f4c89c1bb17be53b3c7\", \"table_id\": \"todo\", "   \
+	"\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"mutation_id\": "               \
 	"\"a0000000-0000-4000-8000-000000000001\", \"owner_after\": \"alice\", \"owner_before\": " \
 	"null}"
 
@@ -214,49 +214,49 @@ static void test_change(void)
 		const char *json;
 		const char *msg;
 	} bad[] = {
-		{"[]", "version-fence message: bad not an object"},
-		{"{\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\",\"mutation_id\":null,"
-		 "\"client_id\":null,\"user_id\":null,\"owner_before\":null,\"owner_after\":null}",
-		 "version-fence message: bad table_id"},
-		{"{\"table_id\":\"\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad table_id"},
-		{"{\"table_id\":\"t\",\"pk\":1,\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad pk"},
-		{"{\"table_id\":\"t\",\"pk\":\"a\\u0000\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad pk"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad version"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"a\\nb\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad version"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"gone\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad state"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":\"A0000000-0000-4000-8000-000000000001\",\"client_id\":null,"
-		 "\"user_id\":null,\"owner_before\":null,\"owner_after\":null}",
-		 "version-fence message: bad mutation_id"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":\"x\",\"user_id\":null,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad client_id"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null}",
-		 "version-fence message: bad owner_after"},
-		{"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
-		 "\"mutation_id\":null,\"client_id\":null,\"user_id\":false,\"owner_before\":null,"
-		 "\"owner_after\":null}",
-		 "version-fence message: bad user_id"},
+	        {"[]", "version-fence message: bad not an object"},
+	        {"{\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\",\"mutation_id\":null,"
+	         "\"client_id\":null,\"user_id\":null,\"owner_before\":null,\"owner_after\":null}",
+	         "version-fence message: bad table_id"},
+	        {"{\"table_id\":\"\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad table_id"},
+	        {"{\"table_id\":\"t\",\"pk\":1,\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad pk"},
+	        {"{\"table_id\":\"t\",\"pk\":\"a\\u0000\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad pk"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad version"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"a\\nb\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad version"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"gone\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad state"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":\"A0000000-0000-4000-8000-000000000001\",\"client_id\":null,"
+	         "\"user_id\":null,\"owner_before\":null,\"owner_after\":null}",
+	         "version-fence message: bad mutation_id"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":\"x\",\"user_id\":null,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad client_id"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":null,\"owner_before\":null}",
+	         "version-fence message: bad owner_after"},
+	        {"{\"table_id\":\"t\",\"pk\":\"1\",\"version\":\"v\",\"state\":\"live\","
+	         "\"mutation_id\":null,\"client_id\":null,\"user_id\":false,\"owner_before\":null,"
+	         "\"owner_after\":null}",
+	         "version-fence message: bad user_id"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		sy_error e = {0};
@@ -271,8 +271,8 @@ static void test_change(void)
 	CU_ASSERT_FALSE(change("{\"table_id\":", &c, &err));
 	/* An arena too small is a refusal, never an overflow. */
 	char small[8];
-	CU_ASSERT_FALSE(sy_ws_change_parse(FENCE_JSON, strlen(FENCE_JSON), small, sizeof small, &c,
-	                                   &err));
+	CU_ASSERT_FALSE(
+	        sy_ws_change_parse(FENCE_JSON, strlen(FENCE_JSON), small, sizeof small, &c, &err));
 }
 
 static void test_epoch(void)
@@ -280,22 +280,23 @@ static void test_epoch(void)
 	char client[37];
 	long long e = 0;
 	sy_error err = {0};
-	const char *ok = "{\"client_id\" : \"c0000000-0000-4000-8000-000000000001\", \"epoch\" : 7}";
+	const char *ok =
+	        "{\"client_id\" : \"c0000000-0000-4000-8000-000000000001\", \"epoch\" : 7}";
 	CU_ASSERT_TRUE_FATAL(sy_ws_epoch_parse(ok, strlen(ok), client, &e, &err));
 	CU_ASSERT_STRING_EQUAL(client, "c0000000-0000-4000-8000-000000000001");
 	CU_ASSERT_EQUAL(e, 7);
 	static const char *const bad[] = {
-		"{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": 0}",
-		"{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": -1}",
-		"{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": 1.5}",
-		"{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": \"2\"}",
-		"{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": "
-		"9223372036854775808}",
-		"{\"client_id\": \"c0000000-0000-4000-8000-00000000000\", \"epoch\": 2}",
-		"{\"client_id\": null, \"epoch\": 2}",
-		"{\"epoch\": 2}",
-		"[\"c0000000-0000-4000-8000-000000000001\", 2]",
-		"",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": 0}",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": -1}",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": 1.5}",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": \"2\"}",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-000000000001\", \"epoch\": "
+	        "9223372036854775808}",
+	        "{\"client_id\": \"c0000000-0000-4000-8000-00000000000\", \"epoch\": 2}",
+	        "{\"client_id\": null, \"epoch\": 2}",
+	        "{\"epoch\": 2}",
+	        "[\"c0000000-0000-4000-8000-000000000001\", 2]",
+	        "",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		CU_ASSERT_FALSE(sy_ws_epoch_parse(bad[i], strlen(bad[i]), client, &e, &err));
@@ -308,13 +309,13 @@ static void test_epoch(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"XLogData and keepalive frames", test_frames},
-		{"standby status update bytes", test_status},
-		{"pgoutput BEGIN and COMMIT", test_begin_commit},
-		{"pgoutput MESSAGE", test_message},
-		{"version-fence message JSON", test_change},
-		{"accepted-epoch message JSON", test_epoch},
-		{NULL, NULL},
+	        {"XLogData and keepalive frames", test_frames},
+	        {"standby status update bytes", test_status},
+	        {"pgoutput BEGIN and COMMIT", test_begin_commit},
+	        {"pgoutput MESSAGE", test_message},
+	        {"version-fence message JSON", test_change},
+	        {"accepted-epoch message JSON", test_epoch},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("pgoutput", tests);
 	return sy_test_run();
