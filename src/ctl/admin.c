@@ -607,8 +607,8 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 			                 "7d, 12h, 30m or 1d12h");
 		return run(cfg, C_CHANGELOG_COMPACT, &a, before);
 	}
-	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 || strcmp(cmd, "ledger") == 0 ||
-	    strcmp(cmd, "lease") == 0 || strcmp(cmd, "changelog") == 0)
+	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 ||
+	    strcmp(cmd, "ledger") == 0 || strcmp(cmd, "lease") == 0 || strcmp(cmd, "changelog") == 0)
 		return fail_line(SY_CTL_EXIT_USAGE, "%s: unknown subcommand '%s'", cmd, sub);
 	return fail_line(SY_CTL_EXIT_USAGE, "unknown command '%s' (synchroctl --help lists them)",
 	                 cmd);

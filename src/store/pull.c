@@ -21,6 +21,12 @@
 
 /* Reloads of the current manifest (or retries of a racing first page) before giving up. */
 #define ATTEMPTS 3
+/*
+ * Most changelog entries one pull reads past its cursor: a caller whose read scope holds few
+ * of them (owner-read tables, other users busy) gets an empty page with has_more and a
+ * cursor past them, so no request scans an unbounded stretch of others' history.
+ */
+#define SCAN_BUDGET "10000"
 /* The read-your-writes wait polls with sleeps growing to this. */
 #define WAIT_STEP_MAX_MS 10
 
@@ -331,7 +337,7 @@ static bool build_rebuild_sql(ptab *x)
 	" LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"                                   \
 	" LEFT JOIN (SELECT version, hash FROM synchro.schema_versions"                            \
 	"             ORDER BY version DESC LIMIT 1) sv ON true"                                   \
-	" LEFT JOIN synchro.changelog_horizon h ON true"                                           \
+	" LEFT JOIN (SELECT commit_lsn, ordinal FROM synchro.changelog_horizon LIMIT 1) h ON true" \
 	" LEFT JOIN (SELECT commit_lsn, ordinal FROM synchro.changelog"                            \
 	"             ORDER BY commit_lsn DESC, ordinal DESC LIMIT 1) t ON true"
 #define GATE_NCOLS 12
@@ -341,6 +347,11 @@ enum {
 	PC_COUNT = GATE_NCOLS, /* relevant entries in the window (at most limit + 1) */
 	PC_LAST_LSN,           /* the limit-th of them */
 	PC_LAST_ORD,
+	PC_BUDGET_LSN, /* the SCAN_BUDGET-th entry after the cursor, when the window is short */
+	PC_BUDGET_ORD,
+	PC_CUT,     /* the window stopped before an entry whose source is not visible yet */
+	PC_WIN_LSN, /* the window's last entry */
+	PC_WIN_ORD,
 	PC_TABLE, /* index into tabs; NULL when the page has no change */
 	PC_LSN,
 	PC_ORD,
@@ -356,34 +367,43 @@ enum {
 /*
  * The page statement of a manifest. $1 client, $2 user, $3/$4 cursor, $5 limit, $6 tables
  * read by all, $7 tables read by owner. The window holds the first limit + 1 entries after
- * the cursor that concern the caller (an owner-read entry concerns the owners before and
- * after it); of the first limit, the latest entry per row is joined with the row's fence
- * and source row, one UNION ALL branch per table. One statement, one snapshot: horizon,
- * window and rows agree.
+ * the cursor, among the next SCAN_BUDGET, that concern the caller (synchro.pull_window of
+ * migration 6, an ordered scan whatever the planner thinks); of the first limit, the latest
+ * entry per row is joined with the row's fence and source row, one UNION ALL branch per
+ * table. One statement, one snapshot: horizon, window and rows agree.
  */
 static bool build_page_sql(sy_store_pull *p, sy_error *err)
 {
 	sy_buf b = SY_BUF_INIT;
-	sy_buf_puts(&b,
-	            "WITH win AS MATERIALIZED ("
-	            " SELECT l.commit_lsn, l.ordinal, l.table_id, l.pk, l.version, l.mutation_id,"
-	            "        l.client_id, l.owner_after"
-	            "   FROM synchro.changelog l"
-	            "  WHERE (l.commit_lsn, l.ordinal) > ($3::pg_lsn, $4::integer)"
-	            "    AND (l.table_id = ANY ($6::text[])"
-	            "         OR (l.table_id = ANY ($7::text[])"
-	            "             AND (l.owner_before = $2 OR l.owner_after = $2)))"
-	            "  ORDER BY l.commit_lsn, l.ordinal LIMIT $5::integer + 1),"
-	            " pick AS MATERIALIZED ("
-	            " SELECT DISTINCT ON (w.table_id, w.pk) w.*"
-	            "   FROM (SELECT * FROM win ORDER BY commit_lsn, ordinal LIMIT $5::integer) w"
-	            "  ORDER BY w.table_id, w.pk, w.commit_lsn DESC, w.ordinal DESC),"
-	            " m AS ("
-	            " SELECT " GATE_COLS
-	            ", (SELECT count(*) FROM win), lw.commit_lsn, lw.ordinal" GATE_FROM
-	            "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn, ordinal"
-	            "               OFFSET $5::integer - 1 LIMIT 1) lw ON true),"
-	            " ch AS (");
+	sy_buf_puts(
+	        &b,
+	        "WITH win0 AS MATERIALIZED ("
+	        " SELECT * FROM synchro.pull_window($3::pg_lsn, $4::integer, $2, $6::text[],"
+	        "                                   $7::text[], $5::integer + 1, " SCAN_BUDGET ")),"
+	        /* The window ends before the first entry whose source is not visible yet. */
+	        " cut AS (SELECT commit_lsn, ordinal FROM win0 WHERE NOT visible"
+	        "          ORDER BY commit_lsn, ordinal LIMIT 1),"
+	        " win AS MATERIALIZED ("
+	        " SELECT w.* FROM win0 w WHERE NOT EXISTS (SELECT 1 FROM cut"
+	        "   WHERE (w.commit_lsn, w.ordinal) >= (cut.commit_lsn, cut.ordinal))),"
+	        " pick AS MATERIALIZED ("
+	        " SELECT DISTINCT ON (w.table_id, w.pk) w.*"
+	        "   FROM (SELECT * FROM win ORDER BY commit_lsn, ordinal LIMIT $5::integer) w"
+	        "  ORDER BY w.table_id, w.pk, w.commit_lsn DESC, w.ordinal DESC),"
+	        " m AS ("
+	        " SELECT " GATE_COLS ", (SELECT count(*) FROM win), lw.commit_lsn, lw.ordinal,"
+	        "        bw.commit_lsn, bw.ordinal, EXISTS (SELECT 1 FROM cut), wl.commit_lsn,"
+	        "        wl.ordinal" GATE_FROM
+	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn, ordinal"
+	        "               OFFSET $5::integer - 1 LIMIT 1) lw ON true"
+	        /* Only when the window is short: a one-time filter skips the call else. */
+	        "   LEFT JOIN (SELECT * FROM synchro.changelog_nth_after($3::pg_lsn, $4::integer,"
+	        "                                                      " SCAN_BUDGET ")"
+	        "               WHERE (SELECT count(*) FROM win) <= $5::integer"
+	        "                 AND NOT EXISTS (SELECT 1 FROM cut)) bw ON true"
+	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn DESC,"
+	        "               ordinal DESC LIMIT 1) wl ON true),"
+	        " ch AS (");
 	for (size_t i = 0; i < p->m->table_count; i++) {
 		const ptab *x = &p->tabs[i];
 		sy_buf_printf(&b,
@@ -907,8 +927,18 @@ static sy_store_status pull_body(rd *x, const sy_store_pull_request *req, const 
 	if (more) {
 		if (!get_pos(r, 0, PC_LAST_LSN, &next))
 			return bad_result(x, "pull");
+	} else if (strcmp(PQgetvalue(r, 0, PC_CUT), "t") == 0) {
+		/* A source commit is an instant from visible: stop before it, come back at once. */
+		if (n > 0 && !get_pos(r, 0, PC_WIN_LSN, &next))
+			return bad_result(x, "pull");
+		more = true;
+	} else if (!PQgetisnull(r, 0, PC_BUDGET_LSN)) {
+		/* The scan budget ran out first: continue after what was read. */
+		if (!get_pos(r, 0, PC_BUDGET_LSN, &next))
+			return bad_result(x, "pull");
+		more = true;
 	} else if (sy_store_position_cmp(&g->tail, &next) > 0) {
-		/* Nothing in scope up to the end: skip the entries of others for good. */
+		/* Nothing more in scope up to the end: skip the entries of others for good. */
 		next = g->tail;
 	}
 	x->out->scanned = (size_t)n;
@@ -1090,6 +1120,11 @@ done:
 
 /* ---- rebuild ---- */
 
+/* Transactions not yet visible are among the latest commits; this many entries are looked at. */
+static sy_store_stmt visible_tail_stmt =
+        SY_STORE_STMT("sy_rebuild_tail",
+                      "SELECT commit_lsn, ordinal FROM synchro.changelog_visible_tail(10000)", 0);
+
 static sy_store_stmt session_insert_stmt =
         SY_STORE_STMT("sy_rebuild_session",
                       "INSERT INTO synchro.rebuild_sessions (user_id, client_id, rebuild_id, "
@@ -1219,14 +1254,27 @@ static sy_store_status rebuild_session(rd *x, const sy_store_rebuild_request *re
 		return SY_STORE_OK;
 	}
 	/* ADR: the session binds the accepted epoch observed now, and the stream position of
-	 * this snapshot, which is no later than the rows the pages read. */
-	*pos = g->tail;
+	 * this snapshot, which is no later than the rows the pages read: the last entry whose
+	 * source is visible in it (the pages read in this snapshot too), or the horizon. */
+	sy_store_status st;
+	x->out->statements++;
+	PGresult *vt = sy_store_exec_stmt(x->c, &visible_tail_stmt, NULL, PGRES_TUPLES_OK,
+	                                  "rebuild position", sqlstate, &st, x->err);
+	if (vt == NULL)
+		return st;
+	pos->lsn = 0;
+	pos->ordinal = 0;
+	bool ok_pos = PQntuples(vt) == 0 || get_pos(vt, 0, 0, pos);
+	PQclear(vt);
+	if (!ok_pos)
+		return bad_result(x, "rebuild position");
+	if (sy_store_position_cmp(pos, &g->horizon) < 0)
+		*pos = g->horizon;
 	char epoch[24], lsn[24], ord[16];
 	snprintf(epoch, sizeof epoch, "%lld", g->accepted);
 	lsn_text(pos->lsn, lsn);
 	snprintf(ord, sizeof ord, "%" PRIu32, pos->ordinal);
 	const char *pv[] = {req->user, req->client_id, req->rebuild_id, epoch, lsn, ord};
-	sy_store_status st;
 	x->out->statements++;
 	PGresult *ins = sy_store_exec_stmt(x->c, &session_insert_stmt, pv, PGRES_COMMAND_OK,
 	                                   "rebuild session", sqlstate, &st, x->err);
