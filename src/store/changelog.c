@@ -343,23 +343,45 @@ fail:
 	return st;
 }
 
-sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err)
+/* The first LSN of one row of one column (0 when there is no row or it is NULL). */
+static sy_store_status first_lsn(PGconn *c, const char *sql, uint64_t *out, sy_error *err)
 {
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c,
-	                            "SELECT commit_lsn FROM synchro.changelog"
-	                            " ORDER BY commit_lsn DESC LIMIT 1",
-	                            0, NULL, PGRES_TUPLES_OK, "read the changelog position", NULL,
-	                            &st, err);
+	PGresult *r = sy_store_exec(c, sql, 0, NULL, PGRES_TUPLES_OK, "read the changelog position",
+	                            NULL, &st, err);
 	if (!r)
 		return st;
 	unsigned long long v = 0;
-	if (PQntuples(r) == 1 && !sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v)) {
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) &&
+	    !sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v)) {
 		PQclear(r);
 		return sy_store_fail(err, SY_STORE_FAILED, "unexpected changelog position");
 	}
 	PQclear(r);
 	*out = v;
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err)
+{
+	uint64_t last = 0, horizon = 0, exists = 0;
+	sy_store_status st = first_lsn(c,
+	                               "SELECT commit_lsn FROM synchro.changelog"
+	                               " ORDER BY commit_lsn DESC LIMIT 1",
+	                               &last, err);
+	/* The compaction horizon of migration 6, when the database has it: entries at or
+	 * below it were removed, and must not come back from a slot that restarts behind. */
+	if (st == SY_STORE_OK)
+		st = first_lsn(c,
+		               "SELECT '0/1'::pg_lsn WHERE"
+		               " pg_catalog.to_regclass('synchro.changelog_horizon') IS NOT NULL",
+		               &exists, err);
+	if (st == SY_STORE_OK && exists)
+		st = first_lsn(c, "SELECT max(commit_lsn) FROM synchro.changelog_horizon", &horizon,
+		               err);
+	if (st != SY_STORE_OK)
+		return st;
+	*out = last > horizon ? last : horizon;
 	return SY_STORE_OK;
 }
 

@@ -71,8 +71,10 @@ SY_MUST_CHECK sy_store_status sy_store_changelog_write(PGconn *c, const sy_store
                                                        sy_store_changes *b, sy_store_written *out,
                                                        sy_error *err);
 
-/* The highest commit_lsn in the changelog (0 when empty): every transaction at or below it
- * that the slot delivers again was written already, since batches commit in stream order. */
+/* The highest commit_lsn in the changelog, or the compaction horizon (synchro.changelog_horizon,
+ * when it exists) if that is higher; 0 when both are empty. Every transaction at or below it
+ * that the slot delivers again was written already (batches commit in stream order) or was
+ * compacted away since. */
 SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err);
 
 /* Session settings of walsync's SQL connection: its commits are durable locally before it

@@ -936,6 +936,50 @@ static void test_reconnect(void)
 	free(from);
 }
 
+/* Entries compacted away (synchroctl changelog compact raises synchro.changelog_horizon) do
+ * not come back when the slot delivers their transactions again. */
+static void test_compacted_not_resurrected(void)
+{
+	if (peek_int("SELECT count(*) FROM pg_class WHERE oid ="
+	             " to_regclass('synchro.changelog_horizon')") != 1) {
+		CU_FAIL("no synchro.changelog_horizon (migration 6)");
+		return;
+	}
+	pid_t k = start_walsync("K", "SYNCHRO_WALSYNC_TEST_EXIT_AFTER_COMMITS", "1");
+	CU_ASSERT_FATAL(wait_leader("K") > 0);
+	pgt_exec(db, "INSERT INTO item (id) VALUES (40)");
+	int st = wait_exit(k, WAIT_ROWS);
+	CU_ASSERT_FATAL(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 75);
+	char *top = last_lsn();
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM pg_replication_slots WHERE slot_name ="
+	                         " 'synchro' AND confirmed_flush_lsn <= '%s'",
+	                         top),
+	                1);
+	/* Compaction as synchroctl does it: everything up to the newest entry. */
+	pgt_exec(db, "BEGIN");
+	char sql[512];
+	snprintf(sql, sizeof sql,
+	         "UPDATE synchro.changelog_horizon SET commit_lsn = '%s', ordinal ="
+	         " (SELECT max(ordinal) FROM synchro.changelog WHERE commit_lsn = '%s'),"
+	         " compacted_at = now()",
+	         top, top);
+	pgt_exec(db, sql);
+	snprintf(sql, sizeof sql, "DELETE FROM synchro.changelog WHERE commit_lsn <= '%s'", top);
+	pgt_exec(db, sql);
+	pgt_exec(db, "COMMIT");
+	pid_t l = start_walsync("L", NULL, NULL);
+	CU_ASSERT_FATAL(wait_leader("L") > 0);
+	pgt_exec(db, "INSERT INTO item (id) VALUES (41)");
+	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM synchro.changelog WHERE"
+	                               " table_id = 'item' AND pk = '41')"));
+	CU_ASSERT_EQUAL(
+	        peek_int("SELECT count(*) FROM synchro.changelog WHERE commit_lsn <= '%s'", top),
+	        0);
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.changelog"), 1);
+	CU_ASSERT_EQUAL(stop_walsync(l), 0);
+	free(top);
+}
+
 static void dump_logs(void)
 {
 	for (int i = 0; i < nprocs; i++) {
@@ -1014,6 +1058,7 @@ int main(void)
 	        {"kill -9 of the leader: takeover without gap or duplicate", test_kill9_takeover},
 	        {"a paused leader cannot write after a takeover", test_paused_leader},
 	        {"reconnects when PostgreSQL restarts", test_reconnect},
+	        {"compacted entries do not come back", test_compacted_not_resurrected},
 	        {NULL, NULL},
 	};
 	sy_test_add_suite("walsync", tests);
