@@ -45,3 +45,11 @@ nodist_tests_integration_test_push_pgt_SOURCES = src/store/sql_migrations.c
 tests_integration_test_push_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_push_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
 	$(PGT_LDADD) $(CRYPTO_LIBS) $(UUID_LIBS) -lm
+
+# Pull cursors and rebuild page tokens (src/store/pull.c), no database. (UNIT_TESTS, the
+# valgrind list, is defined later, in tests/unit/local.mk.)
+check_PROGRAMS += tests/unit/test_pull_codec
+TESTS += tests/unit/test_pull_codec
+tests_unit_test_pull_codec_SOURCES = tests/unit/test_pull_codec.c
+tests_unit_test_pull_codec_CFLAGS = $(UNIT_CFLAGS) $(LIBPQ_CFLAGS)
+tests_unit_test_pull_codec_LDADD = src/store/libsystore.la $(UNIT_LDADD) $(LIBPQ_LIBS)
