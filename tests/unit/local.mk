@@ -8,7 +8,7 @@ UNIT_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) -I$(top_srcdir)/tests/unit
 
 # UNIT_TESTS: the suites contrib/check --valgrind runs under valgrind; every
 # fragment appends its own to UNIT_TESTS, check_PROGRAMS and TESTS.
-UNIT_TESTS = tests/unit/test_errors tests/unit/test_config
+UNIT_TESTS += tests/unit/test_errors tests/unit/test_config
 check_PROGRAMS += tests/unit/test_errors
 TESTS += tests/unit/test_errors
 
