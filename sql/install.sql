@@ -879,6 +879,9 @@ GRANT SELECT ON synchro.changelog_horizon TO synchro_app, synchro_walsync;
 -- function is STABLE, so it runs in that snapshot): walsync decodes a commit once its WAL
 -- is flushed, which can be an instant before the committing backend makes it visible, and
 -- a pull must not read the source row of such an entry yet, nor move its cursor past it.
+-- Such a source is in the snapshot's in-progress list: walsync's own transaction, which
+-- the snapshot sees, took its xid after the source did, so the source's xid is below xmax.
+-- An xid at or past xmax can only be a misread one, and never holds a pull back.
 CREATE FUNCTION synchro.pull_window(p_lsn pg_lsn, p_ordinal integer, p_user text,
 	p_all text[], p_owner text[], p_limit integer, p_budget integer)
 	RETURNS TABLE (commit_lsn pg_lsn, ordinal integer, table_id text, pk text, version text,
@@ -889,7 +892,8 @@ SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off
 AS $fn$
 	SELECT s.commit_lsn, s.ordinal, s.table_id, s.pk, s.version, s.mutation_id, s.client_id,
 		s.owner_after,
-		s.xid IS NULL OR pg_visible_in_snapshot(s.xid, pg_current_snapshot())
+		s.xid IS NULL OR s.xid >= pg_snapshot_xmax(pg_current_snapshot())
+		OR pg_visible_in_snapshot(s.xid, pg_current_snapshot())
 	  FROM (SELECT l.commit_lsn, l.ordinal, l.xid, l.table_id, l.pk, l.version,
 			l.mutation_id, l.client_id, l.owner_before, l.owner_after
 		  FROM synchro.changelog l
@@ -918,7 +922,7 @@ AS $fn$
 		 ORDER BY l.commit_lsn DESC, l.ordinal DESC LIMIT p_recent),
 	cut AS (
 		SELECT min(r.commit_lsn) AS commit_lsn FROM recent r
-		 WHERE r.xid IS NOT NULL
+		 WHERE r.xid < pg_snapshot_xmax(pg_current_snapshot())
 		   AND NOT pg_visible_in_snapshot(r.xid, pg_current_snapshot()))
 	SELECT l.commit_lsn, l.ordinal FROM synchro.changelog l, cut
 	 WHERE cut.commit_lsn IS NULL OR l.commit_lsn < cut.commit_lsn
