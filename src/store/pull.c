@@ -435,13 +435,18 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 	return true;
 }
 
-static const sy_store_pull *sort_ctx;
-
-static int cmp_table_id(const void *a, const void *b)
+/* Orders p->order by table_id bytes (rebuild pages); a manifest has few tables. */
+static void sort_tables(sy_store_pull *p, size_t n)
 {
-	const ptab *x = &sort_ctx->tabs[*(const size_t *)a];
-	const ptab *y = &sort_ctx->tabs[*(const size_t *)b];
-	return strcmp(x->t->table_id, y->t->table_id);
+	for (size_t i = 1; i < n; i++) {
+		size_t v = p->order[i], j = i;
+		while (j > 0 &&
+		       strcmp(p->tabs[p->order[j - 1]].t->table_id, p->tabs[v].t->table_id) > 0) {
+			p->order[j] = p->order[j - 1];
+			j--;
+		}
+		p->order[j] = v;
+	}
 }
 
 /* Array literal element (double-quoted, \ and " escaped). */
@@ -516,9 +521,7 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 	p->owner_tables = steal(&own);
 	if (p->all_tables == NULL || p->owner_tables == NULL)
 		goto nomem;
-	sort_ctx = p;
-	qsort(p->order, n, sizeof *p->order, cmp_table_id);
-	sort_ctx = NULL;
+	sort_tables(p, n);
 	if (!build_page_sql(p, err))
 		goto fail;
 	return SY_STORE_OK;
