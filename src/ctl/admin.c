@@ -11,7 +11,7 @@
 
 #include "ctl/commands.h"
 #include "store/clients.h"
-#include "store/config.h"
+#include "store/cfg.h"
 #include "store/conn.h"
 #include "store/lease.h"
 #include "store/ledger.h"

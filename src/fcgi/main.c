@@ -17,7 +17,7 @@
 #include "fcgi/metrics.h"
 #include "fcgi/prefork.h"
 #include "fcgi/responder.h"
-#include "store/config.h"
+#include "store/cfg.h"
 
 /* Responders still busy this long after SIGTERM or a reload are killed. */
 #define DRAIN_TIMEOUT_S 60

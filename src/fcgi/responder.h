@@ -9,7 +9,7 @@
 #include <libpq-fe.h>
 
 #include "fcgi/http.h"
-#include "store/config.h"
+#include "store/cfg.h"
 #include "synchro/manifest.h"
 
 typedef struct sy_admission sy_admission; /* fcgi/admission.h */

@@ -3,7 +3,7 @@
 noinst_LTLIBRARIES += src/store/libsystore.la
 src_store_libsystore_la_SOURCES = \
 	src/store/store.c src/store/store.h \
-	src/store/config.c src/store/config.h \
+	src/store/cfg.c src/store/cfg.h \
 	src/store/conn.c src/store/conn.h \
 	src/store/migrate.c src/store/migrate.h \
 	src/store/schema.c src/store/schema.h \
@@ -46,8 +46,8 @@ tests_integration_test_push_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_push_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
 	$(PGT_LDADD) $(CRYPTO_LIBS) $(UUID_LIBS) -lm
 
-# Pull cursors and rebuild page tokens (src/store/pull.c), no database. (UNIT_TESTS, the
-# valgrind list, is defined later, in tests/unit/local.mk.)
+# Pull cursors and rebuild page tokens (src/store/pull.c), no database.
+UNIT_TESTS += tests/unit/test_pull_codec
 check_PROGRAMS += tests/unit/test_pull_codec
 TESTS += tests/unit/test_pull_codec
 tests_unit_test_pull_codec_SOURCES = tests/unit/test_pull_codec.c

@@ -847,7 +847,7 @@ static sy_store_status body_finish(rd *x, sy_json *root)
 }
 
 /*
- * "config.h" here is src/store/config.h (a quoted include looks beside the file first), so
+ * "config.h" here is src/store/cfg.h (a quoted include looks beside the file first), so
  * no feature macro is set: only C11 and undeclared-by-default POSIX calls are at hand. The
  * wait measures wall time and also counts its sleeps, so a clock step cannot stretch it.
  */

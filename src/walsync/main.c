@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "store/changelog.h"
-#include "store/config.h"
+#include "store/cfg.h"
 #include "store/conn.h"
 #include "store/lease.h"
 #include "synchro/alloc.h"

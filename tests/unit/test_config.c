@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/config.h"
+#include "store/cfg.h"
 #include "store/store.h"
 #include "synchro/alloc.h"
 #include "testutil.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/config.h"
+#include "store/cfg.h"
 #include "testutil.h"
 
 /* Whether a roff line of man names word as a bold option: ".B word" or ".BR word ...". */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/config.h"
+#include "store/cfg.h"
 #include "synchro/alloc.h"
 
 #define NOLIMIT 0, 0, NULL

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchro.conf: the one table of configuration options, the ini reader and typed getters. */
-#ifndef SY_STORE_CONFIG_H
-#define SY_STORE_CONFIG_H
+#ifndef SY_STORE_CFG_H
+#define SY_STORE_CFG_H
 
 #include "synchro/common.h"
 
