@@ -9,7 +9,7 @@ tests_unit_test_admission_SOURCES = tests/unit/test_admission.c src/fcgi/admissi
 tests_unit_test_admission_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_admission_LDADD = $(UNIT_LDADD)
 
-# synchro-fcgi(8) documents every [fcgi] option (the table is src/store/config.c).
+# synchro-fcgi(8) documents every [fcgi] option (the table is src/store/cfg.c).
 check_PROGRAMS += tests/unit/test_fcgi_man
 TESTS += tests/unit/test_fcgi_man
 tests_unit_test_fcgi_man_SOURCES = tests/unit/test_fcgi_man.c
