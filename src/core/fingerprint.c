@@ -298,11 +298,7 @@ static int compare_members(const void *pa, const void *pb)
 {
 	const sy_json_member *a = *(const sy_json_member *const *)pa;
 	const sy_json_member *b = *(const sy_json_member *const *)pb;
-	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
-	int c = n ? memcmp(a->key, b->key, n) : 0;
-	if (c != 0)
-		return c;
-	return a->key_len < b->key_len ? -1 : a->key_len > b->key_len;
+	return sy_manifest_name_compare(a->key, a->key_len, b->key, b->key_len);
 }
 
 bool sy_fp_row_preimage(const sy_schema_ref *outcome_schema, const char *table_id, size_t table_len,

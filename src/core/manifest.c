@@ -42,26 +42,6 @@ static bool fail_nomem(sy_error *err)
 	return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
 }
 
-/* Our own names so messages do not depend on the reader's wording. */
-static const char *kind(const sy_json *v)
-{
-	switch (v->type) {
-	case SY_JSON_NULL:
-		return "null";
-	case SY_JSON_FALSE:
-	case SY_JSON_TRUE:
-		return "boolean";
-	case SY_JSON_NUMBER:
-		return "number";
-	case SY_JSON_STRING:
-		return "string";
-	case SY_JSON_ARRAY:
-		return "array";
-	case SY_JSON_OBJECT:
-		return "object";
-	}
-	return "value";
-}
 
 /*
  * A printable excerpt of untrusted text for a message: control bytes become '?', and a
@@ -92,8 +72,7 @@ static bool bytes_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
 }
 
-/* Unsigned byte order, a proper prefix first. */
-static int bytes_compare(const char *a, size_t alen, const char *b, size_t blen)
+int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
 	size_t n = alen < blen ? alen : blen;
 	int c = n ? memcmp(a, b, n) : 0;
@@ -102,11 +81,8 @@ static int bytes_compare(const char *a, size_t alen, const char *b, size_t blen)
 	return alen < blen ? -1 : alen > blen;
 }
 
-/*
- * table_id / field_id: 1..63 bytes, no C0, DEL or C1 control character. The JSON reader
- * has already validated the UTF-8, so C1 controls are exactly the pairs C2 80..C2 9F.
- */
-static bool id_valid(const char *s, size_t len)
+/* The reader has validated the UTF-8, so C1 controls are exactly the pairs C2 80..C2 9F. */
+bool sy_manifest_name_valid(const char *s, size_t len)
 {
 	if (len == 0 || len > SY_MANIFEST_NAME_MAX)
 		return false;
@@ -153,7 +129,7 @@ static bool check_members(const sy_json *obj, const char *path, const char *cons
 {
 	char shown[SHOW_CAP];
 	if (obj->type != SY_JSON_OBJECT)
-		return fail_at(err, path, NULL, "expected object, got %s", kind(obj));
+		return fail_at(err, path, NULL, "expected object, got %s", sy_json_type_name(obj->type));
 	for (size_t i = 0; i < obj->u.object.count; i++) {
 		const sy_json_member *m = &obj->u.object.members[i];
 		bool known = false;
@@ -177,7 +153,7 @@ static bool get_string(const sy_json *obj, const char *path, const char *name, c
 	*s = "";
 	*len = 0;
 	if (v->type != SY_JSON_STRING)
-		return fail_at(err, path, name, "expected string, got %s", kind(v));
+		return fail_at(err, path, name, "expected string, got %s", sy_json_type_name(v->type));
 	*s = v->u.string.data;
 	*len = v->u.string.len;
 	return true;
@@ -189,7 +165,7 @@ static bool get_bool(const sy_json *obj, const char *path, const char *name, boo
 	const sy_json *v = sy_json_get(obj, name);
 	*out = false;
 	if (v->type != SY_JSON_TRUE && v->type != SY_JSON_FALSE)
-		return fail_at(err, path, name, "expected boolean, got %s", kind(v));
+		return fail_at(err, path, name, "expected boolean, got %s", sy_json_type_name(v->type));
 	*out = v->type == SY_JSON_TRUE;
 	return true;
 }
@@ -200,7 +176,7 @@ static bool get_id(const sy_json *obj, const char *path, const char *name, const
 	char shown[SHOW_CAP];
 	if (!get_string(obj, path, name, s, len, err))
 		return false;
-	if (!id_valid(*s, *len))
+	if (!sy_manifest_name_valid(*s, *len))
 		return fail_at(err, path, name,
 		               "invalid %s \"%s\" (1..63 bytes, no control characters)", name,
 		               show(shown, *s, *len));
@@ -440,7 +416,7 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 
 	const sy_json *fields = sy_json_get(v, "fields");
 	if (fields->type != SY_JSON_ARRAY)
-		return fail_at(err, path, "fields", "expected array, got %s", kind(fields));
+		return fail_at(err, path, "fields", "expected array, got %s", sy_json_type_name(fields->type));
 	size_t n = fields->u.array.count;
 	if (n > 0) {
 		t->fields = sy_calloc(n, sizeof *t->fields);
@@ -509,7 +485,7 @@ sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err)
 		goto fail;
 	const sy_json *tables = sy_json_get(root, "tables");
 	if (tables->type != SY_JSON_ARRAY) {
-		fail_at(err, "tables", NULL, "expected array, got %s", kind(tables));
+		fail_at(err, "tables", NULL, "expected array, got %s", sy_json_type_name(tables->type));
 		goto fail;
 	}
 	size_t n = tables->u.array.count;
@@ -640,7 +616,7 @@ typedef struct {
 /* Total order on indexes: their ids' bytes, then the index itself. */
 static int index_compare(const id_list *l, size_t a, size_t b)
 {
-	int c = bytes_compare(l->ids[a], l->lens[a], l->ids[b], l->lens[b]);
+	int c = sy_manifest_name_compare(l->ids[a], l->lens[a], l->ids[b], l->lens[b]);
 	if (c != 0)
 		return c;
 	return a < b ? -1 : a > b;

@@ -121,46 +121,16 @@ static bool all_finite(const sy_json *v)
 	}
 }
 
-/* Unsigned byte order, a proper prefix first: UTF-8 byte order is code point order. */
-static int compare_bytes(const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t n = alen < blen ? alen : blen;
-	int c = n ? memcmp(a, b, n) : 0;
-	if (c != 0)
-		return c;
-	return alen < blen ? -1 : alen > blen;
-}
-
 static int compare_columns(const void *pa, const void *pb)
 {
 	const sy_column *a = pa, *b = pb;
-	return compare_bytes(a->field_id, a->field_len, b->field_id, b->field_len);
+	return sy_manifest_name_compare(a->field_id, a->field_len, b->field_id, b->field_len);
 }
 
-/*
- * table_id and field_id (table, pk.field, column names): the manifest's rule,
- * 1..63 octets of UTF-8 without control characters (U+0000..U+001F,
- * U+007F..U+009F). A name no manifest can hold is malformed intent, not an
- * unknown table or field. The reader has already checked the UTF-8.
- */
-static bool id_valid(const char *s, size_t len)
-{
-	if (len == 0 || len > SY_MANIFEST_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f)
-			return false;
-		/* C1 controls are U+0080..U+009F: C2 80..C2 9F */
-		if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] <= 0x9f)
-			return false;
-	}
-	return true;
-}
-
+/* A name no manifest can hold is malformed intent, not an unknown table or field. */
 static bool id_json_valid(const sy_json *v)
 {
-	return v->type == SY_JSON_STRING && id_valid(v->u.string.data, v->u.string.len);
+	return v->type == SY_JSON_STRING && sy_manifest_name_valid(v->u.string.data, v->u.string.len);
 }
 
 bool sy_push_write_schema_ref(sy_buf *out, const sy_schema_ref *ref)
@@ -316,7 +286,7 @@ static bool parse_presence(sy_mutation *m, size_t i, const sy_json *base, const 
 	for (size_t k = 0; k < cols->u.object.count; k++) {
 		const sy_json_member *mb = &cols->u.object.members[k];
 		quoted q;
-		if (!id_valid(mb->key, mb->key_len))
+		if (!sy_manifest_name_valid(mb->key, mb->key_len))
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "mutations[%zu].columns[%s]: field id %s", i,
 			                    quote(&q, mb->key, mb->key_len), ID_RULE);
@@ -435,9 +405,9 @@ static int key_id(const sy_mutation *a, const sy_mutation *b)
 /* (table, canonical pk): the row identity an atomic request may address once */
 static int key_row(const sy_mutation *a, const sy_mutation *b)
 {
-	int c = compare_bytes(a->table_id, a->table_len, b->table_id, b->table_len);
+	int c = sy_manifest_name_compare(a->table_id, a->table_len, b->table_id, b->table_len);
 	return c ? c
-	         : compare_bytes(a->pk_canonical, a->pk_canonical_len, b->pk_canonical,
+	         : sy_manifest_name_compare(a->pk_canonical, a->pk_canonical_len, b->pk_canonical,
 	                         b->pk_canonical_len);
 }
 

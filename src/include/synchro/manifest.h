@@ -47,6 +47,18 @@ typedef struct {
 #define SY_MANIFEST_NAME_MAX 63
 
 /*
+ * The rule of table_id and field_id, wherever a name appears (manifests, push
+ * requests): 1..SY_MANIFEST_NAME_MAX octets without a C0, DEL or C1 control
+ * character. s must already be valid UTF-8 (the reader guarantees it).
+ */
+bool sy_manifest_name_valid(const char *s, size_t len);
+/*
+ * The ADR's order of names: unsigned UTF-8 bytes (which is code point order), a
+ * proper prefix first; <0, 0, >0.
+ */
+int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t blen);
+
+/*
  * Parses and validates a manifest. Returns a new manifest the caller frees with
  * sy_manifest_free(); NULL with *err set (SY_ERR_INVALID_REQUEST naming the
  * member path, e.g. "tables[1].fields[0].type: unknown type \"int\"", or
