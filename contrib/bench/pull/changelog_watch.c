@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* contrib/bench/pull/changelog_watch: polls synchro.changelog and measures, per source
+ * transaction, the time from its commit to the moment its changes were visible there. */
+#include "config.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * walsync writes whole transactions in commit order, so the commit LSN alone is a cursor.
+ * committed_at is the source commit timestamp from the stream; clock_timestamp() is read by
+ * the same server at the poll, so no clock of another machine is involved. One row per
+ * transaction keeps the poller cheap beside the load it measures.
+ */
+static const char poll_sql[] =
+        "SELECT commit_lsn::text, count(*), "
+        "       extract(epoch FROM clock_timestamp() - min(committed_at)) * 1000 "
+        "  FROM synchro.changelog WHERE commit_lsn > $1::pg_lsn "
+        " GROUP BY commit_lsn ORDER BY commit_lsn";
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+	if (n == 0)
+		return 0;
+	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 10, interval_ms = 5;
+	const char *conninfo = "";
+	int opt;
+	while ((opt = getopt(argc, argv, "d:i:c:")) != -1) {
+		switch (opt) {
+		case 'd': seconds = atof(optarg); break;
+		case 'i': interval_ms = atof(optarg); break;
+		case 'c': conninfo = optarg; break;
+		default:
+			fputs("usage: changelog_watch [-d SECONDS] [-i POLL_MS] [-c CONNINFO]\n"
+			      "Prints key=value: transactions and changes that became visible in\n"
+			      "synchro.changelog, and commit-to-visible latency percentiles.\n",
+			      stderr);
+			return 2;
+		}
+	}
+	PGconn *c = PQconnectdb(conninfo);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "changelog_watch: %s", PQerrorMessage(c));
+		return 1;
+	}
+	PGresult *r =
+	        PQexec(c, "SELECT coalesce(max(commit_lsn), '0/0')::text FROM synchro.changelog");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
+		return 1;
+	}
+	char cursor[64];
+	snprintf(cursor, sizeof cursor, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	r = PQprepare(c, "poll", poll_sql, 1, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
+		return 1;
+	}
+	PQclear(r);
+	size_t n = 0, cap = 65536;
+	double *lat = malloc(cap * sizeof *lat);
+	long long changes = 0, polls = 0;
+	double start = now(), first = 0, last = 0;
+	if (lat == NULL)
+		return 1;
+	while (now() - start < seconds) {
+		const char *p[1] = {cursor};
+		r = PQexecPrepared(c, "poll", 1, p, NULL, NULL, 0);
+		polls++;
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
+			return 1;
+		}
+		int rows = PQntuples(r);
+		if (rows > 0) {
+			double t = now();
+			if (first == 0)
+				first = t;
+			last = t;
+		}
+		for (int i = 0; i < rows; i++) {
+			if (n == cap) {
+				cap *= 2;
+				double *l = realloc(lat, cap * sizeof *l);
+				if (l == NULL)
+					return 1;
+				lat = l;
+			}
+			changes += atoll(PQgetvalue(r, i, 1));
+			lat[n++] = atof(PQgetvalue(r, i, 2));
+		}
+		if (rows > 0)
+			snprintf(cursor, sizeof cursor, "%s", PQgetvalue(r, rows - 1, 0));
+		PQclear(r);
+		struct timespec ts = {0, (long)(interval_ms * 1e6)};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+	PQfinish(c);
+	qsort(lat, n, sizeof *lat, cmp_double);
+	printf("transactions=%zu changes=%lld polls=%lld poll_ms=%g visible_span_s=%.3f "
+	       "p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
+	       n, changes, polls, interval_ms, last - first, pct(lat, n, 50), pct(lat, n, 90),
+	       pct(lat, n, 99), n ? lat[n - 1] : 0.0);
+	free(lat);
+	return 0;
+}

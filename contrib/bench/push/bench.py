@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""contrib/bench/push (run it through contrib/bench/push/run): /v3/push through nginx on this
+machine beside two baselines measured in the same run, on the same throwaway PostgreSQL:
+  - plain SQL (plain_sql): the same rows inserted over one libpq connection per worker, as many
+    workers as synchro-fcgi responders, one transaction of prepared INSERTs per batch
+    (pipelined: one round trip per batch, as the push path does; and one round trip per
+    statement, for reference): the database's own limit;
+  - a trivial FastCGI responder (trivial_fcgi) behind the same nginx site, as many processes as
+    responders, sent the same requests by the same wrk script: the web stack's limit.
+Each configuration runs BENCH_ROUNDS times, interleaved with the others, and the median run is
+shown (with every round's figure): on a shared machine the rounds see the same background load.
+Beside throughput and latency, the CPU seconds the server side used (the PostgreSQL cluster,
+the responders, nginx; from /proc) per row or request: a figure other load on the machine
+hardly moves.
+Environment: BENCH_WORKERS (responders and SQL workers, default 4), BENCH_CONNECTIONS (wrk
+connections = threads, one registered client each; default = BENCH_WORKERS), BENCH_SECONDS
+(each measured run, default 5), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds before each
+wrk run, default 1), BENCH_BATCHES (default "1 100 1000")."""
+
+import base64
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
+BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
+sys.path.insert(0, os.path.join(SRC, "tests/e2e"))
+import synchro_e2e as e2e  # noqa: E402
+
+PLAIN_SQL = os.path.join(BUILD, "contrib/bench/push/plain_sql")
+TRIVIAL = os.path.join(BUILD, "contrib/bench/push/trivial_fcgi")
+LUA = os.path.join(SRC, "contrib/bench/push/push.lua")
+
+WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", str(WORKERS)))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+WARMUP = float(os.environ.get("BENCH_WARMUP", "1"))
+BATCHES = [int(b) for b in os.environ.get("BENCH_BATCHES", "1 100 1000").split()]
+
+
+class BenchStack(e2e.Stack):
+    """The e2e stack, with nginx's limit_req taken out of the site (it would answer 429 above
+    1000 requests/s; the benchmark measures the stack, not the rate limit). Everything else of
+    conf/nginx/synchro.conf stays: basic authentication, fastcgi_params, the body limits.
+    Responders are not recycled (max_requests = 0): a responder that ends between two /proc
+    readings would drop out of the CPU accounting (recycling costs a fork and a reconnection
+    per 10,000 requests, nothing a run of seconds could show)."""
+
+    def __init__(self, **kw):
+        kw.setdefault("fcgi_conf", {"max_requests": 0})
+        super().__init__(**kw)
+
+    def start_nginx(self):
+        d = self.dir
+        conf = os.path.join(d, "nginx.conf")
+        site = open(os.path.join(SRC, "conf/nginx/synchro.conf")).read()
+        site = "\n".join(line for line in site.split("\n") if "limit_req" not in line)
+        site = (site.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % self.port)
+                    .replace("/run/synchro/synchro.sock", self.sock)
+                    .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
+        with open(conf, "w") as f:
+            f.write("""daemon off;
+worker_processes 2;
+pid %(d)s/nginx.pid;
+error_log %(d)s/nginx-error.log warn;
+%(user)s
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %(d)s/nginx-body;
+    fastcgi_temp_path %(d)s/nginx-fastcgi;
+    proxy_temp_path %(d)s/nginx-proxy;
+    uwsgi_temp_path %(d)s/nginx-uwsgi;
+    scgi_temp_path %(d)s/nginx-scgi;
+%(site)s
+}
+""" % {"d": d, "site": site, "user": "user root;" if os.getuid() == 0 else ""})
+        self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
+
+
+def proc_table():
+    """pid -> (ppid, own CPU ticks, reaped children's CPU ticks) of every process."""
+    t = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        t[int(d)] = (int(f[1]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14]))
+    return t
+
+
+def tree_cpu(roots):
+    """CPU seconds used so far by the process trees under roots: each root, its descendants,
+    and the children it reaped (postgres backends and recycled responders that ended)."""
+    t = proc_table()
+    kids = {}
+    for pid, (ppid, _, _) in t.items():
+        kids.setdefault(ppid, []).append(pid)
+    ticks, seen = 0, set()
+    stack = [r for r in roots if r in t]
+    for r in stack:
+        ticks += t[r][2]
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        ticks += t[pid][1]
+        stack.extend(kids.get(pid, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def client_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Bench:
+    def __init__(self, stack):
+        self.st = stack
+        self.phase = 0
+        self.clients = []
+        self.schema = None
+        self.invalid = []
+
+    def next_phase(self):
+        self.phase += 1
+        return self.phase
+
+    def connect_clients(self):
+        for _ in range(CONNECTIONS):
+            j = self.st.connect("alice")
+            self.clients.append({"id": j["client_id"], "generation": j["client_generation"]})
+            self.schema = j["schema"]
+
+    def roots(self, *names):
+        pids = [p.pid for n, p in self.st.procs.items() if n in names and p.poll() is None]
+        with open(os.path.join(os.environ["SYNCHRO_PG_DATA"], "postmaster.pid")) as f:
+            pids.append(int(f.readline()))
+        return pids
+
+    def measured(self, fn, roots):
+        """Runs fn() and adds the CPU it cost: server (postgres, responders, nginx) and client."""
+        s0, c0, t0 = tree_cpu(roots), client_cpu(), time.monotonic()
+        res = fn()
+        wall = time.monotonic() - t0
+        res["server_cpu"] = tree_cpu(roots) - s0
+        res["client_cpu"] = client_cpu() - c0
+        res["wall"] = wall
+        return res
+
+    def quiesce(self):
+        """Until no responder's session is inside a statement (wrk's cut requests finish)."""
+        e2e.wait_for(lambda: self.st.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                                          "'synchro-fcgi' AND state <> 'idle'") == "0",
+                     timeout=120, what="the responders to finish the requests wrk cut")
+
+    def checkpoint(self):
+        self.st.psql("CHECKPOINT")
+
+    def rows_of_phase(self, phase):
+        return int(self.st.psql("SELECT count(*) FROM public.item WHERE id >= %d AND id < %d"
+                                % (phase * 10**12, (phase + 1) * 10**12)))
+
+    def plain_sql(self, batch, mode="pipeline"):
+        self.checkpoint()
+        phase = self.next_phase()
+        argv = [PLAIN_SQL, "-w", str(WORKERS), "-n", str(batch), "-d", str(SECONDS), "-p", str(phase)]
+        argv += {"pipeline": [], "serial": ["-s"], "units": ["-u"]}[mode]
+
+        def run():
+            r = subprocess.run(argv, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit("plain_sql failed (%d): %s%s" % (r.returncode, r.stdout, r.stderr))
+            kv = dict(item.split("=", 1) for item in r.stdout.split())
+            return {"rows_per_s": float(kv["rows_per_s"]), "req_per_s": float(kv["batches_per_s"]),
+                    "p50_ms": float(kv["p50_ms"]), "p99_ms": float(kv["p99_ms"]), "rows": int(kv["rows"]),
+                    "requests": int(kv["batches"])}
+        res = self.measured(run, self.roots())
+        have = self.rows_of_phase(phase)
+        if have != res["rows"]:
+            self.invalid.append("plain SQL batch %d: %d rows counted, %d in the table" % (batch, res["rows"], have))
+        return res
+
+    def wrk(self, mode, batch, phase, seconds, check_replay=False):
+        conf = os.path.join(self.st.dir, "wrk-%d.lua" % phase)
+        auth = "Basic " + base64.b64encode(b"alice:alice").decode()
+        with open(conf, "w") as f:
+            f.write("return %s\n" % lua_value({
+                "mode": mode, "batch": batch, "phase": phase, "auth": auth,
+                "schema": self.schema, "clients": self.clients, "check_replay": check_replay}))
+        argv = ["wrk", "-t", str(CONNECTIONS), "-c", str(CONNECTIONS), "-d", "%ds" % max(1, round(seconds)),
+                "--timeout", "60s", "--latency", "-s", LUA, "http://127.0.0.1:%d/v3/push" % self.st.port]
+        r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, BENCH_WRK_CONF=conf))
+        line = [x for x in r.stdout.split("\n") if x.startswith("BENCH ")]
+        if r.returncode != 0 or not line:
+            raise SystemExit("wrk failed (%d): %s%s" % (r.returncode, r.stdout, r.stderr))
+        j = json.loads(line[0][6:])
+        j["stderr"] = r.stderr.strip()
+        secs = j["duration_us"] / 1e6
+        j["req_per_s"] = j["requests"] / secs
+        j["rows_per_s"] = j["requests"] * batch / secs
+        j["rows"] = j["requests"] * batch
+        j["p50_ms"] = j["p50_us"] / 1e3
+        j["p99_ms"] = j["p99_us"] / 1e3
+        return j
+
+    def check(self, what, j, fresh_phase=None, batch=0):
+        errs = j["connect_errors"] + j["read_errors"] + j["write_errors"] + j["timeouts"]
+        problems = []
+        if j["bad"] or j["non_2xx"]:
+            problems.append("%d non-200 answers" % max(j["bad"], j["non_2xx"]))
+        if errs:
+            problems.append("%d socket errors/timeouts" % errs)
+        if j["rejected"]:
+            problems.append("%d answers with rejected mutations" % j["rejected"])
+        if j["notreplay"]:
+            problems.append("%d answers without Synchro-Replay: batch" % j["notreplay"])
+        if fresh_phase is not None:
+            # Requests wrk cut at the end may still have committed: at least as many rows.
+            have = self.rows_of_phase(fresh_phase)
+            if have < j["ok"] * batch:
+                problems.append("%d rows in the table, %d acknowledged" % (have, j["ok"] * batch))
+        if problems:
+            self.invalid.append("%s: %s (%s)" % (what, "; ".join(problems), j["stderr"][:500]))
+
+    def push_fresh(self, batch):
+        self.checkpoint()
+        self.wrk("fresh", batch, self.next_phase(), WARMUP)
+        self.quiesce()
+        self.checkpoint()
+        phase = self.next_phase()
+        j = self.measured(lambda: self.wrk("fresh", batch, phase, SECONDS), self.roots("fcgi", "nginx"))
+        self.quiesce()
+        self.check("push fresh batch %d" % batch, j, phase, batch)
+        return j
+
+    def replay(self, batch, phase, trivial=False):
+        # The warm-up executes each thread's batch once; the measured run only replays it.
+        self.wrk("replay", batch, phase, WARMUP)
+        if not trivial:
+            self.quiesce()
+        j = self.measured(lambda: self.wrk("replay", batch, phase, SECONDS, check_replay=not trivial),
+                          self.roots("trivial" if trivial else "fcgi", "nginx"))
+        self.check("%s replay batch %d" % ("trivial" if trivial else "push", batch), j)
+        return j
+
+    def use_trivial(self):
+        self.st.stop_proc("fcgi")
+        if os.path.exists(self.st.sock):
+            os.unlink(self.st.sock)
+        self.st.spawn("trivial", [TRIVIAL, self.st.sock, str(WORKERS)])
+        e2e.wait_for(lambda: self.st.try_status("GET", "/healthz") == 200, what="the trivial responder")
+
+    def use_synchro(self):
+        self.st.stop_proc("trivial")
+        self.st.restart_fcgi()
+
+
+def lua_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "{" + ", ".join(lua_value(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return "{" + ", ".join("[%s] = %s" % (json.dumps(k), lua_value(x)) for k, x in v.items()) + "}"
+    raise TypeError(type(v))
+
+
+def median(results):
+    """The run of median throughput among rounds (its latencies and CPU come with it)."""
+    r = sorted(results, key=lambda x: x["rows_per_s"])
+    m = dict(r[(len(r) - 1) // 2])
+    m["all"] = [x["rows_per_s"] for x in results]
+    m["all_req"] = [x["req_per_s"] for x in results]
+    return m
+
+
+def show(label, res, base=None, unit="rows/s"):
+    key = "rows_per_s" if unit == "rows/s" else "req_per_s"
+    allk = "all" if unit == "rows/s" else "all_req"
+    ratio = "%6.1f%%" % (100.0 * res[key] / base[key]) if base is not None and base[key] else ""
+    n = res["rows"] if unit == "rows/s" else res["requests"]
+    cpu = 1e6 * res["server_cpu"] / n if n else 0
+    print("  %-42s %10.1f %-6s p50 %8.2f ms p99 %8.2f ms  server CPU %7.1f us/%s  %7s  rounds: %s"
+          % (label, res[key], unit, res["p50_ms"], res["p99_ms"], cpu, "row" if unit == "rows/s" else "req", ratio,
+             " ".join("%.0f" % v for v in res[allk])), flush=True)
+    return cpu
+
+
+def main():
+    for path in (PLAIN_SQL, TRIVIAL):
+        if not os.access(path, os.X_OK):
+            raise SystemExit("missing %s (make %s)" % (path, os.path.relpath(path, BUILD)))
+    load = os.getloadavg()[0]
+    print("== contrib/bench/push: %d responders = SQL workers, %d wrk connections (one client each), "
+          "%d rounds of %gs runs (median shown) after %gs warm-up, %d cores, load average %.2f at start"
+          % (WORKERS, CONNECTIONS, ROUNDS, SECONDS, WARMUP, os.cpu_count(), load), flush=True)
+    if load > 1.0:
+        print("   (the machine is busy with other work: throughputs are lower and noisier than on an idle "
+              "machine; the ratios compare runs interleaved in the same rounds)", flush=True)
+    st = BenchStack(workers=WORKERS)
+    st.start()
+    try:
+        b = Bench(st)
+        b.connect_clients()
+        fresh = {}
+        for batch in BATCHES:
+            runs = {"sql": [], "serial": [], "units": [], "push": []}
+            for _ in range(ROUNDS):
+                runs["sql"].append(b.plain_sql(batch))
+                runs["serial"].append(b.plain_sql(batch, "serial"))
+                runs["units"].append(b.plain_sql(batch, "units"))
+                runs["push"].append(b.push_fresh(batch))
+            m = {k: median(v) for k, v in runs.items()}
+            print("-- fresh-row batches of %d insert(s) into item" % batch, flush=True)
+            show("plain SQL, pipelined (the baseline)", m["sql"])
+            show("plain SQL, a round trip per statement", m["serial"], m["sql"])
+            show("plain SQL, pipelined, a savepoint per row", m["units"], m["sql"])
+            show("/v3/push through nginx", m["push"], m["sql"])
+            fresh[batch] = m
+        replay_batches = [x for x in (1, 100) if x in BATCHES] or [1]
+        phases = {batch: b.next_phase() for batch in replay_batches}
+        rp = {batch: {"push": [], "trivial": []} for batch in replay_batches}
+        for _ in range(ROUNDS):
+            for batch in replay_batches:
+                rp[batch]["push"].append(b.replay(batch, phases[batch]))
+            b.use_trivial()
+            for batch in replay_batches:
+                rp[batch]["trivial"].append(b.replay(batch, phases[batch], trivial=True))
+            b.use_synchro()
+        print("-- exact replays (the same batch again: Synchro-Replay: batch) beside the trivial responder",
+              flush=True)
+        replays = {}
+        for batch in replay_batches:
+            m = {k: median(v) for k, v in rp[batch].items()}
+            show("trivial responder, same requests (%d mut.)" % batch, m["trivial"], unit="req/s")
+            show("/v3/push exact replay, %d-mutation batch" % batch, m["push"], m["trivial"], unit="req/s")
+            replays[batch] = m
+
+        print("== summary", flush=True)
+        for batch, m in fresh.items():
+            sql, push = m["sql"], m["push"]
+            print("fresh %4d: push %9.1f mutations/s (%7.1f req/s, p50 %.2f ms, p99 %.2f ms, %.0f us server CPU per "
+                  "mutation); plain SQL %9.1f rows/s (p50 %.2f ms, p99 %.2f ms, %.0f us CPU per row); "
+                  "push/plain SQL %.1f%% (throughput), %.1f%% (CPU efficiency)"
+                  % (batch, push["rows_per_s"], push["req_per_s"], push["p50_ms"], push["p99_ms"],
+                     1e6 * push["server_cpu"] / push["rows"], sql["rows_per_s"], sql["p50_ms"], sql["p99_ms"],
+                     1e6 * sql["server_cpu"] / sql["rows"], 100 * push["rows_per_s"] / sql["rows_per_s"],
+                     100 * (sql["server_cpu"] / sql["rows"]) / (push["server_cpu"] / push["rows"])))
+        for batch, m in replays.items():
+            r, t = m["push"], m["trivial"]
+            print("replay %3d: push %9.1f req/s (p50 %.2f ms, p99 %.2f ms, %.0f us server CPU per request); trivial "
+                  "responder %9.1f req/s (p50 %.2f ms, p99 %.2f ms, %.0f us); push/trivial %.1f%% (throughput), "
+                  "%.1f%% (CPU efficiency)"
+                  % (batch, r["req_per_s"], r["p50_ms"], r["p99_ms"], 1e6 * r["server_cpu"] / r["requests"],
+                     t["req_per_s"], t["p50_ms"], t["p99_ms"], 1e6 * t["server_cpu"] / t["requests"],
+                     100 * r["req_per_s"] / t["req_per_s"],
+                     100 * (t["server_cpu"] / t["requests"]) / (r["server_cpu"] / r["requests"])))
+        if 100 in fresh:
+            ratio = fresh[100]["push"]["rows_per_s"] / fresh[100]["sql"]["rows_per_s"]
+            print("target: 100-mutation batches >= 50%% of plain SQL rows/s: %.1f%% %s"
+                  % (100 * ratio, "MET" if ratio >= 0.5 else "MISSED"))
+        first = replay_batches[0]
+        ratio = replays[first]["push"]["req_per_s"] / replays[first]["trivial"]["req_per_s"]
+        print("target: exact replays >= 60%% of the trivial responder's req/s (%d-mutation batch): %.1f%% %s"
+              % (first, 100 * ratio, "MET" if ratio >= 0.6 else "MISSED"))
+        print("load average at the end: %.2f" % os.getloadavg()[0])
+        if b.invalid:
+            print("INVALID RUNS (figures above are not trustworthy):")
+            for x in b.invalid:
+                print("  " + x)
+            return 1
+        return 0
+    finally:
+        st.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

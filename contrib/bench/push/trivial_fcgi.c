@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* contrib/bench/push/trivial_fcgi: the web stack's limit for the push benchmark: preforked
+ * FastCGI responders that read each request body and answer one fixed 200 JSON body. */
+#include "config.h"
+
+#include <fcgiapp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char answer[] =
+        "{\"accepted\":[],\"batch_id\":\"00000000-0000-4000-8000-000000000000\","
+        "\"rejected\":[],\"server_time\":\"2026-11-29T10:11:12.123456Z\"}";
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void serve(int fd)
+{
+	FCGX_Request rq;
+	char buf[65536];
+	if (FCGX_InitRequest(&rq, fd, 0) != 0)
+		_exit(1);
+	while (!stopping && FCGX_Accept_r(&rq) >= 0) {
+		/* Read the whole body, as a real responder does before it answers. */
+		while (FCGX_GetStr(buf, sizeof buf, rq.in) > 0)
+			;
+		FCGX_FPrintF(rq.out,
+		             "Status: 200 OK\r\nContent-Type: application/json\r\n"
+		             "Content-Length: %d\r\n\r\n",
+		             (int)sizeof answer - 1); /* FCGX_FPrintF knows no %zu */
+		FCGX_PutStr(answer, (int)sizeof answer - 1, rq.out);
+		FCGX_Finish_r(&rq);
+	}
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES\n", stderr);
+		return 2;
+	}
+	int procs = atoi(argv[2]);
+	if (procs < 1 || procs > 256) {
+		fputs("trivial_fcgi: PROCESSES must be 1..256\n", stderr);
+		return 2;
+	}
+	if (FCGX_Init() != 0)
+		return 1;
+	unlink(argv[1]);
+	int fd = FCGX_OpenSocket(argv[1], 1024);
+	if (fd < 0) {
+		perror("trivial_fcgi: FCGX_OpenSocket");
+		return 1;
+	}
+	chmod(argv[1], 0666);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	pid_t *kids = calloc((size_t)procs, sizeof *kids);
+	if (kids == NULL)
+		return 1;
+	for (int i = 0; i < procs; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			serve(fd);
+		if (kids[i] < 0) {
+			perror("trivial_fcgi: fork");
+			return 1;
+		}
+	}
+	while (!stopping)
+		pause();
+	for (int i = 0; i < procs; i++)
+		kill(kids[i], SIGKILL);
+	for (int i = 0; i < procs; i++)
+		waitpid(kids[i], NULL, 0);
+	unlink(argv[1]);
+	free(kids);
+	return 0;
+}
