@@ -37,6 +37,7 @@ import uuid
 
 SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
+sys.dont_write_bytecode = True  # the source tree may be read-only (distcheck) and stays clean
 sys.path.insert(0, os.path.join(SRC, "tests/e2e"))
 sys.path.insert(0, os.path.join(SRC, "contrib/bench/push"))
 import synchro_e2e as e2e  # noqa: E402
