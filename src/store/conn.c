@@ -31,25 +31,30 @@ sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 	return st;
 }
 
-PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_error *err)
+bool sy_store_conninfo_check(const char *conninfo)
 {
 	/* libpq expands a dbname holding '=' or a URI; anything else is a plain database name. */
 	bool expands =
 		conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
 	                     strncmp(conninfo, "postgresql://", 13) == 0);
-	if (expands) {
-		/* Checked first: libpq's own parse errors quote pieces of the string. */
-		char *perr = NULL;
-		PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
-		if (perr)
-			PQfreemem(perr);
-		if (!opts) {
-			sy_store_fail(
-				err, SY_STORE_INVALID,
-				"invalid connection string (not shown: it may hold a password)");
-			return NULL;
-		}
-		PQconninfoFree(opts);
+	if (!expands)
+		return true;
+	char *perr = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
+	if (perr)
+		PQfreemem(perr);
+	if (!opts)
+		return false;
+	PQconninfoFree(opts);
+	return true;
+}
+
+PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_error *err)
+{
+	if (!sy_store_conninfo_check(conninfo)) {
+		sy_store_fail(err, SY_STORE_INVALID,
+		              "invalid connection string (not shown: it may hold a password)");
+		return NULL;
 	}
 	const char *keys[] = {"fallback_application_name", "dbname", NULL};
 	const char *vals[] = {application_name ? application_name : "synchro",

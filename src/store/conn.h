@@ -8,6 +8,11 @@
 #include "store/store.h"
 
 /*
+ * Whether libpq can parse conninfo (checked before connecting because libpq's own
+ * parse errors quote pieces of the string, which may hold a password).
+ */
+bool sy_store_conninfo_check(const char *conninfo);
+/*
  * Connects with conninfo (a libpq connection string or URI; NULL or "" uses the libpq
  * environment: PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSERVICE, ...), with
  * application_name as the fallback application name. Then fixes the session: client

@@ -22,31 +22,6 @@ void sy_store_stmt_forget(void)
 	seen_pid = 0;
 }
 
-/* Mirrors sy_store_exec()'s failure report for a result that is not `expect`. */
-static PGresult *failed(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
-                        sy_store_status *st, sy_error *err)
-{
-	char msg[SY_ERROR_MESSAGE_MAX];
-	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	if (primary)
-		snprintf(msg, sizeof msg, "%s", primary);
-	else if (r &&
-	         (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK))
-		snprintf(msg, sizeof msg, "unexpected result from the server");
-	else
-		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
-	msg[strcspn(msg, "\r\n")] = '\0';
-	if (sqlstate && code)
-		snprintf(sqlstate, 6, "%s", code);
-	PQclear(r);
-	*st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
-	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
-		snprintf(msg, sizeof msg, "connection to the server lost");
-	sy_store_fail(err, *st, "%s: %s", what, msg);
-	return NULL;
-}
-
 PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,
                              ExecStatusType expect, const char *what, char sqlstate[6],
                              sy_store_status *st, sy_error *err)
@@ -65,7 +40,7 @@ PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *par
 			/* 42P05: already prepared on this connection (the serial was reset
 			 * needlessly). */
 			if (code == NULL || strcmp(code, "42P05") != 0)
-				return failed(c, p, what, sqlstate, st, err);
+				return sy_store_result_failure(c, p, what, sqlstate, st, err);
 		}
 		PQclear(p);
 		s->prepared_on = conn_serial;
@@ -75,5 +50,5 @@ PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *par
 		*st = SY_STORE_OK;
 		return r;
 	}
-	return failed(c, r, what, sqlstate, st, err);
+	return sy_store_result_failure(c, r, what, sqlstate, st, err);
 }

@@ -52,17 +52,9 @@ sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt
 	return st;
 }
 
-PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
-                        ExecStatusType expect, const char *what, char sqlstate[6],
-                        sy_store_status *st, sy_error *err)
+PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
+                                  sy_store_status *st, sy_error *err)
 {
-	if (sqlstate)
-		sqlstate[0] = '\0';
-	PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
-	if (r && PQresultStatus(r) == expect) {
-		*st = SY_STORE_OK;
-		return r;
-	}
 	char msg[SY_ERROR_MESSAGE_MAX];
 	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -82,6 +74,20 @@ PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *con
 		snprintf(msg, sizeof msg, "connection to the server lost");
 	sy_store_fail(err, *st, "%s: %s", what, msg);
 	return NULL;
+}
+
+PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+                        ExecStatusType expect, const char *what, char sqlstate[6],
+                        sy_store_status *st, sy_error *err)
+{
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+	if (r && PQresultStatus(r) == expect) {
+		*st = SY_STORE_OK;
+		return r;
+	}
+	return sy_store_result_failure(c, r, what, sqlstate, st, err);
 }
 
 sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what, sy_error *err)

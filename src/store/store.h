@@ -47,6 +47,13 @@ SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
                                       const char *const *params, ExecStatusType expect,
                                       const char *what, char sqlstate[6], sy_store_status *st,
                                       sy_error *err);
+/*
+ * The failure report of sy_store_exec() for a result r that is not the expected one
+ * (r may be NULL): clears r, fills sqlstate, *st and *err as sy_store_exec() does, and
+ * returns NULL. For callers that send statements their own way (prepared, pipelined).
+ */
+PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
+                                  sy_store_status *st, sy_error *err);
 /* The same for a statement without rows (BEGIN, SET, DDL): SY_STORE_OK or the failure. */
 SY_MUST_CHECK sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what,
                                                sy_error *err);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/conn.h"
 #include "walsync/pgoutput.h"
 #include "walsync/stream.h"
 
@@ -41,22 +42,10 @@ static bool fail_result(PGconn *r, PGresult *res, const char *what, sy_error *er
 
 PGconn *sy_ws_connect(const char *conninfo, sy_error *err)
 {
-	bool expands =
-	        conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
-	                     strncmp(conninfo, "postgresql://", 13) == 0);
-	if (expands) {
-		/* Checked first: libpq's own parse errors quote pieces of the string. */
-		char *perr = NULL;
-		PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
-		if (perr)
-			PQfreemem(perr);
-		if (!opts) {
-			sy_error_set(
-			        err, SY_ERR_INVALID_REQUEST,
-			        "invalid connection string (not shown: it may hold a password)");
-			return NULL;
-		}
-		PQconninfoFree(opts);
+	if (!sy_store_conninfo_check(conninfo)) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		             "invalid connection string (not shown: it may hold a password)");
+		return NULL;
 	}
 	/* Keywords after the expanded dbname override what the string says. */
 	const char *keys[] = {"fallback_application_name", "dbname", "replication", NULL};
