@@ -200,9 +200,9 @@ class PullBench:
     def loaded(self, name, load, phase):
         """Runs load() (which returns the rows it committed) with changelog_watch and a pull
         poller beside it; the figures of materialization and visibility under that load."""
+        self.catch_up(self.poll_client)
         watch = subprocess.Popen([WATCH, "-d", str(SECONDS + 4), "-i", str(POLL_MS)], stdout=subprocess.PIPE,
                                  text=True)
-        self.catch_up(self.poll_client)
         poller = Poller(self.st, self.poll_client)
         poller.start()
         sampler = WaitSampler(self.st)
