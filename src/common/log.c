@@ -29,7 +29,9 @@ bool sy_log_level_parse(const char *name, sy_log_level *out)
 	static const struct {
 		const char *name;
 		sy_log_level level;
-	} names[] = {{"error", SY_LOG_ERR}, {"warning", SY_LOG_WARNING}, {"info", SY_LOG_INFO},
+	} names[] = {{"error", SY_LOG_ERR},
+	             {"warning", SY_LOG_WARNING},
+	             {"info", SY_LOG_INFO},
 	             {"debug", SY_LOG_DEBUG}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		if (strcmp(name, names[i].name) == 0) {

@@ -12,23 +12,23 @@ static const struct {
 	int status;
 	bool retryable;
 } table[SY_ERR__COUNT] = {
-	[SY_ERR_NONE] = {"none", 200, false},
-	[SY_ERR_INVALID_REQUEST] = {"invalid_request", 400, false},
-	[SY_ERR_AUTH_REQUIRED] = {"auth_required", 401, false},
-	[SY_ERR_IDEMPOTENCY_CONFLICT] = {"idempotency_conflict", 409, false},
-	[SY_ERR_CLIENT_RETIRED] = {"client_retired", 409, false},
-	[SY_ERR_CLIENT_GENERATION_EXPIRED] = {"client_generation_expired", 409, false},
-	[SY_ERR_REBUILD_REQUIRED] = {"rebuild_required", 409, false},
-	[SY_ERR_CURSOR_EXPIRED] = {"cursor_expired", 409, false},
-	[SY_ERR_REBUILD_INVALIDATED] = {"rebuild_invalidated", 409, false},
-	[SY_ERR_SCHEMA_MISMATCH] = {"schema_mismatch", 422, false},
-	[SY_ERR_UPGRADE_REQUIRED] = {"upgrade_required", 426, false},
-	[SY_ERR_RETRY_LATER] = {"retry_later", 429, true},
-	[SY_ERR_TEMPORARY_UNAVAILABLE] = {"temporary_unavailable", 503, true},
-	[SY_ERR_NOT_FOUND] = {"not_found", 404, false},
-	[SY_ERR_METHOD_NOT_ALLOWED] = {"method_not_allowed", 405, false},
-	/* An allocation failure is an operational failure of the whole request. */
-	[SY_ERR_NOMEM] = {"temporary_unavailable", 503, true},
+        [SY_ERR_NONE] = {"none", 200, false},
+        [SY_ERR_INVALID_REQUEST] = {"invalid_request", 400, false},
+        [SY_ERR_AUTH_REQUIRED] = {"auth_required", 401, false},
+        [SY_ERR_IDEMPOTENCY_CONFLICT] = {"idempotency_conflict", 409, false},
+        [SY_ERR_CLIENT_RETIRED] = {"client_retired", 409, false},
+        [SY_ERR_CLIENT_GENERATION_EXPIRED] = {"client_generation_expired", 409, false},
+        [SY_ERR_REBUILD_REQUIRED] = {"rebuild_required", 409, false},
+        [SY_ERR_CURSOR_EXPIRED] = {"cursor_expired", 409, false},
+        [SY_ERR_REBUILD_INVALIDATED] = {"rebuild_invalidated", 409, false},
+        [SY_ERR_SCHEMA_MISMATCH] = {"schema_mismatch", 422, false},
+        [SY_ERR_UPGRADE_REQUIRED] = {"upgrade_required", 426, false},
+        [SY_ERR_RETRY_LATER] = {"retry_later", 429, true},
+        [SY_ERR_TEMPORARY_UNAVAILABLE] = {"temporary_unavailable", 503, true},
+        [SY_ERR_NOT_FOUND] = {"not_found", 404, false},
+        [SY_ERR_METHOD_NOT_ALLOWED] = {"method_not_allowed", 405, false},
+        /* An allocation failure is an operational failure of the whole request. */
+        [SY_ERR_NOMEM] = {"temporary_unavailable", 503, true},
 };
 
 bool sy_error_set(sy_error *err, sy_errcode code, const char *fmt, ...)

@@ -111,26 +111,26 @@ static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1
                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static const uint64_t pow10_u64[] = {
-	UINT64_C(1),
-	UINT64_C(10),
-	UINT64_C(100),
-	UINT64_C(1000),
-	UINT64_C(10000),
-	UINT64_C(100000),
-	UINT64_C(1000000),
-	UINT64_C(10000000),
-	UINT64_C(100000000),
-	UINT64_C(1000000000),
-	UINT64_C(10000000000),
-	UINT64_C(100000000000),
-	UINT64_C(1000000000000),
-	UINT64_C(10000000000000),
-	UINT64_C(100000000000000),
-	UINT64_C(1000000000000000),
-	UINT64_C(10000000000000000),
-	UINT64_C(100000000000000000),
-	UINT64_C(1000000000000000000),
-	UINT64_C(10000000000000000000),
+        UINT64_C(1),
+        UINT64_C(10),
+        UINT64_C(100),
+        UINT64_C(1000),
+        UINT64_C(10000),
+        UINT64_C(100000),
+        UINT64_C(1000000),
+        UINT64_C(10000000),
+        UINT64_C(100000000),
+        UINT64_C(1000000000),
+        UINT64_C(10000000000),
+        UINT64_C(100000000000),
+        UINT64_C(1000000000000),
+        UINT64_C(10000000000000),
+        UINT64_C(100000000000000),
+        UINT64_C(1000000000000000),
+        UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000),
+        UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000),
 };
 
 #if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
@@ -412,9 +412,9 @@ static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
 		i++;
 	}
 	char digits[24];
-	int k = 0;       /* significant digits kept */
-	int zeros = 0;   /* zeros seen after the last non-zero digit, not yet kept */
-	long scale = 0;  /* value = digits * 10^scale */
+	int k = 0;      /* significant digits kept */
+	int zeros = 0;  /* zeros seen after the last non-zero digit, not yet kept */
+	long scale = 0; /* value = digits * 10^scale */
 	bool frac = false, any = false;
 	for (; i < len; i++) {
 		char c = t[i];
@@ -481,7 +481,7 @@ static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
 
 /* ---------------------------------------------------------------- strings */
 
-#define ONES UINT64_C(0x0101010101010101)
+#define ONES  UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
 /* Non-zero when some byte of w is < 0x20, '"' or '\\' (a byte >= 0x80 is not). */
@@ -502,9 +502,9 @@ static inline size_t skip_unescaped(const unsigned char *p, size_t i, size_t n)
 	while (n - i >= 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
 		/* Unsigned v <= 0x1F exactly when min(v, 0x1F) == v. */
-		__m128i hit = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-		                           _mm_or_si128(_mm_cmpeq_epi8(v, quote),
-		                                        _mm_cmpeq_epi8(v, bslash)));
+		__m128i hit = _mm_or_si128(
+		        _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+		        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
 		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
 		if (mask != 0)
 			return i + (size_t)__builtin_ctz(mask);
@@ -552,27 +552,13 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 		o = out->data + out->len;
 		*o++ = '\\';
 		switch (c) {
-		case '"':
-			*o++ = '"';
-			break;
-		case '\\':
-			*o++ = '\\';
-			break;
-		case '\b':
-			*o++ = 'b';
-			break;
-		case '\f':
-			*o++ = 'f';
-			break;
-		case '\n':
-			*o++ = 'n';
-			break;
-		case '\r':
-			*o++ = 'r';
-			break;
-		case '\t':
-			*o++ = 't';
-			break;
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '\b': *o++ = 'b'; break;
+		case '\f': *o++ = 'f'; break;
+		case '\n': *o++ = 'n'; break;
+		case '\r': *o++ = 'r'; break;
+		case '\t': *o++ = 't'; break;
 		default:
 			*o++ = 'u';
 			*o++ = '0';
@@ -659,7 +645,7 @@ static int entry_cmp(const void *pa, const void *pb)
 
 static bool write_value(sy_buf *out, const sy_json *v, sy_error *err);
 
-#define SORT_ON_STACK 32
+#define SORT_ON_STACK      32
 #define INSERTION_SORT_MAX 16
 
 static bool nomem(sy_error *err)
@@ -705,8 +691,8 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const sy_json_member *mem = order != NULL ? order[i].m : &m[i];
-		if ((i > 0 && !putch(out, ',')) || !sy_jcs_write_string(out, mem->key, mem->key_len) ||
-		    !putch(out, ':')) {
+		if ((i > 0 && !putch(out, ',')) ||
+		    !sy_jcs_write_string(out, mem->key, mem->key_len) || !putch(out, ':')) {
 			nomem(err);
 			goto fail;
 		}
@@ -731,12 +717,9 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 	if (v == NULL)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "missing value");
 	switch (v->type) {
-	case SY_JSON_NULL:
-		return put(out, "null", 4) || nomem(err);
-	case SY_JSON_FALSE:
-		return put(out, "false", 5) || nomem(err);
-	case SY_JSON_TRUE:
-		return put(out, "true", 4) || nomem(err);
+	case SY_JSON_NULL: return put(out, "null", 4) || nomem(err);
+	case SY_JSON_FALSE: return put(out, "false", 5) || nomem(err);
+	case SY_JSON_TRUE: return put(out, "true", 4) || nomem(err);
 	case SY_JSON_NUMBER: {
 		double d = v->u.number.value;
 		if (!isfinite(d))
@@ -761,8 +744,7 @@ static bool write_value(sy_buf *out, const sy_json *v, sy_error *err)
 				return false;
 		}
 		return putch(out, ']') || nomem(err);
-	case SY_JSON_OBJECT:
-		return write_object(out, v, err);
+	case SY_JSON_OBJECT: return write_object(out, v, err);
 	}
 	return sy_error_set(err, SY_ERR_INVALID_REQUEST, "unknown value type");
 }

@@ -29,7 +29,7 @@ typedef struct sy_arena_chunk {
 } sy_arena_chunk;
 
 #define ARENA_FIRST_CHUNK 4096
-#define ARENA_MAX_CHUNK (1024 * 1024)
+#define ARENA_MAX_CHUNK   (1024 * 1024)
 
 struct sy_json_doc {
 	sy_arena_chunk *chunks; /* head is the chunk being filled */
@@ -243,7 +243,7 @@ static size_t utf8_seq_len(const unsigned char *p, size_t n)
 	return 0;
 }
 
-#define ONES UINT64_C(0x0101010101010101)
+#define ONES  UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
 /* Non-zero when some byte of w is < 0x20, '"', '\\' or >= 0x80 (bit tricks from
@@ -265,9 +265,9 @@ static inline size_t skip_plain(const unsigned char *p, size_t i, size_t n)
 	while (n - i >= 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
 		/* Signed: bytes >= 0x80 are negative, so "< 0x20" catches them too. */
-		__m128i hit = _mm_or_si128(_mm_cmplt_epi8(v, space),
-		                           _mm_or_si128(_mm_cmpeq_epi8(v, quote),
-		                                        _mm_cmpeq_epi8(v, bslash)));
+		__m128i hit = _mm_or_si128(
+		        _mm_cmplt_epi8(v, space),
+		        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
 		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
 		if (mask != 0)
 			return i + (size_t)__builtin_ctz(mask);
@@ -402,30 +402,14 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 		unsigned char e = p[i + 1];
 		i += 2;
 		switch (e) {
-		case '"':
-			*o++ = '"';
-			break;
-		case '\\':
-			*o++ = '\\';
-			break;
-		case '/':
-			*o++ = '/';
-			break;
-		case 'b':
-			*o++ = '\b';
-			break;
-		case 'f':
-			*o++ = '\f';
-			break;
-		case 'n':
-			*o++ = '\n';
-			break;
-		case 'r':
-			*o++ = '\r';
-			break;
-		case 't':
-			*o++ = '\t';
-			break;
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '/': *o++ = '/'; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
 		case 'u': {
 			long u = read_hex4(p, i, end);
 			if (u < 0)
@@ -439,7 +423,9 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 				if (end - i >= 6 && p[i] == '\\' && p[i + 1] == 'u')
 					lo = read_hex4(p, i + 2, end);
 				if (lo < 0xDC00 || lo > 0xDFFF)
-					return perr(ps, esc, "high surrogate escape not followed by a low one");
+					return perr(
+					        ps, esc,
+					        "high surrogate escape not followed by a low one");
 				i += 6;
 				cp = 0x10000 + (((unsigned long)u - 0xD800) << 10) +
 				     ((unsigned long)lo - 0xDC00);
@@ -447,8 +433,7 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 			o += put_utf8(o, cp);
 			break;
 		}
-		default:
-			return perr(ps, esc, "invalid escape in string");
+		default: return perr(ps, esc, "invalid escape in string");
 		}
 	}
 	*o = '\0';
@@ -494,26 +479,26 @@ static bool literal_strtod(parser *ps, const char *text, size_t len, double *out
 __extension__ typedef unsigned __int128 u128;
 
 static const uint64_t pow10_u64[] = {
-	UINT64_C(1),
-	UINT64_C(10),
-	UINT64_C(100),
-	UINT64_C(1000),
-	UINT64_C(10000),
-	UINT64_C(100000),
-	UINT64_C(1000000),
-	UINT64_C(10000000),
-	UINT64_C(100000000),
-	UINT64_C(1000000000),
-	UINT64_C(10000000000),
-	UINT64_C(100000000000),
-	UINT64_C(1000000000000),
-	UINT64_C(10000000000000),
-	UINT64_C(100000000000000),
-	UINT64_C(1000000000000000),
-	UINT64_C(10000000000000000),
-	UINT64_C(100000000000000000),
-	UINT64_C(1000000000000000000),
-	UINT64_C(10000000000000000000),
+        UINT64_C(1),
+        UINT64_C(10),
+        UINT64_C(100),
+        UINT64_C(1000),
+        UINT64_C(10000),
+        UINT64_C(100000),
+        UINT64_C(1000000),
+        UINT64_C(10000000),
+        UINT64_C(100000000),
+        UINT64_C(1000000000),
+        UINT64_C(10000000000),
+        UINT64_C(100000000000),
+        UINT64_C(1000000000000),
+        UINT64_C(10000000000000),
+        UINT64_C(100000000000000),
+        UINT64_C(1000000000000000),
+        UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000),
+        UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000),
 };
 
 static int bit_length(u128 v)
@@ -933,8 +918,7 @@ static sy_json *new_node(sy_json_doc *doc, sy_json_type t)
 	return v;
 }
 
-static bool parse_literal(parser *ps, const char *word, size_t wlen, sy_json_type t,
-                          sy_json **out)
+static bool parse_literal(parser *ps, const char *word, size_t wlen, sy_json_type t, sy_json **out)
 {
 	if (ps->len - ps->pos < wlen || memcmp(ps->p + ps->pos, word, wlen) != 0)
 		return perr(ps, ps->pos, "invalid literal");
@@ -957,7 +941,8 @@ static bool parse_value(parser *ps, sy_json **out, int depth)
 	case '[':
 		if (depth >= SY_JSON_MAX_DEPTH)
 			return perr(ps, ps->pos, "nesting deeper than 64");
-		return c == '{' ? parse_object(ps, out, depth + 1) : parse_array(ps, out, depth + 1);
+		return c == '{' ? parse_object(ps, out, depth + 1)
+		                : parse_array(ps, out, depth + 1);
 	case '"': {
 		sy_json *v = ARENA_NEW(ps->doc, sy_json);
 		if (v == NULL)
@@ -968,12 +953,9 @@ static bool parse_value(parser *ps, sy_json **out, int depth)
 		*out = v;
 		return true;
 	}
-	case 't':
-		return parse_literal(ps, "true", 4, SY_JSON_TRUE, out);
-	case 'f':
-		return parse_literal(ps, "false", 5, SY_JSON_FALSE, out);
-	case 'n':
-		return parse_literal(ps, "null", 4, SY_JSON_NULL, out);
+	case 't': return parse_literal(ps, "true", 4, SY_JSON_TRUE, out);
+	case 'f': return parse_literal(ps, "false", 5, SY_JSON_FALSE, out);
+	case 'n': return parse_literal(ps, "null", 4, SY_JSON_NULL, out);
 	default:
 		if (c == '-' || (c >= '0' && c <= '9'))
 			return parse_number(ps, out);
@@ -990,12 +972,13 @@ sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err)
 		first = ARENA_MAX_CHUNK;
 	const struct lconv *lc = localeconv();
 	parser ps = {
-		.p = (const unsigned char *)text,
-		.len = text != NULL ? len : 0,
-		.err = err,
-		.decimal_point = lc != NULL && lc->decimal_point != NULL && lc->decimal_point[0] != '\0'
-		                         ? lc->decimal_point
-		                         : ".",
+	        .p = (const unsigned char *)text,
+	        .len = text != NULL ? len : 0,
+	        .err = err,
+	        .decimal_point =
+	                lc != NULL && lc->decimal_point != NULL && lc->decimal_point[0] != '\0'
+	                        ? lc->decimal_point
+	                        : ".",
 	};
 	sy_json *root = NULL;
 	ps.doc = doc_create(first);
@@ -1047,19 +1030,13 @@ const sy_json *sy_json_get(const sy_json *object, const char *key)
 const char *sy_json_type_name(sy_json_type t)
 {
 	switch (t) {
-	case SY_JSON_NULL:
-		return "null";
+	case SY_JSON_NULL: return "null";
 	case SY_JSON_FALSE:
-	case SY_JSON_TRUE:
-		return "boolean";
-	case SY_JSON_NUMBER:
-		return "number";
-	case SY_JSON_STRING:
-		return "string";
-	case SY_JSON_ARRAY:
-		return "array";
-	case SY_JSON_OBJECT:
-		return "object";
+	case SY_JSON_TRUE: return "boolean";
+	case SY_JSON_NUMBER: return "number";
+	case SY_JSON_STRING: return "string";
+	case SY_JSON_ARRAY: return "array";
+	case SY_JSON_OBJECT: return "object";
 	}
 	return "unknown";
 }
@@ -1210,12 +1187,12 @@ sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v)
 	switch (v->type) {
 	case SY_JSON_NULL:
 	case SY_JSON_FALSE:
-	case SY_JSON_TRUE:
-		return new_node(doc, v->type);
+	case SY_JSON_TRUE: return new_node(doc, v->type);
 	case SY_JSON_NUMBER: {
 		sy_json *c;
 		if (v->u.number.text != NULL) {
-			c = new_number(doc, v->u.number.value, v->u.number.text, v->u.number.text_len);
+			c = new_number(doc, v->u.number.value, v->u.number.text,
+			               v->u.number.text_len);
 		} else { /* a hand-made number without its literal */
 			char buf[SY_JCS_NUMBER_MAX];
 			size_t n = sy_jcs_format_number(buf, v->u.number.value);
@@ -1225,8 +1202,7 @@ sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v)
 			c->u.number.is_integer = v->u.number.is_integer;
 		return c;
 	}
-	case SY_JSON_STRING:
-		return sy_json_new_string(doc, v->u.string.data, v->u.string.len);
+	case SY_JSON_STRING: return sy_json_new_string(doc, v->u.string.data, v->u.string.len);
 	case SY_JSON_ARRAY: {
 		size_t n = v->u.array.count;
 		sy_json *c = new_node(doc, SY_JSON_ARRAY);

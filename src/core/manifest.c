@@ -16,14 +16,14 @@
 
 /* Room for "tables[<size_t>]", and for that followed by ".fields[<size_t>]". */
 #define TABLE_PATH_CAP 32
-#define PATH_CAP 64
+#define PATH_CAP       64
 /* Bytes of a name or value quoted in a message before it is clipped. */
 #define SHOW_BYTES 40
-#define SHOW_CAP (SHOW_BYTES + 4)
+#define SHOW_CAP   (SHOW_BYTES + 4)
 
 /* Formats "<path>[.<member>]: <message>" as an invalid_request error. */
 static bool fail_at(sy_error *err, const char *path, const char *member, const char *fmt, ...)
-	SY_PRINTF(4, 5);
+        SY_PRINTF(4, 5);
 
 static bool fail_at(sy_error *err, const char *path, const char *member, const char *fmt, ...)
 {
@@ -41,7 +41,6 @@ static bool fail_nomem(sy_error *err)
 {
 	return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
 }
-
 
 /*
  * A printable excerpt of untrusted text for a message: control bytes become '?', and a
@@ -129,7 +128,8 @@ static bool check_members(const sy_json *obj, const char *path, const char *cons
 {
 	char shown[SHOW_CAP];
 	if (obj->type != SY_JSON_OBJECT)
-		return fail_at(err, path, NULL, "expected object, got %s", sy_json_type_name(obj->type));
+		return fail_at(err, path, NULL, "expected object, got %s",
+		               sy_json_type_name(obj->type));
 	for (size_t i = 0; i < obj->u.object.count; i++) {
 		const sy_json_member *m = &obj->u.object.members[i];
 		bool known = false;
@@ -153,7 +153,8 @@ static bool get_string(const sy_json *obj, const char *path, const char *name, c
 	*s = "";
 	*len = 0;
 	if (v->type != SY_JSON_STRING)
-		return fail_at(err, path, name, "expected string, got %s", sy_json_type_name(v->type));
+		return fail_at(err, path, name, "expected string, got %s",
+		               sy_json_type_name(v->type));
 	*s = v->u.string.data;
 	*len = v->u.string.len;
 	return true;
@@ -165,7 +166,8 @@ static bool get_bool(const sy_json *obj, const char *path, const char *name, boo
 	const sy_json *v = sy_json_get(obj, name);
 	*out = false;
 	if (v->type != SY_JSON_TRUE && v->type != SY_JSON_FALSE)
-		return fail_at(err, path, name, "expected boolean, got %s", sy_json_type_name(v->type));
+		return fail_at(err, path, name, "expected boolean, got %s",
+		               sy_json_type_name(v->type));
 	*out = v->type == SY_JSON_TRUE;
 	return true;
 }
@@ -216,12 +218,14 @@ static bool parse_field(const sy_json *v, const char *path, bool is_pk, sy_field
 		return false;
 	/* A name holding U+0000 would otherwise look like its prefix to sy_type_from_name. */
 	if (strlen(type) != type_len || !sy_type_from_name(type, &f->type))
-		return fail_at(err, path, "type", "unknown type \"%s\"", show(shown, type, type_len));
+		return fail_at(err, path, "type", "unknown type \"%s\"",
+		               show(shown, type, type_len));
 	if (is_pk) {
 		if (!pk_type_allowed(f->type))
-			return fail_at(err, path, "type",
-			               "type \"%s\" cannot be a primary key (uuid, int64, int32, text)",
-			               type);
+			return fail_at(
+			        err, path, "type",
+			        "type \"%s\" cannot be a primary key (uuid, int64, int32, text)",
+			        type);
 		f->nullable = false;
 		f->writable = false;
 	} else if (!get_bool(v, path, "nullable", &f->nullable, err) ||
@@ -416,7 +420,8 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 
 	const sy_json *fields = sy_json_get(v, "fields");
 	if (fields->type != SY_JSON_ARRAY)
-		return fail_at(err, path, "fields", "expected array, got %s", sy_json_type_name(fields->type));
+		return fail_at(err, path, "fields", "expected array, got %s",
+		               sy_json_type_name(fields->type));
 	size_t n = fields->u.array.count;
 	if (n > 0) {
 		t->fields = sy_calloc(n, sizeof *t->fields);
@@ -485,7 +490,8 @@ sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err)
 		goto fail;
 	const sy_json *tables = sy_json_get(root, "tables");
 	if (tables->type != SY_JSON_ARRAY) {
-		fail_at(err, "tables", NULL, "expected array, got %s", sy_json_type_name(tables->type));
+		fail_at(err, "tables", NULL, "expected array, got %s",
+		        sy_json_type_name(tables->type));
 		goto fail;
 	}
 	size_t n = tables->u.array.count;

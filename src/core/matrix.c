@@ -7,22 +7,22 @@
 #include "synchro/matrix.h"
 
 static const char *const status_names[SY_STATUS__COUNT] = {
-	[SY_STATUS_APPLIED] = "applied",
-	[SY_STATUS_CONFLICT] = "conflict",
-	[SY_STATUS_REJECTED_TERMINAL] = "rejected_terminal",
+        [SY_STATUS_APPLIED] = "applied",
+        [SY_STATUS_CONFLICT] = "conflict",
+        [SY_STATUS_REJECTED_TERMINAL] = "rejected_terminal",
 };
 
 static const char *const code_names[SY_CODE__COUNT] = {
-	[SY_CODE_NONE] = NULL,
-	[SY_CODE_VERSION_CONFLICT] = "version_conflict",
-	[SY_CODE_ROW_ALREADY_EXISTS] = "row_already_exists",
-	[SY_CODE_ROW_DELETED] = "row_deleted",
-	[SY_CODE_ROW_NOT_FOUND] = "row_not_found",
-	[SY_CODE_POLICY_REJECTED] = "policy_rejected",
-	[SY_CODE_VALIDATION_FAILED] = "validation_failed",
-	[SY_CODE_TABLE_NOT_SYNCED] = "table_not_synced",
-	[SY_CODE_SCHEMA_INCOMPATIBLE] = "schema_incompatible",
-	[SY_CODE_ATOMIC_BATCH_REJECTED] = "atomic_batch_rejected",
+        [SY_CODE_NONE] = NULL,
+        [SY_CODE_VERSION_CONFLICT] = "version_conflict",
+        [SY_CODE_ROW_ALREADY_EXISTS] = "row_already_exists",
+        [SY_CODE_ROW_DELETED] = "row_deleted",
+        [SY_CODE_ROW_NOT_FOUND] = "row_not_found",
+        [SY_CODE_POLICY_REJECTED] = "policy_rejected",
+        [SY_CODE_VALIDATION_FAILED] = "validation_failed",
+        [SY_CODE_TABLE_NOT_SYNCED] = "table_not_synced",
+        [SY_CODE_SCHEMA_INCOMPATIBLE] = "schema_incompatible",
+        [SY_CODE_ATOMIC_BATCH_REJECTED] = "atomic_batch_rejected",
 };
 
 static bool name_is(const char *name, const char *s, size_t len)

@@ -79,8 +79,7 @@ bool sy_outcome_check(const sy_outcome *o, sy_error *err)
 		return BAD("outcome %s: invalid server_version", id);
 	if (o->server_row != NULL && o->server_row->type != SY_JSON_OBJECT)
 		return BAD("outcome %s: server_row is not an object", id);
-	if (o->row_checksum != NULL &&
-	    !sy_hash_hex_valid(o->row_checksum, strlen(o->row_checksum)))
+	if (o->row_checksum != NULL && !sy_hash_hex_valid(o->row_checksum, strlen(o->row_checksum)))
 		return BAD("outcome %s: invalid row_checksum", id);
 	if (o->row_checksum != NULL && o->server_row == NULL)
 		return BAD("outcome %s: row_checksum without server_row", id);
@@ -294,8 +293,7 @@ sy_outcome_response *sy_outcome_response_new(const char *batch_id, const char *s
 	r->root = sy_json_new_object(doc);
 	r->accepted = sy_json_new_array(doc);
 	r->rejected = sy_json_new_array(doc);
-	if (r->root == NULL ||
-	    !put(doc, r->root, "batch_id", sy_json_new_cstring(doc, batch_id)) ||
+	if (r->root == NULL || !put(doc, r->root, "batch_id", sy_json_new_cstring(doc, batch_id)) ||
 	    !put(doc, r->root, "server_time", sy_json_new_cstring(doc, server_time)) ||
 	    !put(doc, r->root, "accepted", r->accepted) ||
 	    !put(doc, r->root, "rejected", r->rejected))
@@ -406,21 +404,21 @@ enum {
 };
 
 static const char *const member_names[M__COUNT] = {
-	[M_MUTATION_ID] = "mutation_id",
-	[M_TABLE] = "table",
-	[M_PK] = "pk",
-	[M_OPERATION] = "operation",
-	[M_OUTCOME_SCHEMA] = "outcome_schema",
-	[M_STATUS] = "status",
-	[M_CODE] = "code",
-	[M_MESSAGE] = "message",
-	[M_SERVER_VERSION] = "server_version",
-	[M_SERVER_ROW] = "server_row",
-	[M_ROW_CHECKSUM] = "row_checksum",
-	[M_RETRYABLE] = "retryable",
-	[M_AUTHORED_SCHEMA] = "authored_schema",
-	[M_CURRENT_SCHEMA] = "current_schema",
-	[M_INCOMPATIBLE] = "incompatible_field_ids",
+        [M_MUTATION_ID] = "mutation_id",
+        [M_TABLE] = "table",
+        [M_PK] = "pk",
+        [M_OPERATION] = "operation",
+        [M_OUTCOME_SCHEMA] = "outcome_schema",
+        [M_STATUS] = "status",
+        [M_CODE] = "code",
+        [M_MESSAGE] = "message",
+        [M_SERVER_VERSION] = "server_version",
+        [M_SERVER_ROW] = "server_row",
+        [M_ROW_CHECKSUM] = "row_checksum",
+        [M_RETRYABLE] = "retryable",
+        [M_AUTHORED_SCHEMA] = "authored_schema",
+        [M_CURRENT_SCHEMA] = "current_schema",
+        [M_INCOMPATIBLE] = "incompatible_field_ids",
 };
 
 typedef struct {
@@ -572,20 +570,21 @@ static bool check_fields(vctx *c, const char *p, const sy_json **m, sy_status st
 		if (!is_string(m[M_MESSAGE]) || m[M_MESSAGE]->u.string.len == 0)
 			return VBAD("%s.message: must be a non-empty string", p);
 	}
-	if (ver != NULL && (!is_string(ver) || !sy_opaque_version_valid(ver->u.string.data,
-	                                                                 ver->u.string.len)))
+	if (ver != NULL &&
+	    (!is_string(ver) || !sy_opaque_version_valid(ver->u.string.data, ver->u.string.len)))
 		return VBAD("%s.server_version: not an opaque version", p);
 	if (row != NULL && row->type != SY_JSON_OBJECT)
 		return VBAD("%s.server_row: not an object", p);
-	if (sum != NULL && (!is_string(sum) || !sy_hash_hex_valid(sum->u.string.data,
-	                                                          sum->u.string.len)))
+	if (sum != NULL &&
+	    (!is_string(sum) || !sy_hash_hex_valid(sum->u.string.data, sum->u.string.len)))
 		return VBAD("%s.row_checksum: not a lowercase hex SHA-256", p);
 
 	if (status == SY_STATUS_REJECTED_TERMINAL) {
 		if (row != NULL || ver != NULL || sum != NULL)
 			return VBAD("%s.%s: not allowed with status rejected_terminal", p,
-			            row != NULL ? "server_row"
-			                        : ver != NULL ? "server_version" : "row_checksum");
+			            row != NULL   ? "server_row"
+			            : ver != NULL ? "server_version"
+			                          : "row_checksum");
 	} else {
 		if (row != NULL && sum == NULL)
 			return VBAD("%s.row_checksum: required with server_row", p);
@@ -647,8 +646,7 @@ static bool check_checksum(vctx *c, const char *p, const sy_json **m, const sy_m
 	return true;
 }
 
-static bool check_outcome(vctx *c, const char *p, const sy_json *o, bool in_accepted,
-                          size_t *last)
+static bool check_outcome(vctx *c, const char *p, const sy_json *o, bool in_accepted, size_t *last)
 {
 	if (o->type != SY_JSON_OBJECT)
 		return VBAD("%s: not an object", p);
@@ -756,7 +754,8 @@ static bool check_response(vctx *c, const sy_json *resp)
 			            "did not apply");
 		if (c->failing != 1)
 			return VBAD("atomic response: %zu outcomes carry a code other than "
-			            "atomic_batch_rejected, not exactly one", c->failing);
+			            "atomic_batch_rejected, not exactly one",
+			            c->failing);
 	}
 	return true;
 }

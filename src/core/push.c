@@ -14,19 +14,19 @@
 #include "synchro/types.h"
 
 #define QUOTE_MAX 48 /* input octets of a name quoted in a message */
-#define ID_RULE "must be 1 to 63 octets of UTF-8 without control characters"
+#define ID_RULE   "must be 1 to 63 octets of UTF-8 without control characters"
 
 typedef struct {
 	char s[QUOTE_MAX * 6 + 8];
 } quoted;
 
 static const char *const envelope_members[] = {
-    "client_id", "client_generation", "batch_id", "schema", "mutations", "atomic",
+        "client_id", "client_generation", "batch_id", "schema", "mutations", "atomic",
 };
 
 static const char *const mutation_members[] = {
-    "mutation_id", "table",          "pk",           "authored_schema",
-    "operation",   "client_version", "base_version", "columns",
+        "mutation_id", "table",          "pk",           "authored_schema",
+        "operation",   "client_version", "base_version", "columns",
 };
 
 static const char *const pk_members[] = {"field", "value"};
@@ -34,12 +34,9 @@ static const char *const pk_members[] = {"field", "value"};
 const char *sy_op_name(sy_op op)
 {
 	switch (op) {
-	case SY_OP_INSERT:
-		return "insert";
-	case SY_OP_UPDATE:
-		return "update";
-	case SY_OP_DELETE:
-		return "delete";
+	case SY_OP_INSERT: return "insert";
+	case SY_OP_UPDATE: return "update";
+	case SY_OP_DELETE: return "delete";
 	}
 	return "?";
 }
@@ -104,8 +101,7 @@ static const sy_json_member *unknown_member(const sy_json *obj, const char *cons
 static bool all_finite(const sy_json *v)
 {
 	switch (v->type) {
-	case SY_JSON_NUMBER:
-		return isfinite(v->u.number.value);
+	case SY_JSON_NUMBER: return isfinite(v->u.number.value);
 	case SY_JSON_ARRAY:
 		for (size_t i = 0; i < v->u.array.count; i++)
 			if (!all_finite(v->u.array.items[i]))
@@ -116,8 +112,7 @@ static bool all_finite(const sy_json *v)
 			if (!all_finite(v->u.object.members[i].value))
 				return false;
 		return true;
-	default:
-		return true;
+	default: return true;
 	}
 }
 
@@ -130,7 +125,8 @@ static int compare_columns(const void *pa, const void *pb)
 /* A name no manifest can hold is malformed intent, not an unknown table or field. */
 static bool id_json_valid(const sy_json *v)
 {
-	return v->type == SY_JSON_STRING && sy_manifest_name_valid(v->u.string.data, v->u.string.len);
+	return v->type == SY_JSON_STRING &&
+	       sy_manifest_name_valid(v->u.string.data, v->u.string.len);
 }
 
 bool sy_push_write_schema_ref(sy_buf *out, const sy_schema_ref *ref)
@@ -408,7 +404,7 @@ static int key_row(const sy_mutation *a, const sy_mutation *b)
 	int c = sy_manifest_name_compare(a->table_id, a->table_len, b->table_id, b->table_len);
 	return c ? c
 	         : sy_manifest_name_compare(a->pk_canonical, a->pk_canonical_len, b->pk_canonical,
-	                         b->pk_canonical_len);
+	                                    b->pk_canonical_len);
 }
 
 static int compare_ids(const void *pa, const void *pb)
@@ -471,10 +467,10 @@ static bool check_repeats(const sy_push_request *req, sy_error *err)
 		qsort(order, n, sizeof *order, compare_rows);
 		if (first_repeat(order, n, key_row, &later, &earlier))
 			ok = sy_error_set(
-			    err, SY_ERR_INVALID_REQUEST,
-			    "mutations[%zu]: atomic request repeats the table and pk of "
-			    "mutations[%zu]",
-			    later, earlier);
+			        err, SY_ERR_INVALID_REQUEST,
+			        "mutations[%zu]: atomic request repeats the table and pk of "
+			        "mutations[%zu]",
+			        later, earlier);
 	}
 	sy_free(order);
 	return ok;

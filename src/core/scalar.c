@@ -65,10 +65,10 @@ int64_t sy_days_from_civil(int64_t year, unsigned month, unsigned day)
 {
 	int64_t y = month <= 2 ? year - 1 : year;
 	int64_t era = floor_div(y, 400);
-	int64_t yoe = y - era * 400;                                 /* 0..399 */
+	int64_t yoe = y - era * 400;                                      /* 0..399 */
 	int64_t mp = month > 2 ? (int64_t)month - 3 : (int64_t)month + 9; /* 0 = March */
-	int64_t doy = (153 * mp + 2) / 5 + (int64_t)day - 1;         /* 0..365 */
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;         /* 0..146096 */
+	int64_t doy = (153 * mp + 2) / 5 + (int64_t)day - 1;              /* 0..365 */
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;              /* 0..146096 */
 	return era * 146097 + doe - 719468; /* 719468: days from 0000-03-01 to 1970-01-01 */
 }
 

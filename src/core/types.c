@@ -11,16 +11,14 @@
 #include "synchro/types.h"
 
 static const char *const type_names[SY_TYPE__COUNT] = {
-	[SY_TYPE_TEXT] = "text",           [SY_TYPE_INT32] = "int32",
-	[SY_TYPE_INT64] = "int64",         [SY_TYPE_FLOAT64] = "float64",
-	[SY_TYPE_NUMERIC] = "numeric",     [SY_TYPE_BOOL] = "bool",
-	[SY_TYPE_TIMESTAMP] = "timestamp", [SY_TYPE_DATE] = "date",
-	[SY_TYPE_UUID] = "uuid",           [SY_TYPE_BYTES] = "bytes",
-	[SY_TYPE_JSON] = "json",
+        [SY_TYPE_TEXT] = "text",           [SY_TYPE_INT32] = "int32",     [SY_TYPE_INT64] = "int64",
+        [SY_TYPE_FLOAT64] = "float64",     [SY_TYPE_NUMERIC] = "numeric", [SY_TYPE_BOOL] = "bool",
+        [SY_TYPE_TIMESTAMP] = "timestamp", [SY_TYPE_DATE] = "date",       [SY_TYPE_UUID] = "uuid",
+        [SY_TYPE_BYTES] = "bytes",         [SY_TYPE_JSON] = "json",
 };
 
 static const char b64_alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 #define INT64_MAX_DIGITS "9223372036854775807"
 #define INT64_MIN_DIGITS "9223372036854775808" /* magnitude of INT64_MIN */
@@ -251,14 +249,14 @@ static bool float64_canonical(const sy_json *v, const char **why)
 static const char *must_be_string(sy_type t)
 {
 	static const char *const msgs[SY_TYPE__COUNT] = {
-		[SY_TYPE_TEXT] = "text must be a JSON string",
-		[SY_TYPE_INT64] = "int64 must be a JSON string",
-		[SY_TYPE_NUMERIC] = "numeric must be a JSON string",
-		[SY_TYPE_TIMESTAMP] = "timestamp must be a JSON string",
-		[SY_TYPE_DATE] = "date must be a JSON string",
-		[SY_TYPE_UUID] = "uuid must be a JSON string",
-		[SY_TYPE_BYTES] = "bytes must be a JSON string",
-		[SY_TYPE_JSON] = "json must be a JSON string",
+	        [SY_TYPE_TEXT] = "text must be a JSON string",
+	        [SY_TYPE_INT64] = "int64 must be a JSON string",
+	        [SY_TYPE_NUMERIC] = "numeric must be a JSON string",
+	        [SY_TYPE_TIMESTAMP] = "timestamp must be a JSON string",
+	        [SY_TYPE_DATE] = "date must be a JSON string",
+	        [SY_TYPE_UUID] = "uuid must be a JSON string",
+	        [SY_TYPE_BYTES] = "bytes must be a JSON string",
+	        [SY_TYPE_JSON] = "json must be a JSON string",
 	};
 	return msgs[t];
 }
@@ -300,8 +298,7 @@ static sy_wire_status check(sy_type t, const sy_json *v, const char **why)
 			return SY_WIRE_INVALID;
 		}
 		return float64_canonical(v, why) ? SY_WIRE_OK : SY_WIRE_INVALID;
-	default:
-		break;
+	default: break;
 	}
 	if (v->type != SY_JSON_STRING) {
 		*why = must_be_string(t);
@@ -316,10 +313,8 @@ static sy_wire_status check(sy_type t, const sy_json *v, const char **why)
 			return SY_WIRE_INVALID;
 		}
 		return SY_WIRE_OK;
-	case SY_TYPE_INT64:
-		return int64_string(s, len, why) ? SY_WIRE_OK : SY_WIRE_INVALID;
-	case SY_TYPE_NUMERIC:
-		return numeric_string(s, len, why) ? SY_WIRE_OK : SY_WIRE_INVALID;
+	case SY_TYPE_INT64: return int64_string(s, len, why) ? SY_WIRE_OK : SY_WIRE_INVALID;
+	case SY_TYPE_NUMERIC: return numeric_string(s, len, why) ? SY_WIRE_OK : SY_WIRE_INVALID;
 	case SY_TYPE_TIMESTAMP:
 		if (!sy_server_time_valid(s, len)) {
 			*why = "timestamp is not a valid YYYY-MM-DDTHH:MM:SS.ffffffZ";
@@ -344,11 +339,8 @@ static sy_wire_status check(sy_type t, const sy_json *v, const char **why)
 			return SY_WIRE_INVALID;
 		}
 		return SY_WIRE_OK;
-	case SY_TYPE_JSON:
-		return json_canonical(s, len, why);
-	default:
-		*why = "unknown type";
-		return SY_WIRE_INVALID;
+	case SY_TYPE_JSON: return json_canonical(s, len, why);
+	default: *why = "unknown type"; return SY_WIRE_INVALID;
 	}
 }
 
@@ -408,22 +400,14 @@ bool sy_wire_to_pg_text(sy_type t, const sy_json *v, sy_buf *out)
 	size_t mark = out->len;
 	bool ok;
 	switch (t) {
-	case SY_TYPE_INT32:
-		ok = sy_buf_append(out, v->u.number.text, v->u.number.text_len);
-		break;
-	case SY_TYPE_FLOAT64:
-		ok = sy_jcs_write_number(out, v->u.number.value);
-		break;
-	case SY_TYPE_BOOL:
-		ok = sy_buf_puts(out, v->type == SY_JSON_TRUE ? "true" : "false");
-		break;
+	case SY_TYPE_INT32: ok = sy_buf_append(out, v->u.number.text, v->u.number.text_len); break;
+	case SY_TYPE_FLOAT64: ok = sy_jcs_write_number(out, v->u.number.value); break;
+	case SY_TYPE_BOOL: ok = sy_buf_puts(out, v->type == SY_JSON_TRUE ? "true" : "false"); break;
 	case SY_TYPE_BYTES:
 		ok = sy_buf_puts(out, "\\x") &&
 		     base64_to_hex(out, v->u.string.data, v->u.string.len);
 		break;
-	default:
-		ok = sy_buf_append(out, v->u.string.data, v->u.string.len);
-		break;
+	default: ok = sy_buf_append(out, v->u.string.data, v->u.string.len); break;
 	}
 	if (!ok) {
 		out->failed = true;
@@ -529,8 +513,7 @@ static sy_wire_status decode_int4(sy_json_doc *doc, const char *s, size_t len, s
 }
 
 /* numeric_out gives the column's scale ("1.500", "0.00"): trailing zeros go. */
-static sy_wire_status decode_numeric(sy_json_doc *doc, const char *s, size_t len,
-                                     sy_json **out)
+static sy_wire_status decode_numeric(sy_json_doc *doc, const char *s, size_t len, sy_json **out)
 {
 	const char *dot = memchr(s, '.', len);
 	if (dot != NULL) {
@@ -552,8 +535,7 @@ static sy_wire_status decode_numeric(sy_json_doc *doc, const char *s, size_t len
  * "YYYY-MM-DD HH:MM:SS[.f{1,6}][+-HH[:MM[:SS]]]": ISO DateStyle output. Other
  * years (five digits, " BC") and "infinity" have no wire form.
  */
-static sy_wire_status decode_timestamptz(sy_json_doc *doc, const char *s, size_t len,
-                                         sy_json **out)
+static sy_wire_status decode_timestamptz(sy_json_doc *doc, const char *s, size_t len, sy_json **out)
 {
 	char iso[SY_SERVER_TIME_LEN + 1] = "0000-00-00T00:00:00.000000Z";
 	if (len < 19 || s[10] != ' ')
@@ -668,8 +650,8 @@ fail:
 }
 
 /* Decodes into a string node after checking s with valid(). */
-static sy_wire_status decode_as_string(sy_json_doc *doc, const char *s, size_t len,
-                                       bool valid, sy_json **out)
+static sy_wire_status decode_as_string(sy_json_doc *doc, const char *s, size_t len, bool valid,
+                                       sy_json **out)
 {
 	if (!valid)
 		return SY_WIRE_INVALID;
@@ -677,8 +659,8 @@ static sy_wire_status decode_as_string(sy_json_doc *doc, const char *s, size_t l
 	return *out != NULL ? SY_WIRE_OK : SY_WIRE_NOMEM;
 }
 
-sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext,
-                                      size_t len, sy_json **out)
+sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext, size_t len,
+                                      sy_json **out)
 {
 	const char *why;
 	*out = NULL;
@@ -692,21 +674,17 @@ sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *p
 		                        utf8_valid((const unsigned char *)pgtext, len) &&
 		                                memchr(pgtext, '\0', len) == NULL,
 		                        out);
-	case SY_TYPE_INT32:
-		return decode_int4(doc, pgtext, len, out);
+	case SY_TYPE_INT32: return decode_int4(doc, pgtext, len, out);
 	case SY_TYPE_INT64:
 		return decode_as_string(doc, pgtext, len, int64_string(pgtext, len, &why), out);
-	case SY_TYPE_FLOAT64:
-		return decode_float8(doc, pgtext, len, out);
-	case SY_TYPE_NUMERIC:
-		return decode_numeric(doc, pgtext, len, out);
+	case SY_TYPE_FLOAT64: return decode_float8(doc, pgtext, len, out);
+	case SY_TYPE_NUMERIC: return decode_numeric(doc, pgtext, len, out);
 	case SY_TYPE_BOOL:
 		if (len != 1 || (pgtext[0] != 't' && pgtext[0] != 'f'))
 			return SY_WIRE_INVALID;
 		*out = sy_json_new_bool(doc, pgtext[0] == 't');
 		return *out != NULL ? SY_WIRE_OK : SY_WIRE_NOMEM;
-	case SY_TYPE_TIMESTAMP:
-		return decode_timestamptz(doc, pgtext, len, out);
+	case SY_TYPE_TIMESTAMP: return decode_timestamptz(doc, pgtext, len, out);
 	case SY_TYPE_DATE:
 		return decode_as_string(doc, pgtext, len, sy_date_valid(pgtext, len), out);
 	case SY_TYPE_UUID: {
@@ -715,15 +693,12 @@ sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *p
 			return SY_WIRE_INVALID;
 		for (size_t i = 0; i < len; i++)
 			lower[i] = pgtext[i] >= 'A' && pgtext[i] <= 'F' ? (char)(pgtext[i] + 32)
-			                                                 : pgtext[i];
+			                                                : pgtext[i];
 		return decode_as_string(doc, lower, len, sy_uuid_text_valid(lower, len), out);
 	}
-	case SY_TYPE_BYTES:
-		return decode_bytea(doc, pgtext, len, out);
-	case SY_TYPE_JSON:
-		return decode_jsonb(doc, pgtext, len, out);
-	default:
-		return SY_WIRE_INVALID;
+	case SY_TYPE_BYTES: return decode_bytea(doc, pgtext, len, out);
+	case SY_TYPE_JSON: return decode_jsonb(doc, pgtext, len, out);
+	default: return SY_WIRE_INVALID;
 	}
 }
 

@@ -49,18 +49,13 @@ static int fail_line(int code, const char *fmt, ...)
 static int exit_code(sy_store_status st)
 {
 	switch (st) {
-	case SY_STORE_OK:
-		return SY_CTL_EXIT_OK;
-	case SY_STORE_INVALID:
-		return SY_CTL_EXIT_USAGE;
-	case SY_STORE_NOT_FOUND:
-		return SY_CTL_EXIT_NOTFOUND;
-	case SY_STORE_CONNECTION:
-		return SY_CTL_EXIT_CONNECT;
+	case SY_STORE_OK: return SY_CTL_EXIT_OK;
+	case SY_STORE_INVALID: return SY_CTL_EXIT_USAGE;
+	case SY_STORE_NOT_FOUND: return SY_CTL_EXIT_NOTFOUND;
+	case SY_STORE_CONNECTION: return SY_CTL_EXIT_CONNECT;
 	case SY_STORE_FAILED:
 	case SY_STORE_CONFLICT:
-	case SY_STORE_NOMEM:
-		break;
+	case SY_STORE_NOMEM: break;
 	}
 	return SY_CTL_EXIT_FAILURE;
 }
@@ -327,7 +322,7 @@ static int cmd_ledger_inspect(PGconn *c, const args *a)
 	sy_error err = {0};
 	sy_store_batch b;
 	sy_store_status st =
-		sy_store_ledger_batch(c, a->user, a->client, a->batch, a->show_body, &b, &err);
+	        sy_store_ledger_batch(c, a->user, a->client, a->batch, a->show_body, &b, &err);
 	if (st != SY_STORE_OK)
 		return store_failure(st, &err);
 	fputs("user: ", stdout);
@@ -380,7 +375,7 @@ static int cmd_lease_status(PGconn *c, const sy_cfg *cfg)
 	sy_error err = {0};
 	sy_store_lease_status ls;
 	sy_store_status st =
-		sy_store_lease_status_get(c, sy_cfg_str(cfg, "walsync", "slot"), &ls, &err);
+	        sy_store_lease_status_get(c, sy_cfg_str(cfg, "walsync", "slot"), &ls, &err);
 	if (st != SY_STORE_OK)
 		return store_failure(st, &err);
 	fputs("holder: ", stdout);
@@ -501,33 +496,15 @@ static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long versi
 	if (!c)
 		return code;
 	switch (cmd) {
-	case C_INIT:
-		code = cmd_migrate(c, true);
-		break;
-	case C_MIGRATE:
-		code = cmd_migrate(c, false);
-		break;
-	case C_SCHEMA_SHOW:
-		code = cmd_schema_show(c, version);
-		break;
-	case C_CLIENT_LIST:
-		code = cmd_client_list(c, a->user);
-		break;
-	case C_CLIENT_RETIRE:
-		code = cmd_client_retire(c, a->user, a->pos[0]);
-		break;
-	case C_LEDGER_INSPECT:
-		code = cmd_ledger_inspect(c, a);
-		break;
-	case C_LEDGER_PURGE:
-		code = cmd_ledger_purge(c);
-		break;
-	case C_LEASE_STATUS:
-		code = cmd_lease_status(c, cfg);
-		break;
-	case C_CHANGELOG_COMPACT:
-		code = cmd_changelog_compact(c, version);
-		break;
+	case C_INIT: code = cmd_migrate(c, true); break;
+	case C_MIGRATE: code = cmd_migrate(c, false); break;
+	case C_SCHEMA_SHOW: code = cmd_schema_show(c, version); break;
+	case C_CLIENT_LIST: code = cmd_client_list(c, a->user); break;
+	case C_CLIENT_RETIRE: code = cmd_client_retire(c, a->user, a->pos[0]); break;
+	case C_LEDGER_INSPECT: code = cmd_ledger_inspect(c, a); break;
+	case C_LEDGER_PURGE: code = cmd_ledger_purge(c); break;
+	case C_LEASE_STATUS: code = cmd_lease_status(c, cfg); break;
+	case C_CHANGELOG_COMPACT: code = cmd_changelog_compact(c, version); break;
 	}
 	sy_store_disconnect(c);
 	return code;
@@ -579,9 +556,9 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 			return SY_CTL_EXIT_USAGE;
 		if (!a.user || !a.client || !a.batch)
 			return fail_line(
-				SY_CTL_EXIT_USAGE,
-				"usage: synchroctl ledger inspect --user USER --client CLIENT_ID "
-				"--batch BATCH_ID [--show-body]");
+			        SY_CTL_EXIT_USAGE,
+			        "usage: synchroctl ledger inspect --user USER --client CLIENT_ID "
+			        "--batch BATCH_ID [--show-body]");
 		return run(cfg, C_LEDGER_INSPECT, &a, 0);
 	}
 	if (strcmp(cmd, "ledger") == 0 && strcmp(sub, "purge-retired") == 0) {
@@ -608,7 +585,8 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 		return run(cfg, C_CHANGELOG_COMPACT, &a, before);
 	}
 	if (strcmp(cmd, "schema") == 0 || strcmp(cmd, "client") == 0 ||
-	    strcmp(cmd, "ledger") == 0 || strcmp(cmd, "lease") == 0 || strcmp(cmd, "changelog") == 0)
+	    strcmp(cmd, "ledger") == 0 || strcmp(cmd, "lease") == 0 ||
+	    strcmp(cmd, "changelog") == 0)
 		return fail_line(SY_CTL_EXIT_USAGE, "%s: unknown subcommand '%s'", cmd, sub);
 	return fail_line(SY_CTL_EXIT_USAGE, "unknown command '%s' (synchroctl --help lists them)",
 	                 cmd);

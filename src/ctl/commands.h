@@ -4,11 +4,11 @@
 #define SY_CTL_COMMANDS_H
 
 /* Exit statuses (documented in synchroctl(1)). */
-#define SY_CTL_EXIT_OK 0
-#define SY_CTL_EXIT_FAILURE 1   /* the operation failed (database error, refused) */
-#define SY_CTL_EXIT_USAGE 2     /* bad usage or invalid input */
-#define SY_CTL_EXIT_NOTFOUND 3  /* the named object does not exist */
-#define SY_CTL_EXIT_CONNECT 4   /* cannot connect to PostgreSQL */
+#define SY_CTL_EXIT_OK       0
+#define SY_CTL_EXIT_FAILURE  1 /* the operation failed (database error, refused) */
+#define SY_CTL_EXIT_USAGE    2 /* bad usage or invalid input */
+#define SY_CTL_EXIT_NOTFOUND 3 /* the named object does not exist */
+#define SY_CTL_EXIT_CONNECT  4 /* cannot connect to PostgreSQL */
 
 /* Offline tools (src/ctl/offline.c): argv[0] is the command name. */
 int sy_ctl_canonicalize(int argc, char **argv);

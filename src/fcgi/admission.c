@@ -109,7 +109,8 @@ bool sy_admission_enter(sy_admission *a, int slot_no, const char *client_id, con
 		/* Other slots of this client with another batch: duplicates of ours count once. */
 		if (i != slot_no && atomic_load(&s->id[0]) == id[0] &&
 		    atomic_load(&s->id[1]) == id[1] &&
-		    (atomic_load(&s->batch[0]) != batch[0] || atomic_load(&s->batch[1]) != batch[1]))
+		    (atomic_load(&s->batch[0]) != batch[0] ||
+		     atomic_load(&s->batch[1]) != batch[1]))
 			same++;
 	}
 	int cap = atomic_load(&a->max_inflight);

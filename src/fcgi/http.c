@@ -48,19 +48,21 @@ bool sy_http_read_body(sy_http *h, size_t max, sy_error *err)
 {
 	const char *cl = sy_http_param(h, "CONTENT_LENGTH");
 	if (cl == NULL || *cl == '\0')
-		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "request body: Content-Length required");
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "request body: Content-Length required");
 	size_t len = 0;
 	for (const char *p = cl; *p != '\0'; p++) {
 		if (*p < '0' || *p > '9' || len > max)
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
-			                    *p < '0' || *p > '9' ? "request body: invalid Content-Length"
-			                                         : "request body: larger than %zu octets",
+			                    *p < '0' || *p > '9'
+			                            ? "request body: invalid Content-Length"
+			                            : "request body: larger than %zu octets",
 			                    max);
 		len = len * 10 + (size_t)(*p - '0');
 	}
 	if (len > max)
-		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "request body: larger than %zu octets",
-		                    max);
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "request body: larger than %zu octets", max);
 	h->body = sy_malloc(len + 1);
 	if (h->body == NULL)
 		return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
@@ -145,7 +147,8 @@ void sy_http_error(sy_http *h, sy_errcode code, const char *message, unsigned re
 	}
 	char headers[64] = "";
 	if (status == 429 || status == 503)
-		snprintf(headers, sizeof headers, "Retry-After: %u\r\n", retry_after_s ? retry_after_s : 1);
+		snprintf(headers, sizeof headers, "Retry-After: %u\r\n",
+		         retry_after_s ? retry_after_s : 1);
 	sy_http_json(h, status, &body, headers);
 	sy_buf_free(&body);
 }

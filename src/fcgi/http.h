@@ -14,7 +14,7 @@ typedef struct {
 	char path[256];     /* from REQUEST_URI without the query; "" when too long */
 	char *body;         /* NUL-terminated; owned; NULL until read */
 	size_t body_len;
-	int status;         /* the status answered, for logs and metrics */
+	int status; /* the status answered, for logs and metrics */
 	bool answered;
 } sy_http;
 

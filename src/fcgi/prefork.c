@@ -112,7 +112,8 @@ static int listen_unix(const char *path, const char *owner, const char *group, u
 		if (owner != NULL && *owner != '\0') {
 			struct passwd *pw = getpwnam(owner);
 			if (pw == NULL) {
-				sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen_owner: no user %s", owner);
+				sy_error_set(err, SY_ERR_INVALID_REQUEST,
+				             "listen_owner: no user %s", owner);
 				goto fail;
 			}
 			uid = pw->pw_uid;
@@ -120,7 +121,8 @@ static int listen_unix(const char *path, const char *owner, const char *group, u
 		if (group != NULL && *group != '\0') {
 			struct group *gr = getgrnam(group);
 			if (gr == NULL) {
-				sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen_group: no group %s", group);
+				sy_error_set(err, SY_ERR_INVALID_REQUEST,
+				             "listen_group: no group %s", group);
 				goto fail;
 			}
 			gid = gr->gr_gid;
@@ -145,7 +147,8 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
-	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= sizeof host || colon[1] == '\0') {
+	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= sizeof host ||
+	    colon[1] == '\0') {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		             "listen: expected an absolute socket path or host:port, got %s", spec);
 		return -1;
@@ -296,10 +299,12 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 				                (WIFEXITED(status) && WEXITSTATUS(status) == 0);
 				if (!expected) {
 					if (WIFSIGNALED(status))
-						sy_log(SY_LOG_ERR, "responder %d killed by signal %d", (int)pid,
+						sy_log(SY_LOG_ERR,
+						       "responder %d killed by signal %d", (int)pid,
 						       WTERMSIG(status));
 					else
-						sy_log(SY_LOG_ERR, "responder %d exited with status %d",
+						sy_log(SY_LOG_ERR,
+						       "responder %d exited with status %d",
 						       (int)pid, WEXITSTATUS(status));
 					/* Died right after start: back off before the next fork. */
 					if (time(NULL) - slots[i].started < 2) {
@@ -320,10 +325,12 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 		got_chld = 0;
 
 		if (got_term) {
-			sy_log(SY_LOG_INFO, "master: stopping; draining %d responders", live_count());
+			sy_log(SY_LOG_INFO, "master: stopping; draining %d responders",
+			       live_count());
 			term_generation_except(0);
 			close(listen_fd);
-			time_t deadline = time(NULL) + (opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30);
+			time_t deadline =
+			        time(NULL) + (opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30);
 			while (live_count() > 0) {
 				pid = waitpid(-1, &status, WNOHANG);
 				if (pid > 0) {
@@ -359,10 +366,12 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 					fresh.workers = SY_PREFORK_MAX_WORKERS;
 				opts = fresh;
 				generation++;
-				sy_log(SY_LOG_INFO, "master: reloaded; %d responders (generation %u)",
+				sy_log(SY_LOG_INFO,
+				       "master: reloaded; %d responders (generation %u)",
 				       opts.workers, generation);
 			} else {
-				sy_log(SY_LOG_ERR, "master: reload failed; keeping the running settings");
+				sy_log(SY_LOG_ERR,
+				       "master: reload failed; keeping the running settings");
 			}
 		}
 
@@ -384,7 +393,8 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 		/* Escalate on responders that do not finish draining. */
 		for (int i = 0; i < SY_PREFORK_MAX_WORKERS; i++) {
 			int limit = opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30;
-			if (slots[i].pid > 0 && slots[i].draining && time(NULL) - slots[i].term_sent > limit)
+			if (slots[i].pid > 0 && slots[i].draining &&
+			    time(NULL) - slots[i].term_sent > limit)
 				kill(slots[i].pid, SIGKILL);
 		}
 

@@ -9,8 +9,8 @@
 #include "synchro/common.h"
 
 typedef struct {
-	int workers;       /* responders to keep running */
-	long max_requests; /* recycle a responder after this many requests; 0 = never */
+	int workers;         /* responders to keep running */
+	long max_requests;   /* recycle a responder after this many requests; 0 = never */
 	int drain_timeout_s; /* SIGKILL responders still busy this long after SIGTERM */
 } sy_prefork_opts;
 

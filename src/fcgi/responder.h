@@ -17,7 +17,7 @@ typedef struct sy_metrics sy_metrics;     /* fcgi/metrics.h */
 
 /* The current schema as this responder last saw it. */
 typedef struct {
-	long long version;   /* 0: none published */
+	long long version; /* 0: none published */
 	sy_schema_ref ref;
 	sy_manifest *manifest; /* owned */
 } sy_schema_cache;

@@ -19,53 +19,53 @@
  * each entry; tests/unit/test_config fails when one of them misses an option.
  */
 static const sy_cfg_option options[] = {
-	{"database", "conninfo", SY_CFG_STRING, "",
+        {"database", "conninfo", SY_CFG_STRING, "",
          "libpq connection string; empty: the libpq environment (PGHOST, PGDATABASE, ...)",
          NOLIMIT},
 
-	{"fcgi", "listen", SY_CFG_STRING, "",
+        {"fcgi", "listen", SY_CFG_STRING, "",
          "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
-	{"fcgi", "listen_owner", SY_CFG_STRING, "", "owner of the UNIX socket; empty: unchanged",
+        {"fcgi", "listen_owner", SY_CFG_STRING, "", "owner of the UNIX socket; empty: unchanged",
          NOLIMIT},
-	{"fcgi", "listen_group", SY_CFG_STRING, "", "group of the UNIX socket; empty: unchanged",
+        {"fcgi", "listen_group", SY_CFG_STRING, "", "group of the UNIX socket; empty: unchanged",
          NOLIMIT},
-	{"fcgi", "listen_mode", SY_CFG_MODE, "0660", "permissions of the UNIX socket (octal)",
+        {"fcgi", "listen_mode", SY_CFG_MODE, "0660", "permissions of the UNIX socket (octal)",
          NOLIMIT},
-	{"fcgi", "workers", SY_CFG_INT, "4", "responder processes the master keeps running", 1, 256,
+        {"fcgi", "workers", SY_CFG_INT, "4", "responder processes the master keeps running", 1, 256,
          NULL},
-	{"fcgi", "max_requests", SY_CFG_INT, "10000",
+        {"fcgi", "max_requests", SY_CFG_INT, "10000",
          "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
-	{"fcgi", "auth_param", SY_CFG_STRING, "REMOTE_USER",
+        {"fcgi", "auth_param", SY_CFG_STRING, "REMOTE_USER",
          "FastCGI parameter holding the authenticated user", NOLIMIT},
-	{"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
+        {"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
          "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
-	{"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,
+        {"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,
          3600, NULL},
-	{"fcgi", "pull_wait_ms", SY_CFG_INT, "5000",
+        {"fcgi", "pull_wait_ms", SY_CFG_INT, "5000",
          "longest wait of a pull for the client's accepted pushes to be materialized", 0, 600000,
          NULL},
-	{"fcgi", "max_inflight", SY_CFG_INT, "0",
+        {"fcgi", "max_inflight", SY_CFG_INT, "0",
          "push requests executing at once across all responders before 429; 0: no limit", 0, 100000,
          NULL},
-	{"fcgi", "max_inflight_per_client", SY_CFG_INT, "1",
+        {"fcgi", "max_inflight_per_client", SY_CFG_INT, "1",
          "push requests of one client executing at once before 429; 0: no limit", 0, 100000, NULL},
 
-	{"walsync", "slot", SY_CFG_STRING, "synchro", "logical replication slot name", NOLIMIT},
-	{"walsync", "writer_id", SY_CFG_STRING, "",
+        {"walsync", "slot", SY_CFG_STRING, "synchro", "logical replication slot name", NOLIMIT},
+        {"walsync", "writer_id", SY_CFG_STRING, "",
          "this instance's name in the writer lease; empty: hostname:pid", NOLIMIT},
-	{"walsync", "lease_s", SY_CFG_INT, "30", "writer lease duration in seconds", 1, 3600, NULL},
-	{"walsync", "renew_s", SY_CFG_INT, "5", "seconds between lease renewals (heartbeats)", 1,
+        {"walsync", "lease_s", SY_CFG_INT, "30", "writer lease duration in seconds", 1, 3600, NULL},
+        {"walsync", "renew_s", SY_CFG_INT, "5", "seconds between lease renewals (heartbeats)", 1,
          3600, NULL},
-	{"walsync", "stale_heartbeat_s", SY_CFG_INT, "15",
+        {"walsync", "stale_heartbeat_s", SY_CFG_INT, "15",
          "a standby takes the lease over when the heartbeat is older than this", 1, 3600, NULL},
-	{"walsync", "batch_rows", SY_CFG_INT, "5000",
+        {"walsync", "batch_rows", SY_CFG_INT, "5000",
          "most changes one changelog statement writes (a batch of more uses several)", 1, 100000,
          NULL},
-	{"walsync", "lag_log_s", SY_CFG_INT, "60",
+        {"walsync", "lag_log_s", SY_CFG_INT, "60",
          "seconds between the holder's lag and rate log lines; 0: never", 0, 86400, NULL},
 
-	{"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
-	{"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,
+        {"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
+        {"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,
          "error|warning|info|debug"},
 };
 
@@ -132,8 +132,7 @@ bool sy_cfg_value_valid(const sy_cfg_option *opt, const char *value, const char 
 	long long x;
 	const char *reason = NULL;
 	switch (opt->type) {
-	case SY_CFG_STRING:
-		break;
+	case SY_CFG_STRING: break;
 	case SY_CFG_INT:
 		if (!parse_int(value, &x) || x < opt->min || x > opt->max)
 			reason = "expected an integer in range";

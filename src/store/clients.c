@@ -16,23 +16,23 @@ sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_clien
 	if (count)
 		*count = 0;
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT c.client_id, c.user_id, c.generation, c.accepted_write_epoch,"
-		"       c.materialized_write_epoch, c.created_at, c.last_seen_at, r.retired_at"
-		"  FROM synchro.clients c"
-		"  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id"
-		" WHERE $1::text IS NULL OR c.user_id = $1"
-		" ORDER BY c.user_id COLLATE \"C\", c.client_id",
-		1, p, PGRES_TUPLES_OK, "client list", NULL, &st, err);
+	        c,
+	        "SELECT c.client_id, c.user_id, c.generation, c.accepted_write_epoch,"
+	        "       c.materialized_write_epoch, c.created_at, c.last_seen_at, r.retired_at"
+	        "  FROM synchro.clients c"
+	        "  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id"
+	        " WHERE $1::text IS NULL OR c.user_id = $1"
+	        " ORDER BY c.user_id COLLATE \"C\", c.client_id",
+	        1, p, PGRES_TUPLES_OK, "client list", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r); i++) {
 		sy_store_client cl = {
-			.client_id = PQgetvalue(r, i, 0),
-			.user_id = PQgetvalue(r, i, 1),
-			.generation = atoll(PQgetvalue(r, i, 2)),
-			.accepted_write_epoch = atoll(PQgetvalue(r, i, 3)),
-			.materialized_write_epoch = atoll(PQgetvalue(r, i, 4)),
+		        .client_id = PQgetvalue(r, i, 0),
+		        .user_id = PQgetvalue(r, i, 1),
+		        .generation = atoll(PQgetvalue(r, i, 2)),
+		        .accepted_write_epoch = atoll(PQgetvalue(r, i, 3)),
+		        .materialized_write_epoch = atoll(PQgetvalue(r, i, 4)),
 		};
 		sy_store_format_time(PQgetvalue(r, i, 5), cl.created_at);
 		sy_store_format_time(PQgetvalue(r, i, 6), cl.last_seen_at);
@@ -75,9 +75,9 @@ static sy_store_status retire(PGconn *c, const char *user, const char *client_id
 		sy_store_format_time(PQgetvalue(r, 0, 1), out->retired_at);
 		PQclear(r);
 		return sy_store_fail(
-			err, SY_STORE_CONFLICT,
-			"client %s is already retired (since %s); retirement is irreversible",
-			client_id, out->retired_at);
+		        err, SY_STORE_CONFLICT,
+		        "client %s is already retired (since %s); retirement is irreversible",
+		        client_id, out->retired_at);
 	}
 	PQclear(r);
 	r = sy_store_exec(c,

@@ -13,17 +13,17 @@
  * once cost a pull 860 ms of compilation.
  */
 static const char session_sql[] = "SELECT pg_catalog.set_config('DateStyle', 'ISO', false),"
-				  "       pg_catalog.set_config('TimeZone', 'UTC', false),"
-				  "       pg_catalog.set_config('extra_float_digits', '1', false),"
-				  "       pg_catalog.set_config('bytea_output', 'hex', false),"
-				  "       pg_catalog.set_config('jit', 'off', false)";
+                                  "       pg_catalog.set_config('TimeZone', 'UTC', false),"
+                                  "       pg_catalog.set_config('extra_float_digits', '1', false),"
+                                  "       pg_catalog.set_config('bytea_output', 'hex', false),"
+                                  "       pg_catalog.set_config('jit', 'off', false)";
 
 sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 {
 	if (PQsetClientEncoding(c, "UTF8") != 0)
 		return sy_store_fail(
-			err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED,
-			"cannot set the client encoding to UTF8");
+		        err, PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED,
+		        "cannot set the client encoding to UTF8");
 	sy_store_status st;
 	PGresult *r = sy_store_exec(c, session_sql, 0, NULL, PGRES_TUPLES_OK, "session settings",
 	                            NULL, &st, err);
@@ -35,7 +35,7 @@ bool sy_store_conninfo_check(const char *conninfo)
 {
 	/* libpq expands a dbname holding '=' or a URI; anything else is a plain database name. */
 	bool expands =
-		conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
+	        conninfo && (strchr(conninfo, '=') || strncmp(conninfo, "postgres://", 11) == 0 ||
 	                     strncmp(conninfo, "postgresql://", 13) == 0);
 	if (!expands)
 		return true;

@@ -50,17 +50,17 @@ sy_store_status sy_store_ledger_batch(PGconn *c, const char *user, const char *c
 		return st;
 	const char *p[] = {user, client_id, batch_id, with_body ? "t" : "f"};
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT b.state, coalesce(b.http_status, 0), encode(b.fingerprint, 'hex'),"
-		"       b.fp_algorithm, b.fp_version, b.fp_domain, b.protocol_version,"
-		"       b.client_generation, b.schema_version, b.schema_hash, b.atomic,"
-		"       b.created_at, b.completed_at,"
-		"       (SELECT count(*) FROM synchro.mutations m WHERE m.user_id = b.user_id"
-		"           AND m.client_id = b.client_id AND m.batch_id = b.batch_id),"
-		"       CASE WHEN $4::bool THEN b.response END"
-		"  FROM synchro.batches b"
-		" WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid",
-		4, p, PGRES_TUPLES_OK, "batch lookup", NULL, &st, err);
+	        c,
+	        "SELECT b.state, coalesce(b.http_status, 0), encode(b.fingerprint, 'hex'),"
+	        "       b.fp_algorithm, b.fp_version, b.fp_domain, b.protocol_version,"
+	        "       b.client_generation, b.schema_version, b.schema_hash, b.atomic,"
+	        "       b.created_at, b.completed_at,"
+	        "       (SELECT count(*) FROM synchro.mutations m WHERE m.user_id = b.user_id"
+	        "           AND m.client_id = b.client_id AND m.batch_id = b.batch_id),"
+	        "       CASE WHEN $4::bool THEN b.response END"
+	        "  FROM synchro.batches b"
+	        " WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid",
+	        4, p, PGRES_TUPLES_OK, "batch lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	if (PQntuples(r) != 1) {
@@ -110,26 +110,26 @@ sy_store_status sy_store_ledger_mutations(PGconn *c, const char *user, const cha
 		return st;
 	const char *p[] = {user, client_id, batch_id, with_body ? "t" : "f"};
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT mutation_id, ordinal, table_id, pk, operation, status, coalesce(code, ''),"
-		"       encode(fingerprint, 'hex'), completed_at,"
-		"       CASE WHEN $4::bool THEN outcome END"
-		"  FROM synchro.mutations"
-		" WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid"
-		" ORDER BY ordinal",
-		4, p, PGRES_TUPLES_OK, "mutation lookup", NULL, &st, err);
+	        c,
+	        "SELECT mutation_id, ordinal, table_id, pk, operation, status, coalesce(code, ''),"
+	        "       encode(fingerprint, 'hex'), completed_at,"
+	        "       CASE WHEN $4::bool THEN outcome END"
+	        "  FROM synchro.mutations"
+	        " WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid"
+	        " ORDER BY ordinal",
+	        4, p, PGRES_TUPLES_OK, "mutation lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r) && st == SY_STORE_OK; i++) {
 		sy_store_mutation m = {
-			.mutation_id = PQgetvalue(r, i, 0),
-			.ordinal = atoi(PQgetvalue(r, i, 1)),
-			.table_id = PQgetvalue(r, i, 2),
-			.pk = PQgetvalue(r, i, 3),
-			.operation = PQgetvalue(r, i, 4),
-			.status = PQgetvalue(r, i, 5),
-			.code = PQgetvalue(r, i, 6),
-			.fingerprint = PQgetvalue(r, i, 7),
+		        .mutation_id = PQgetvalue(r, i, 0),
+		        .ordinal = atoi(PQgetvalue(r, i, 1)),
+		        .table_id = PQgetvalue(r, i, 2),
+		        .pk = PQgetvalue(r, i, 3),
+		        .operation = PQgetvalue(r, i, 4),
+		        .status = PQgetvalue(r, i, 5),
+		        .code = PQgetvalue(r, i, 6),
+		        .fingerprint = PQgetvalue(r, i, 7),
 		};
 		sy_store_format_time(PQgetvalue(r, i, 8), m.completed_at);
 		char *outcome = NULL;
@@ -155,25 +155,25 @@ static sy_store_status purge(PGconn *c, sy_store_purged *out, sy_error *err)
 	sy_store_status st;
 	/* Mutations first: they name their batch. Fences, clients and markers are not touched. */
 	PGresult *r = sy_store_exec(
-		c,
-		"WITH m AS (DELETE FROM synchro.mutations x USING synchro.retirements r"
-		"            WHERE x.client_id = r.client_id AND x.user_id = r.user_id"
-		"            RETURNING x.client_id)"
-		"SELECT count(*), coalesce(array_agg(DISTINCT client_id), '{}') FROM m",
-		0, NULL, PGRES_TUPLES_OK, "purging mutations", NULL, &st, err);
+	        c,
+	        "WITH m AS (DELETE FROM synchro.mutations x USING synchro.retirements r"
+	        "            WHERE x.client_id = r.client_id AND x.user_id = r.user_id"
+	        "            RETURNING x.client_id)"
+	        "SELECT count(*), coalesce(array_agg(DISTINCT client_id), '{}') FROM m",
+	        0, NULL, PGRES_TUPLES_OK, "purging mutations", NULL, &st, err);
 	if (!r)
 		return st;
 	out->mutations = atoll(PQgetvalue(r, 0, 0));
 	const char *p[] = {PQgetvalue(r, 0, 1)};
 	PGresult *b = sy_store_exec(
-		c,
-		"WITH b AS (DELETE FROM synchro.batches x USING synchro.retirements r"
-		"            WHERE x.client_id = r.client_id AND x.user_id = r.user_id"
-		"            RETURNING x.client_id)"
-		"SELECT (SELECT count(*) FROM b),"
-		"       (SELECT count(*) FROM (SELECT client_id FROM b UNION"
-		"                              SELECT unnest($1::uuid[])) u)",
-		1, p, PGRES_TUPLES_OK, "purging batches", NULL, &st, err);
+	        c,
+	        "WITH b AS (DELETE FROM synchro.batches x USING synchro.retirements r"
+	        "            WHERE x.client_id = r.client_id AND x.user_id = r.user_id"
+	        "            RETURNING x.client_id)"
+	        "SELECT (SELECT count(*) FROM b),"
+	        "       (SELECT count(*) FROM (SELECT client_id FROM b UNION"
+	        "                              SELECT unnest($1::uuid[])) u)",
+	        1, p, PGRES_TUPLES_OK, "purging batches", NULL, &st, err);
 	PQclear(r);
 	if (!b)
 		return st;

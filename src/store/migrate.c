@@ -89,7 +89,7 @@ static sy_store_status check_recorded(PGconn *c, const sy_sql_migration *list, s
 	if (st != SY_STORE_OK || !have)
 		return st;
 	PGresult *r =
-		sy_store_exec(c, "SELECT version, name FROM synchro.migrations ORDER BY version", 0,
+	        sy_store_exec(c, "SELECT version, name FROM synchro.migrations ORDER BY version", 0,
 	                      NULL, PGRES_TUPLES_OK, "migrations lookup", NULL, &st, err);
 	if (!r)
 		return st;
@@ -102,18 +102,18 @@ static sy_store_status check_recorded(PGconn *c, const sy_sql_migration *list, s
 				m = &list[j];
 		if (!m) {
 			st = sy_store_fail(
-				err, SY_STORE_FAILED,
-				"the database records migration %d (%.60s), which this program "
-				"does not know: it is older than the database",
-				v, name);
+			        err, SY_STORE_FAILED,
+			        "the database records migration %d (%.60s), which this program "
+			        "does not know: it is older than the database",
+			        v, name);
 			break;
 		}
 		if (strcmp(m->name, name) != 0) {
 			st = sy_store_fail(
-				err, SY_STORE_FAILED,
-				"the database records migration %d as '%.60s', this program "
-				"calls it '%s'",
-				v, name, m->name);
+			        err, SY_STORE_FAILED,
+			        "the database records migration %d as '%.60s', this program "
+			        "calls it '%s'",
+			        v, name, m->name);
 			break;
 		}
 		if (v > *max_version)

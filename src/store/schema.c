@@ -17,17 +17,17 @@ static const struct {
 	const char *pg[2];
 	const char *want;
 } typemap[] = {
-	{SY_TYPE_TEXT, {"text", "varchar"}, "a text or varchar"},
-	{SY_TYPE_INT32, {"int4", NULL}, "an integer"},
-	{SY_TYPE_INT64, {"int8", NULL}, "a bigint"},
-	{SY_TYPE_FLOAT64, {"float8", NULL}, "a double precision"},
-	{SY_TYPE_NUMERIC, {"numeric", NULL}, "a numeric"},
-	{SY_TYPE_BOOL, {"bool", NULL}, "a boolean"},
-	{SY_TYPE_TIMESTAMP, {"timestamptz", NULL}, "a timestamp with time zone"},
-	{SY_TYPE_DATE, {"date", NULL}, "a date"},
-	{SY_TYPE_UUID, {"uuid", NULL}, "a uuid"},
-	{SY_TYPE_BYTES, {"bytea", NULL}, "a bytea"},
-	{SY_TYPE_JSON, {"jsonb", NULL}, "a jsonb"},
+        {SY_TYPE_TEXT, {"text", "varchar"}, "a text or varchar"},
+        {SY_TYPE_INT32, {"int4", NULL}, "an integer"},
+        {SY_TYPE_INT64, {"int8", NULL}, "a bigint"},
+        {SY_TYPE_FLOAT64, {"float8", NULL}, "a double precision"},
+        {SY_TYPE_NUMERIC, {"numeric", NULL}, "a numeric"},
+        {SY_TYPE_BOOL, {"bool", NULL}, "a boolean"},
+        {SY_TYPE_TIMESTAMP, {"timestamptz", NULL}, "a timestamp with time zone"},
+        {SY_TYPE_DATE, {"date", NULL}, "a date"},
+        {SY_TYPE_UUID, {"uuid", NULL}, "a uuid"},
+        {SY_TYPE_BYTES, {"bytea", NULL}, "a bytea"},
+        {SY_TYPE_JSON, {"jsonb", NULL}, "a jsonb"},
 };
 
 /* Columns of the catalog query below. */
@@ -43,22 +43,22 @@ enum {
 };
 
 static const char columns_sql[] =
-	"SELECT a.attname, t.typname, tn.nspname = 'pg_catalog' AND t.typtype = 'b', a.attnotnull,"
-	"       a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',"
-	"       pg_catalog.format_type(a.atttypid, a.atttypmod)"
-	"  FROM pg_catalog.pg_attribute a"
-	"  JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
-	"  JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace"
-	" WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped"
-	" ORDER BY a.attnum";
+        "SELECT a.attname, t.typname, tn.nspname = 'pg_catalog' AND t.typtype = 'b', a.attnotnull,"
+        "       a.attgenerated <> '', a.attidentity = 'a', a.atthasdef OR a.attidentity <> '',"
+        "       pg_catalog.format_type(a.atttypid, a.atttypmod)"
+        "  FROM pg_catalog.pg_attribute a"
+        "  JOIN pg_catalog.pg_type t ON t.oid = a.atttypid"
+        "  JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace"
+        " WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped"
+        " ORDER BY a.attnum";
 
 static const char relation_sql[] = "SELECT c.oid, c.relkind FROM pg_catalog.pg_class c"
-				   " WHERE c.oid = pg_catalog.to_regclass($1)::oid";
+                                   " WHERE c.oid = pg_catalog.to_regclass($1)::oid";
 
 static const char pkey_sql[] =
-	"SELECT a.attname FROM pg_catalog.pg_index i"
-	"  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
-	" WHERE i.indrelid = $1::oid AND i.indisprimary";
+        "SELECT a.attname FROM pg_catalog.pg_index i"
+        "  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
+        " WHERE i.indrelid = $1::oid AND i.indisprimary";
 
 static void note_line(sy_store_note_fn note, void *arg, const char *line)
 {
@@ -123,28 +123,28 @@ static sy_store_status check_column(const sy_table *t, const PGresult *cols, con
 	const char *want;
 	if (!type_fits(type, cols, row, &want))
 		return sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": %s: type %s needs %s column, but column \"%s\" is %s",
-			t->table_id, label, sy_type_name(type), want, column,
-			PQgetvalue(cols, row, COL_DISPLAY));
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": %s: type %s needs %s column, but column \"%s\" is %s",
+		        t->table_id, label, sy_type_name(type), want, column,
+		        PQgetvalue(cols, row, COL_DISPLAY));
 	bool notnull = is_true(cols, row, COL_NOTNULL);
 	if (nullable == 0 && !notnull)
 		return sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": %s: declared nullable false, but column \"%s\" allows "
-			"NULL (add NOT NULL or declare it nullable)",
-			t->table_id, label, column);
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": %s: declared nullable false, but column \"%s\" allows "
+		        "NULL (add NOT NULL or declare it nullable)",
+		        t->table_id, label, column);
 	if (nullable == 1 && notnull)
 		return sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": %s: declared nullable true, but column \"%s\" is NOT "
-			"NULL (the server could not store the null it accepted)",
-			t->table_id, label, column);
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": %s: declared nullable true, but column \"%s\" is NOT "
+		        "NULL (the server could not store the null it accepted)",
+		        t->table_id, label, column);
 	if (written && (is_true(cols, row, COL_GENERATED) || is_true(cols, row, COL_ALWAYS)))
 		return sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": %s: column \"%s\" is generated, but the server writes it",
-			t->table_id, label, column);
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": %s: column \"%s\" is generated, but the server writes it",
+		        t->table_id, label, column);
 	return SY_STORE_OK;
 }
 
@@ -192,25 +192,25 @@ static sy_store_status check_table(PGconn *c, const sy_table *t, char oid[16],
 		goto fail;
 	if (PQntuples(pk) == 0) {
 		st = sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": relation %s has no primary key (pk column \"%s\")",
-			t->table_id, t->relation, t->pk.column);
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": relation %s has no primary key (pk column \"%s\")",
+		        t->table_id, t->relation, t->pk.column);
 		goto fail;
 	}
 	if (PQntuples(pk) > 1) {
 		st = sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": pk column \"%s\": the primary key of %s has %d columns; "
-			"synchro needs a one-column primary key",
-			t->table_id, t->pk.column, t->relation, PQntuples(pk));
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": pk column \"%s\": the primary key of %s has %d columns; "
+		        "synchro needs a one-column primary key",
+		        t->table_id, t->pk.column, t->relation, PQntuples(pk));
 		goto fail;
 	}
 	if (strcmp(PQgetvalue(pk, 0, 0), t->pk.column) != 0) {
 		st = sy_store_fail(
-			err, SY_STORE_INVALID,
-			"table \"%s\": pk column \"%s\" is not the primary key of %s (its "
-			"primary key is \"%s\")",
-			t->table_id, t->pk.column, t->relation, PQgetvalue(pk, 0, 0));
+		        err, SY_STORE_INVALID,
+		        "table \"%s\": pk column \"%s\" is not the primary key of %s (its "
+		        "primary key is \"%s\")",
+		        t->table_id, t->pk.column, t->relation, PQgetvalue(pk, 0, 0));
 		goto fail;
 	}
 
@@ -268,10 +268,10 @@ static sy_store_status check_all(PGconn *c, const sy_manifest *m, char (*oids)[1
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(oids[j], oids[i]) == 0)
 				return sy_store_fail(
-					err, SY_STORE_INVALID,
-					"tables \"%s\" and \"%s\" map the same relation %s",
-					m->tables[j].table_id, m->tables[i].table_id,
-					m->tables[i].relation);
+				        err, SY_STORE_INVALID,
+				        "tables \"%s\" and \"%s\" map the same relation %s",
+				        m->tables[j].table_id, m->tables[i].table_id,
+				        m->tables[i].relation);
 	}
 	return SY_STORE_OK;
 }
@@ -315,13 +315,13 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 {
 	sy_store_status st;
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT t.tgrelid, n.nspname, c.relname, t.tgargs FROM pg_catalog.pg_trigger t"
-		"  JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid"
-		"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-		" WHERE t.tgname = 'synchro_version_fence' AND NOT t.tgisinternal"
-		"   AND t.tgnargs > 0",
-		0, NULL, PGRES_TUPLES_OK, "trigger lookup", NULL, &st, err);
+	        c,
+	        "SELECT t.tgrelid, n.nspname, c.relname, t.tgargs FROM pg_catalog.pg_trigger t"
+	        "  JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid"
+	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	        " WHERE t.tgname = 'synchro_version_fence' AND NOT t.tgisinternal"
+	        "   AND t.tgnargs > 0",
+	        0, NULL, PGRES_TUPLES_OK, "trigger lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r) && st == SY_STORE_OK; i++) {
@@ -333,7 +333,7 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 			continue;
 		size_t n = 0;
 		unsigned char *args =
-			PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 3), &n);
+		        PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 3), &n);
 		if (!args) {
 			st = sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
 			break;
@@ -380,36 +380,36 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 	const char *p[] = {oid};
 	/* The relation, the sequences behind its serial/identity columns, its schema. */
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT 'TABLE', n.nspname, c.relname FROM pg_catalog.pg_class c"
-		"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid"
-		" UNION ALL "
-		"SELECT 'SEQUENCE', sn.nspname, s.relname FROM pg_catalog.pg_depend d"
-		"  JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'"
-		"  JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace"
-		" WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
-		"   AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass"
-		"   AND d.refobjid = $1::oid AND d.deptype IN ('a', 'i')"
-		" UNION ALL "
-		"SELECT 'SCHEMA', n.nspname, NULL FROM pg_catalog.pg_class c"
-		"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-		" WHERE c.oid = $1::oid"
-		"   AND NOT pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')",
-		1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
+	        c,
+	        "SELECT 'TABLE', n.nspname, c.relname FROM pg_catalog.pg_class c"
+	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::oid"
+	        " UNION ALL "
+	        "SELECT 'SEQUENCE', sn.nspname, s.relname FROM pg_catalog.pg_depend d"
+	        "  JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'"
+	        "  JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace"
+	        " WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+	        "   AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+	        "   AND d.refobjid = $1::oid AND d.deptype IN ('a', 'i')"
+	        " UNION ALL "
+	        "SELECT 'SCHEMA', n.nspname, NULL FROM pg_catalog.pg_class c"
+	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	        " WHERE c.oid = $1::oid"
+	        "   AND NOT pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')",
+	        1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
 	if (!r)
 		return st;
 	for (int i = 0; i < PQntuples(r) && st == SY_STORE_OK; i++) {
 		const char *kind = PQgetvalue(r, i, 0);
 		char *name =
-			strcmp(kind, "SCHEMA") == 0
-				? sy_store_quote_ident(c, PQgetvalue(r, i, 1), err)
-				: quoted_name(c, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), err);
+		        strcmp(kind, "SCHEMA") == 0
+		                ? sy_store_quote_ident(c, PQgetvalue(r, i, 1), err)
+		                : quoted_name(c, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), err);
 		if (!name) {
 			st = SY_STORE_FAILED;
 			break;
 		}
 		const char *privs =
-			strcmp(kind, "TABLE") == 0 ? "SELECT, INSERT, UPDATE, DELETE" : "USAGE";
+		        strcmp(kind, "TABLE") == 0 ? "SELECT, INSERT, UPDATE, DELETE" : "USAGE";
 		size_t n = strlen(name) + 100;
 		char *sql = sy_malloc(n);
 		if (!sql) {
@@ -431,14 +431,14 @@ static sy_store_status install_table(PGconn *c, const sy_table *t, const char *o
 {
 	sy_store_status st;
 	const sy_field *owner =
-		t->owner_field ? sy_table_field(t, t->owner_field, strlen(t->owner_field)) : NULL;
+	        t->owner_field ? sy_table_field(t, t->owner_field, strlen(t->owner_field)) : NULL;
 	const char *soft = t->delete_mode == SY_DELETE_SOFT ? t->delete_column : "";
 	const char *p[] = {oid, t->table_id, t->pk.column, soft, owner ? owner->column : ""};
 	PGresult *r = sy_store_exec(
-		c,
-		"SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
-		" $2::text, $3::text, $4::text, $5::text)",
-		5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st, err);
+	        c,
+	        "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
+	        " $2::text, $3::text, $4::text, $5::text)",
+	        5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st, err);
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return st;
@@ -465,7 +465,7 @@ static sy_store_status latest(PGconn *c, long long *version, char hash[SY_HASH_H
 {
 	sy_store_status st;
 	PGresult *r =
-		sy_store_exec(c,
+	        sy_store_exec(c,
 	                      "SELECT version, hash FROM synchro.schema_versions"
 	                      " ORDER BY version DESC LIMIT 1",
 	                      0, NULL, PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
@@ -530,7 +530,7 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
                                sy_error *err)
 {
 	sy_store_status st = sy_store_command(
-		c, "LOCK TABLE synchro.schema_versions IN SHARE ROW EXCLUSIVE MODE", "lock", err);
+	        c, "LOCK TABLE synchro.schema_versions IN SHARE ROW EXCLUSIVE MODE", "lock", err);
 	if (st != SY_STORE_OK)
 		return st;
 	if ((st = check_all(c, m, oids, note, arg, err)) != SY_STORE_OK)
@@ -542,17 +542,17 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
 	if (!same) {
 		const char *p[] = {m->hash};
 		PGresult *r = sy_store_exec(
-			c, "SELECT version FROM synchro.schema_versions WHERE hash = $1", 1, p,
-			PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
+		        c, "SELECT version FROM synchro.schema_versions WHERE hash = $1", 1, p,
+		        PGRES_TUPLES_OK, "schema version lookup", NULL, &st, err);
 		if (!r)
 			return st;
 		if (PQntuples(r) > 0) {
 			st = sy_store_fail(
-				err, SY_STORE_CONFLICT,
-				"the manifest equals version %s (hash %s), not the latest version "
-				"%lld: a schema reference names one manifest forever, so it cannot "
-				"be published again",
-				PQgetvalue(r, 0, 0), m->hash, out->version);
+			        err, SY_STORE_CONFLICT,
+			        "the manifest equals version %s (hash %s), not the latest version "
+			        "%lld: a schema reference names one manifest forever, so it cannot "
+			        "be published again",
+			        PQgetvalue(r, 0, 0), m->hash, out->version);
 			PQclear(r);
 			return st;
 		}
@@ -613,7 +613,7 @@ sy_store_status sy_store_schema_get(PGconn *c, long long version, sy_store_schem
 	snprintf(v, sizeof v, "%lld", version);
 	const char *p[] = {v};
 	PGresult *r =
-		sy_store_exec(c,
+	        sy_store_exec(c,
 	                      "SELECT version, hash, published_at, manifest"
 	                      "  FROM synchro.schema_versions WHERE $1::bigint IN (0, version)"
 	                      " ORDER BY version DESC LIMIT 1",

@@ -12,18 +12,13 @@
 static sy_errcode status_errcode(sy_store_status st)
 {
 	switch (st) {
-	case SY_STORE_OK:
-		return SY_ERR_NONE;
-	case SY_STORE_INVALID:
-		return SY_ERR_INVALID_REQUEST;
-	case SY_STORE_NOT_FOUND:
-		return SY_ERR_NOT_FOUND;
-	case SY_STORE_NOMEM:
-		return SY_ERR_NOMEM;
+	case SY_STORE_OK: return SY_ERR_NONE;
+	case SY_STORE_INVALID: return SY_ERR_INVALID_REQUEST;
+	case SY_STORE_NOT_FOUND: return SY_ERR_NOT_FOUND;
+	case SY_STORE_NOMEM: return SY_ERR_NOMEM;
 	case SY_STORE_CONFLICT:
 	case SY_STORE_FAILED:
-	case SY_STORE_CONNECTION:
-		break;
+	case SY_STORE_CONNECTION: break;
 	}
 	return SY_ERR_TEMPORARY_UNAVAILABLE;
 }

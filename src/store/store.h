@@ -70,6 +70,6 @@ SY_MUST_CHECK char *sy_store_quote_ident(PGconn *c, const char *name, sy_error *
 
 /* Sets *err to msg and returns st (so callers can `return sy_store_fail(...)`). */
 sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt, ...)
-	SY_PRINTF(3, 4);
+        SY_PRINTF(3, 4);
 
 #endif

@@ -52,8 +52,8 @@ static void fail_at(const char *file, int line, const char *what, PGconn *c, con
 
 static void pass_at(const char *file, int line)
 {
-	CU_assertImplementation(CU_TRUE, (unsigned)line, "database answered as required", file,
-	                        "", CU_FALSE);
+	CU_assertImplementation(CU_TRUE, (unsigned)line, "database answered as required", file, "",
+	                        CU_FALSE);
 }
 
 bool pgt_exec_at(PGconn *c, const char *sql, const char *file, int line)
@@ -129,8 +129,7 @@ long long pgt_int_at(PGconn *c, const char *sql, int nparams, const char *const 
 	return n;
 }
 
-bool pgt_fails_at(PGconn *c, const char *sql, const char *sqlstate, const char *file,
-                  int line)
+bool pgt_fails_at(PGconn *c, const char *sql, const char *sqlstate, const char *file, int line)
 {
 	PGresult *r = PQexec(c, sql);
 	ExecStatusType s = PQresultStatus(r);

@@ -51,8 +51,7 @@ long long pgt_int_at(PGconn *c, const char *sql, int nparams, const char *const 
 
 /* Runs sql, which must fail with exactly this SQLSTATE (e.g. "42501"); true when it did.
  * Inside a transaction block the transaction is then aborted: use a savepoint or ROLLBACK. */
-bool pgt_fails_at(PGconn *c, const char *sql, const char *sqlstate, const char *file,
-                  int line);
+bool pgt_fails_at(PGconn *c, const char *sql, const char *sqlstate, const char *file, int line);
 #define pgt_fails(c, sql, state) pgt_fails_at((c), (sql), (state), __FILE__, __LINE__)
 
 /* Applies the migrations of list not yet recorded in synchro.migrations, each in its own

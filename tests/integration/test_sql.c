@@ -14,14 +14,14 @@
 
 #define SLOT "synchro_t"
 
-#define TODO1 "11111111-1111-4111-8111-111111111111"
-#define TODO2 "22222222-2222-4222-8222-222222222222"
-#define TODO3 "33333333-3333-4333-8333-333333333333"
-#define MUT1 "a0000000-0000-4000-8000-000000000001"
-#define MUT2 "a0000000-0000-4000-8000-000000000002"
-#define CLI1 "c0000000-0000-4000-8000-000000000001"
+#define TODO1  "11111111-1111-4111-8111-111111111111"
+#define TODO2  "22222222-2222-4222-8222-222222222222"
+#define TODO3  "33333333-3333-4333-8333-333333333333"
+#define MUT1   "a0000000-0000-4000-8000-000000000001"
+#define MUT2   "a0000000-0000-4000-8000-000000000002"
+#define CLI1   "c0000000-0000-4000-8000-000000000001"
 #define HASH64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define FP32 "'\\x" HASH64 "'::bytea"
+#define FP32   "'\\x" HASH64 "'::bytea"
 
 static PGconn *db; /* the fixture's superuser */
 
@@ -106,20 +106,20 @@ typedef struct {
 static int drain(message *out, int max)
 {
 	PGresult *r = pgt_query(
-		db,
-		"SELECT c.xid::text, m->>'table_id', m->>'pk', m->>'version', m->>'state',"
-		"       m->>'mutation_id', m->>'client_id', m->>'user_id', m->>'owner_before',"
-		"       m->>'owner_after', (SELECT count(*) FROM jsonb_object_keys(m)), c.data"
-		"  FROM (SELECT t.n, t.xid, t.data,"
-		"               substring(t.data FROM '^message: transactional: 1 prefix: synchro, "
-		"sz: [0-9]+ content:(.*)$')::jsonb AS m"
-		"          FROM pg_logical_slot_get_changes('" SLOT "', NULL, NULL,"
-		"                 'skip-empty-xacts', '1')"
-		"          WITH ORDINALITY AS t(lsn, xid, data, n)) c"
-		" WHERE c.data LIKE 'message:%'"
-		"   AND c.data NOT LIKE 'message: transactional: 1 prefix: synchro-epoch,%'"
-		" ORDER BY c.n",
-		0, NULL);
+	        db,
+	        "SELECT c.xid::text, m->>'table_id', m->>'pk', m->>'version', m->>'state',"
+	        "       m->>'mutation_id', m->>'client_id', m->>'user_id', m->>'owner_before',"
+	        "       m->>'owner_after', (SELECT count(*) FROM jsonb_object_keys(m)), c.data"
+	        "  FROM (SELECT t.n, t.xid, t.data,"
+	        "               substring(t.data FROM '^message: transactional: 1 prefix: synchro, "
+	        "sz: [0-9]+ content:(.*)$')::jsonb AS m"
+	        "          FROM pg_logical_slot_get_changes('" SLOT "', NULL, NULL,"
+	        "                 'skip-empty-xacts', '1')"
+	        "          WITH ORDINALITY AS t(lsn, xid, data, n)) c"
+	        " WHERE c.data LIKE 'message:%'"
+	        "   AND c.data NOT LIKE 'message: transactional: 1 prefix: synchro-epoch,%'"
+	        " ORDER BY c.n",
+	        0, NULL);
 	if (r == NULL)
 		return -1;
 	int n = PQntuples(r);
@@ -157,15 +157,16 @@ static message msgs[MAX_MESSAGES];
 /* Consumes whatever earlier tests left in the slot. */
 static void discard(void)
 {
-	PQclear(pgt_query(db, "SELECT count(*) FROM pg_logical_slot_get_changes('" SLOT "', NULL,"
-	                      " NULL)",
+	PQclear(pgt_query(db,
+	                  "SELECT count(*) FROM pg_logical_slot_get_changes('" SLOT "', NULL,"
+	                  " NULL)",
 	                  0, NULL));
 }
 
-static void check_message(const message *m, const char *xid, const char *table_id,
-                          const char *pk, const char *version, const char *state,
-                          const char *mutation_id, const char *client_id, const char *user_id,
-                          const char *owner_before, const char *owner_after)
+static void check_message(const message *m, const char *xid, const char *table_id, const char *pk,
+                          const char *version, const char *state, const char *mutation_id,
+                          const char *client_id, const char *user_id, const char *owner_before,
+                          const char *owner_after)
 {
 	CU_ASSERT_STRING_EQUAL(m->xid, xid);
 	CU_ASSERT_STRING_EQUAL(m->table_id, table_id);
@@ -251,30 +252,30 @@ static void test_migrations(void)
 }
 
 /* Everything of schema synchro that a database holds, one line per fact. */
-#define CATALOG_SQL                                                                        \
-	"SELECT string_agg(x, E'\\n' ORDER BY x) FROM ("                                       \
-	" SELECT format('col %s.%s %s %s %s', c.relname, a.attname,"                           \
-	"        format_type(a.atttypid, a.atttypmod), a.attnotnull,"                          \
-	"        pg_get_expr(d.adbin, d.adrelid))"                                             \
-	"   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"                         \
-	"   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"           \
-	"  WHERE c.relnamespace = 'synchro'::regnamespace AND a.attnum > 0"                    \
-	"    AND NOT a.attisdropped"                                                           \
-	" UNION ALL SELECT format('rel %s %s %s %s', relname, relkind, relowner::regrole,"     \
-	"        relacl) FROM pg_class WHERE relnamespace = 'synchro'::regnamespace"            \
-	" UNION ALL SELECT format('con %s %s', conname, pg_get_constraintdef(oid))"            \
-	"   FROM pg_constraint WHERE connamespace = 'synchro'::regnamespace"                   \
-	" UNION ALL SELECT format('fn %s %s %s %s %s', oid::regprocedure, prosecdef,"          \
-	"        proconfig, proacl, md5(prosrc))"                                              \
-	"   FROM pg_proc WHERE pronamespace = 'synchro'::regnamespace"                         \
-	" UNION ALL SELECT format('trg %s', pg_get_triggerdef(t.oid)) FROM pg_trigger t"       \
-	"   JOIN pg_class c ON c.oid = t.tgrelid"                                              \
-	"  WHERE c.relnamespace = 'synchro'::regnamespace AND NOT t.tgisinternal"              \
-	" UNION ALL SELECT format('mig %s %s', version, name) FROM synchro.migrations"         \
-	" UNION ALL SELECT format('nsp %s %s', nspowner::regrole, nspacl) FROM pg_namespace"   \
-	"  WHERE nspname = 'synchro'"                                                          \
-	" UNION ALL SELECT format('pub %s %s %s', p.pubname, p.puballtables,"                  \
-	"        (SELECT count(*) FROM pg_publication_rel r WHERE r.prpubid = p.oid))"        \
+#define CATALOG_SQL                                                                                \
+	"SELECT string_agg(x, E'\\n' ORDER BY x) FROM ("                                           \
+	" SELECT format('col %s.%s %s %s %s', c.relname, a.attname,"                               \
+	"        format_type(a.atttypid, a.atttypmod), a.attnotnull,"                              \
+	"        pg_get_expr(d.adbin, d.adrelid))"                                                 \
+	"   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"                             \
+	"   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"               \
+	"  WHERE c.relnamespace = 'synchro'::regnamespace AND a.attnum > 0"                        \
+	"    AND NOT a.attisdropped"                                                               \
+	" UNION ALL SELECT format('rel %s %s %s %s', relname, relkind, relowner::regrole,"         \
+	"        relacl) FROM pg_class WHERE relnamespace = 'synchro'::regnamespace"               \
+	" UNION ALL SELECT format('con %s %s', conname, pg_get_constraintdef(oid))"                \
+	"   FROM pg_constraint WHERE connamespace = 'synchro'::regnamespace"                       \
+	" UNION ALL SELECT format('fn %s %s %s %s %s', oid::regprocedure, prosecdef,"              \
+	"        proconfig, proacl, md5(prosrc))"                                                  \
+	"   FROM pg_proc WHERE pronamespace = 'synchro'::regnamespace"                             \
+	" UNION ALL SELECT format('trg %s', pg_get_triggerdef(t.oid)) FROM pg_trigger t"           \
+	"   JOIN pg_class c ON c.oid = t.tgrelid"                                                  \
+	"  WHERE c.relnamespace = 'synchro'::regnamespace AND NOT t.tgisinternal"                  \
+	" UNION ALL SELECT format('mig %s %s', version, name) FROM synchro.migrations"             \
+	" UNION ALL SELECT format('nsp %s %s', nspowner::regrole, nspacl) FROM pg_namespace"       \
+	"  WHERE nspname = 'synchro'"                                                              \
+	" UNION ALL SELECT format('pub %s %s %s', p.pubname, p.puballtables,"                      \
+	"        (SELECT count(*) FROM pg_publication_rel r WHERE r.prpubid = p.oid))"             \
 	"   FROM pg_publication p) s(x)"
 
 /* sql/install.sql (psql -1 -f) builds exactly what the runner builds, in a second database
@@ -460,17 +461,17 @@ static void test_versions_random(void)
 {
 	pgt_exec(db, "INSERT INTO item (id) SELECT g FROM generate_series(100000, 100999) g");
 	PGresult *r = pgt_query(
-		db,
-		"WITH v AS (SELECT pk, version FROM synchro.row_fences WHERE table_id = 'item'"
-		"            AND length(pk) = 6 AND pk BETWEEN '100000' AND '100999'),"
-		"     o AS (SELECT version, lag(version) OVER (ORDER BY pk) AS prev FROM v)"
-		"SELECT (SELECT count(*) FROM v),"
-		"       (SELECT count(DISTINCT version) FROM v),"
-		"       (SELECT count(*) FROM v WHERE version ~ '^[0-9a-f]{32}$'),"
-		"       (SELECT count(DISTINCT left(version, 4)) FROM v),"
-		"       (SELECT count(*) FROM o WHERE version > prev),"
-		"       (SELECT count(*) FROM o WHERE version < prev)",
-		0, NULL);
+	        db,
+	        "WITH v AS (SELECT pk, version FROM synchro.row_fences WHERE table_id = 'item'"
+	        "            AND length(pk) = 6 AND pk BETWEEN '100000' AND '100999'),"
+	        "     o AS (SELECT version, lag(version) OVER (ORDER BY pk) AS prev FROM v)"
+	        "SELECT (SELECT count(*) FROM v),"
+	        "       (SELECT count(DISTINCT version) FROM v),"
+	        "       (SELECT count(*) FROM v WHERE version ~ '^[0-9a-f]{32}$'),"
+	        "       (SELECT count(DISTINCT left(version, 4)) FROM v),"
+	        "       (SELECT count(*) FROM o WHERE version > prev),"
+	        "       (SELECT count(*) FROM o WHERE version < prev)",
+	        0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1000");
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1000");
@@ -582,17 +583,17 @@ static void test_pgoutput(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(version);
 	/* Byte1 'M', Int8 flags, Int64 lsn, String prefix, Int32 length, content (protocol 1). */
 	PGresult *r = pgt_query(
-		db,
-		"SELECT chr(get_byte(data, 0)), get_byte(data, 1),"
-		"       CASE WHEN get_byte(data, 0) = 77 THEN substring(data FROM 11 FOR 8) END,"
-		"       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
-		"            substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
-		"       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
-		"            substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
-		"  FROM pg_logical_slot_get_binary_changes('synchro_p', NULL, NULL,"
-		"       'proto_version', '1', 'publication_names', 'synchro', 'messages', 'true')"
-		"  WITH ORDINALITY AS t(lsn, xid, data, n) ORDER BY n",
-		0, NULL);
+	        db,
+	        "SELECT chr(get_byte(data, 0)), get_byte(data, 1),"
+	        "       CASE WHEN get_byte(data, 0) = 77 THEN substring(data FROM 11 FOR 8) END,"
+	        "       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
+	        "            substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
+	        "       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
+	        "            substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
+	        "  FROM pg_logical_slot_get_binary_changes('synchro_p', NULL, NULL,"
+	        "       'proto_version', '1', 'publication_names', 'synchro', 'messages', 'true')"
+	        "  WITH ORDINALITY AS t(lsn, xid, data, n) ORDER BY n",
+	        0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	int messages = 0, rows = 0;
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -619,33 +620,34 @@ static void test_pgoutput(void)
 static void insert_client(PGconn *c, const char *client_id, const char *user)
 {
 	const char *p[] = {client_id, user};
-	PQclear(pgt_query(c, "INSERT INTO synchro.clients (client_id, user_id, generation)"
-	                     " VALUES ($1, $2, 1)",
+	PQclear(pgt_query(c,
+	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
+	                  " VALUES ($1, $2, 1)",
 	                  2, p));
 }
 
-#define BATCH_COLS                                                                          \
-	"(user_id, client_id, batch_id, protocol_version, client_generation, schema_version,"   \
-	" schema_hash, fp_algorithm, fp_version, fp_domain, fingerprint, atomic, state,"        \
+#define BATCH_COLS                                                                                 \
+	"(user_id, client_id, batch_id, protocol_version, client_generation, schema_version,"      \
+	" schema_hash, fp_algorithm, fp_version, fp_domain, fingerprint, atomic, state,"           \
 	" http_status, response, completed_at)"
-#define BATCH_VALUES(user, client, batch, state, status, response, completed)              \
-	"('" user "', '" client "', '" batch "', 3, 1, 1, '" HASH64 "', 'sha256', 1,"          \
-	" 'synchro:v3:push-batch-fingerprint:v1', " FP32 ", false, '" state "', " status ", " \
-	response ", " completed ")"
-#define MUTATION_INSERT(user, client, mutation, batch)                                     \
-	"INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm,"         \
-	" fp_version, fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"      \
-	" authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"     \
-	" pk, operation, status, code, outcome, outcome_schema_version, outcome_schema_hash)"  \
-	" VALUES ('" user "', '" client "', '" mutation "', 'sha256', 1,"                      \
-	" 'synchro:v3:push-mutation-fingerprint:v1', " FP32 ", '" batch "', 0, 1, '" HASH64    \
+#define BATCH_VALUES(user, client, batch, state, status, response, completed)                      \
+	"('" user "', '" client "', '" batch "', 3, 1, 1, '" HASH64 "', 'sha256', 1,"              \
+	" 'synchro:v3:push-batch-fingerprint:v1', " FP32 ", false, '" state "', " status           \
+	", " response ", " completed ")"
+#define MUTATION_INSERT(user, client, mutation, batch)                                             \
+	"INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm,"            \
+	" fp_version, fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"         \
+	" authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"        \
+	" pk, operation, status, code, outcome, outcome_schema_version, outcome_schema_hash)"      \
+	" VALUES ('" user "', '" client "', '" mutation "', 'sha256', 1,"                          \
+	" 'synchro:v3:push-mutation-fingerprint:v1', " FP32 ", '" batch "', 0, 1, '" HASH64        \
 	"', 1, '" HASH64 "', 'item', '1', 'insert', 'applied', NULL, '{}', 1, '" HASH64 "')"
 
 #define APP_CLIENT "c0000000-0000-4000-8000-0000000000a1"
-#define APP_BATCH "b0000000-0000-4000-8000-0000000000a1"
+#define APP_BATCH  "b0000000-0000-4000-8000-0000000000a1"
 #define APP_BATCH2 "b0000000-0000-4000-8000-0000000000a2"
 #define APP_BATCH3 "b0000000-0000-4000-8000-0000000000a3"
-#define APP_MUT "a0000000-0000-4000-8000-0000000000a1"
+#define APP_MUT    "a0000000-0000-4000-8000-0000000000a1"
 
 /* The responders' role: the ledgers are append-only for it, a claim completes once. */
 static void test_app_role(void)
@@ -666,7 +668,7 @@ static void test_app_role(void)
 
 	/* Claim, then complete with the canonical response. */
 	pgt_exec(app, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	                  "alice", APP_CLIENT, APP_BATCH, "claimed", "NULL", "NULL", "NULL"));
+	                      "alice", APP_CLIENT, APP_BATCH, "claimed", "NULL", "NULL", "NULL"));
 	pgt_exec(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT, APP_BATCH));
 	pgt_exec(app, "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
 	              " response = '{\"ok\":1}', completed_at = now()"
@@ -686,10 +688,10 @@ static void test_app_role(void)
 	/* A complete row without its response cannot exist. */
 	pgt_fails(app,
 	          "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	              "alice", APP_CLIENT, APP_BATCH2, "complete", "200", "NULL", "now()"),
+	                  "alice", APP_CLIENT, APP_BATCH2, "complete", "200", "NULL", "now()"),
 	          "23514");
 	pgt_exec(app, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	                  "alice", APP_CLIENT, APP_BATCH3, "claimed", "NULL", "NULL", "NULL"));
+	                      "alice", APP_CLIENT, APP_BATCH3, "claimed", "NULL", "NULL", "NULL"));
 	pgt_fails(app,
 	          "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
 	          " completed_at = now() WHERE batch_id = '" APP_BATCH3 "'",
@@ -709,20 +711,23 @@ static void test_app_role(void)
 	          "42501");
 	pgt_fails(app, "UPDATE synchro.row_fences SET version = 'v'", "42501");
 	pgt_fails(app, "DELETE FROM synchro.row_fences", "42501");
-	pgt_fails(app, "INSERT INTO synchro.changelog (commit_lsn, ordinal, table_id, pk, version,"
-	               " state) VALUES ('0/1', 0, 'item', '1', 'v', 'live')",
+	pgt_fails(app,
+	          "INSERT INTO synchro.changelog (commit_lsn, ordinal, table_id, pk, version,"
+	          " state) VALUES ('0/1', 0, 'item', '1', 'v', 'live')",
 	          "42501");
 	pgt_fails(app, "UPDATE synchro.writer_lease SET writer_id = 'x'", "42501");
-	pgt_fails(app, "INSERT INTO synchro.schema_versions (version, hash, manifest)"
-	               " VALUES (99, '" HASH64 "', '{}')",
+	pgt_fails(app,
+	          "INSERT INTO synchro.schema_versions (version, hash, manifest)"
+	          " VALUES (99, '" HASH64 "', '{}')",
 	          "42501");
 	pgt_fails(app, "CREATE TABLE synchro.mine (x int)", "42501");
 	pgt_fails(app, "SELECT synchro.install_fence_trigger('item', 'x', 'id', '', '')", "42501");
 	pgt_fails(app, "SELECT synchro.backfill_fences('item', 'x', 'id', '')", "42501");
 	/* The compare-and-swap locks a fence through synchro.lock_fence (migration 4). */
 	pgt_exec(app, "BEGIN");
-	char *lock = pgt_value(app, "SELECT state || ' ' || version FROM synchro.lock_fence('item',"
-	                            " '2')",
+	char *lock = pgt_value(app,
+	                       "SELECT state || ' ' || version FROM synchro.lock_fence('item',"
+	                       " '2')",
 	                       0, NULL);
 	char want[200];
 	snprintf(want, sizeof want, "live %s", get_fence("item", "2").version);
@@ -730,9 +735,8 @@ static void test_app_role(void)
 	if (lock)
 		CU_ASSERT_STRING_EQUAL(lock, want);
 	free(lock);
-	CU_ASSERT_EQUAL(pgt_int(app, "SELECT count(*) FROM synchro.lock_fence('item', '404')", 0,
-	                        NULL),
-	                0);
+	CU_ASSERT_EQUAL(
+	        pgt_int(app, "SELECT count(*) FROM synchro.lock_fence('item', '404')", 0, NULL), 0);
 	/* Held: another session cannot take the fence until the transaction ends. */
 	CU_ASSERT_EQUAL(pgt_int(db,
 	                        "SELECT count(*) FROM (SELECT 1 FROM synchro.row_fences WHERE"
@@ -782,12 +786,12 @@ static void test_app_role(void)
 	PQfinish(ws);
 }
 
-#define RET_CLIENT "c0000000-0000-4000-8000-0000000000b1"
+#define RET_CLIENT  "c0000000-0000-4000-8000-0000000000b1"
 #define KEEP_CLIENT "c0000000-0000-4000-8000-0000000000b2"
-#define RET_BATCH "b0000000-0000-4000-8000-0000000000b1"
-#define RET_BATCH2 "b0000000-0000-4000-8000-0000000000b3"
-#define KEEP_BATCH "b0000000-0000-4000-8000-0000000000b2"
-#define RET_MUT "a0000000-0000-4000-8000-0000000000b1"
+#define RET_BATCH   "b0000000-0000-4000-8000-0000000000b1"
+#define RET_BATCH2  "b0000000-0000-4000-8000-0000000000b3"
+#define KEEP_BATCH  "b0000000-0000-4000-8000-0000000000b2"
+#define RET_MUT     "a0000000-0000-4000-8000-0000000000b1"
 
 /* Retirement is permanent even for the owner; it alone makes ledger rows deletable. */
 static void test_retirement(void)
@@ -795,10 +799,10 @@ static void test_retirement(void)
 	insert_client(db, RET_CLIENT, "carol");
 	insert_client(db, KEEP_CLIENT, "carol");
 	pgt_exec(db, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	                 "carol", RET_CLIENT, RET_BATCH, "complete", "200", "'r'", "now()"));
+	                     "carol", RET_CLIENT, RET_BATCH, "complete", "200", "'r'", "now()"));
 	pgt_exec(db, MUTATION_INSERT("carol", RET_CLIENT, RET_MUT, RET_BATCH));
 	pgt_exec(db, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	                 "carol", KEEP_CLIENT, KEEP_BATCH, "complete", "200", "'k'", "now()"));
+	                     "carol", KEEP_CLIENT, KEEP_BATCH, "complete", "200", "'k'", "now()"));
 
 	pgt_exec(db, "SET ROLE synchro_owner");
 	/* No marker, no deletion. */
@@ -826,46 +830,49 @@ static void test_retirement(void)
 	          "SY004");
 	pgt_fails(db,
 	          "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
-	              "carol", RET_CLIENT, RET_BATCH2, "claimed", "NULL", "NULL", "NULL"),
+	                  "carol", RET_CLIENT, RET_BATCH2, "claimed", "NULL", "NULL", "NULL"),
 	          "SY004");
 	/* walsync may still catch up with writes accepted before the retirement. */
 	pgt_exec(db, "UPDATE synchro.clients SET materialized_write_epoch = 2"
 	             " WHERE client_id = '" RET_CLIENT "'");
 	/* Identity never changes; counters never go back. */
-	pgt_fails(db, "UPDATE synchro.clients SET user_id = 'dave' WHERE client_id = '" KEEP_CLIENT
-	              "'",
+	pgt_fails(db,
+	          "UPDATE synchro.clients SET user_id = 'dave' WHERE client_id = '" KEEP_CLIENT "'",
 	          "SY002");
-	pgt_fails(db, "UPDATE synchro.clients SET generation = 0 WHERE client_id = '" KEEP_CLIENT
-	              "'",
+	pgt_fails(db,
+	          "UPDATE synchro.clients SET generation = 0 WHERE client_id = '" KEEP_CLIENT "'",
 	          "SY002");
-	pgt_exec(db, "UPDATE synchro.clients SET generation = 2 WHERE client_id = '" KEEP_CLIENT
-	             "'");
+	pgt_exec(db,
+	         "UPDATE synchro.clients SET generation = 2 WHERE client_id = '" KEEP_CLIENT "'");
 	/* The retired client's ledger may now go (mutations first: they name their batch). */
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "WITH d AS (DELETE FROM synchro.mutations WHERE client_id = '"
-	                        RET_CLIENT "' RETURNING 1) SELECT count(*) FROM d",
-	                        0, NULL),
-	                1);
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "WITH d AS (DELETE FROM synchro.batches WHERE client_id = '"
-	                        RET_CLIENT "' RETURNING 1) SELECT count(*) FROM d",
-	                        0, NULL),
-	                1);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db,
+	                "WITH d AS (DELETE FROM synchro.mutations WHERE client_id = '" RET_CLIENT
+	                "' RETURNING 1) SELECT count(*) FROM d",
+	                0, NULL),
+	        1);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db,
+	                "WITH d AS (DELETE FROM synchro.batches WHERE client_id = '" RET_CLIENT
+	                "' RETURNING 1) SELECT count(*) FROM d",
+	                0, NULL),
+	        1);
 	pgt_fails(db, "DELETE FROM synchro.batches WHERE client_id = '" KEEP_CLIENT "'", "SY005");
 	pgt_exec(db, "RESET ROLE");
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "SELECT count(*) FROM synchro.retirements WHERE client_id = '"
-	                        RET_CLIENT "'",
-	                        0, NULL),
-	                1);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db,
+	                "SELECT count(*) FROM synchro.retirements WHERE client_id = '" RET_CLIENT
+	                "'",
+	                0, NULL),
+	        1);
 }
 
 /* The owner cannot rewrite history either: complete batches, mutations, manifests. */
 static void test_ledger_immutable(void)
 {
 	pgt_exec(db, "SET ROLE synchro_owner");
-	pgt_fails(db, "UPDATE synchro.batches SET http_status = 500 WHERE batch_id = '" KEEP_BATCH
-	              "'",
+	pgt_fails(db,
+	          "UPDATE synchro.batches SET http_status = 500 WHERE batch_id = '" KEEP_BATCH "'",
 	          "SY002");
 	pgt_fails(db, "UPDATE synchro.mutations SET code = NULL", "SY002");
 	pgt_exec(db, "INSERT INTO synchro.schema_versions (version, hash, manifest)"
@@ -875,8 +882,9 @@ static void test_ledger_immutable(void)
 	pgt_fails(db, "TRUNCATE synchro.schema_versions", "SY005");
 	pgt_fails(db, "TRUNCATE synchro.row_fences", "SY005");
 	pgt_fails(db, "TRUNCATE synchro.mutations", "SY005");
-	pgt_fails(db, "INSERT INTO synchro.schema_versions (version, hash, manifest)"
-	              " VALUES (2, 'ABC', '{}')",
+	pgt_fails(db,
+	          "INSERT INTO synchro.schema_versions (version, hash, manifest)"
+	          " VALUES (2, 'ABC', '{}')",
 	          "23514");
 	pgt_exec(db, "RESET ROLE");
 }
@@ -888,8 +896,9 @@ static void test_backfill(void)
 	pgt_exec(db, "INSERT INTO pre VALUES ('a', 'alice', NULL), ('b', 'bob', now()),"
 	             " ('c', NULL, NULL)");
 	discard();
-	CU_ASSERT_EQUAL(pgt_int(db, "SELECT synchro.backfill_fences('pre', 'pre', 'id', 'gone',"
-	                            " 'who')",
+	CU_ASSERT_EQUAL(pgt_int(db,
+	                        "SELECT synchro.backfill_fences('pre', 'pre', 'id', 'gone',"
+	                        " 'who')",
 	                        0, NULL),
 	                3);
 	CU_ASSERT_STRING_EQUAL(get_fence("pre", "a").state, "live");
@@ -910,9 +919,9 @@ static void test_backfill(void)
 	}
 	CU_ASSERT_EQUAL(owners, 1);
 	/* The contract's four-argument form; nothing left to backfill. */
-	CU_ASSERT_EQUAL(pgt_int(db, "SELECT synchro.backfill_fences('pre', 'pre', 'id', 'gone')",
-	                        0, NULL),
-	                0);
+	CU_ASSERT_EQUAL(
+	        pgt_int(db, "SELECT synchro.backfill_fences('pre', 'pre', 'id', 'gone')", 0, NULL),
+	        0);
 	CU_ASSERT_EQUAL(drain(msgs, MAX_MESSAGES), 0);
 	pgt_exec(db, "SELECT synchro.install_fence_trigger('pre', 'pre', 'id', 'gone', 'who')");
 	fence before = get_fence("pre", "a");
@@ -940,8 +949,9 @@ static void test_fence_config(void)
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('item', 'item', 'id', '', 'nope')",
 	          "SY010");
 	pgt_fails(db, "SELECT synchro.install_fence_trigger('item', '', 'id', '', '')", "SY010");
-	pgt_fails(db, "SELECT synchro.install_fence_trigger('synchro.clients', 'c', 'client_id',"
-	              " '', '')",
+	pgt_fails(db,
+	          "SELECT synchro.install_fence_trigger('synchro.clients', 'c', 'client_id',"
+	          " '', '')",
 	          "SY010");
 	pgt_exec(db, "SELECT synchro.install_fence_trigger('todo', 'todo', 'id', '', 'owner')");
 	CU_ASSERT_EQUAL(pgt_int(db,
@@ -976,30 +986,30 @@ static void test_example(void)
 	free(vector);
 	const char *p[] = {manifest};
 	char *bad = pgt_value(
-		db,
-		"WITH t AS (SELECT jsonb_array_elements($1::jsonb -> 'tables') AS t),"
-		" f AS (SELECT t ->> 'relation' AS rel, f ->> 'column' AS col, f ->> 'type' AS typ,"
-		"              (f ->> 'nullable')::boolean AS nul"
-		"         FROM t, jsonb_array_elements(t -> 'fields') f"
-		"       UNION ALL SELECT t ->> 'relation', t -> 'pk' ->> 'column',"
-		"              t -> 'pk' ->> 'type', false FROM t),"
-		" m(typ, pg) AS (VALUES ('text', 'text'), ('int32', 'integer'),"
-		"   ('int64', 'bigint'), ('float64', 'double precision'), ('numeric', 'numeric'),"
-		"   ('bool', 'boolean'),"
-		"   ('timestamp', 'timestamp with time zone'), ('date', 'date'), ('uuid', 'uuid'),"
-		"   ('bytes', 'bytea'), ('json', 'jsonb')),"
-		" a AS (SELECT c.oid::regclass::text AS rel, a.attname::text AS col,"
-		"              format_type(a.atttypid, NULL) AS pg, a.attnotnull"
-		"         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-		"        WHERE c.oid IN ('public.todo'::regclass, 'public.item'::regclass)"
-		"          AND a.attnum > 0 AND NOT a.attisdropped)"
-		"SELECT string_agg(coalesce(f.rel, 'public.' || a.rel) || '.' ||"
-		"                  coalesce(f.col, a.col), ', ')"
-		"  FROM f FULL JOIN a ON 'public.' || a.rel = f.rel AND a.col = f.col"
-		"  LEFT JOIN m ON m.typ = f.typ"
-		" WHERE f.col IS NULL OR a.col IS NULL OR m.pg IS DISTINCT FROM a.pg"
-		"    OR a.attnotnull = f.nul",
-		1, p);
+	        db,
+	        "WITH t AS (SELECT jsonb_array_elements($1::jsonb -> 'tables') AS t),"
+	        " f AS (SELECT t ->> 'relation' AS rel, f ->> 'column' AS col, f ->> 'type' AS typ,"
+	        "              (f ->> 'nullable')::boolean AS nul"
+	        "         FROM t, jsonb_array_elements(t -> 'fields') f"
+	        "       UNION ALL SELECT t ->> 'relation', t -> 'pk' ->> 'column',"
+	        "              t -> 'pk' ->> 'type', false FROM t),"
+	        " m(typ, pg) AS (VALUES ('text', 'text'), ('int32', 'integer'),"
+	        "   ('int64', 'bigint'), ('float64', 'double precision'), ('numeric', 'numeric'),"
+	        "   ('bool', 'boolean'),"
+	        "   ('timestamp', 'timestamp with time zone'), ('date', 'date'), ('uuid', 'uuid'),"
+	        "   ('bytes', 'bytea'), ('json', 'jsonb')),"
+	        " a AS (SELECT c.oid::regclass::text AS rel, a.attname::text AS col,"
+	        "              format_type(a.atttypid, NULL) AS pg, a.attnotnull"
+	        "         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+	        "        WHERE c.oid IN ('public.todo'::regclass, 'public.item'::regclass)"
+	        "          AND a.attnum > 0 AND NOT a.attisdropped)"
+	        "SELECT string_agg(coalesce(f.rel, 'public.' || a.rel) || '.' ||"
+	        "                  coalesce(f.col, a.col), ', ')"
+	        "  FROM f FULL JOIN a ON 'public.' || a.rel = f.rel AND a.col = f.col"
+	        "  LEFT JOIN m ON m.typ = f.typ"
+	        " WHERE f.col IS NULL OR a.col IS NULL OR m.pg IS DISTINCT FROM a.pg"
+	        "    OR a.attnotnull = f.nul",
+	        1, p);
 	CU_ASSERT_PTR_NULL(bad);
 	if (bad != NULL)
 		fprintf(stderr, "manifest and schema.sql disagree on: %s\n", bad);
@@ -1034,20 +1044,20 @@ int main(void)
 	pgt_must(db, "SELECT pg_create_logical_replication_slot('" SLOT "', 'test_decoding')");
 
 	static const CU_TestInfo tests[] = {
-		{"migrations apply once, owned and locked down", test_migrations},
-		{"install.sql builds what the runner builds", test_install_sql},
-		{"every transition mints a version and moves the fence", test_transitions},
-		{"a primary-key update is refused", test_pk_update_refused},
-		{"versions are random", test_versions_random},
-		{"one logical message per transition, committed with it", test_messages},
-		{"pgoutput carries the messages and no rows", test_pgoutput},
-		{"synchro_app and synchro_walsync grants", test_app_role},
-		{"retirement is irreversible and gates ledger deletion", test_retirement},
-		{"ledger rows and manifests are immutable", test_ledger_immutable},
-		{"backfill of rows that predate the trigger", test_backfill},
-		{"fence trigger configuration", test_fence_config},
-		{"contrib/example matches its manifest", test_example},
-		{NULL, NULL},
+	        {"migrations apply once, owned and locked down", test_migrations},
+	        {"install.sql builds what the runner builds", test_install_sql},
+	        {"every transition mints a version and moves the fence", test_transitions},
+	        {"a primary-key update is refused", test_pk_update_refused},
+	        {"versions are random", test_versions_random},
+	        {"one logical message per transition, committed with it", test_messages},
+	        {"pgoutput carries the messages and no rows", test_pgoutput},
+	        {"synchro_app and synchro_walsync grants", test_app_role},
+	        {"retirement is irreversible and gates ledger deletion", test_retirement},
+	        {"ledger rows and manifests are immutable", test_ledger_immutable},
+	        {"backfill of rows that predate the trigger", test_backfill},
+	        {"fence trigger configuration", test_fence_config},
+	        {"contrib/example matches its manifest", test_example},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("sql", tests);
 	int status = sy_test_run();

@@ -347,19 +347,19 @@ static void test_format_time(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"defaults pass their types", test_defaults_valid},
-		{"every option documented", test_documented},
-		{"parse", test_parse},
-		{"defaults without a file", test_defaults_without_file},
-		{"errors name file:line", test_errors},
-		{"values never echoed", test_no_echo},
-		{"load a file", test_load_file},
-		{"allocation failures", test_alloc_failures},
-		CU_TEST_INFO_NULL,
+	        {"defaults pass their types", test_defaults_valid},
+	        {"every option documented", test_documented},
+	        {"parse", test_parse},
+	        {"defaults without a file", test_defaults_without_file},
+	        {"errors name file:line", test_errors},
+	        {"values never echoed", test_no_echo},
+	        {"load a file", test_load_file},
+	        {"allocation failures", test_alloc_failures},
+	        CU_TEST_INFO_NULL,
 	};
 	static const CU_TestInfo store_tests[] = {
-		{"timestamps as server_time", test_format_time},
-		CU_TEST_INFO_NULL,
+	        {"timestamps as server_time", test_format_time},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("config", tests);
 	sy_test_add_suite("store helpers", store_tests);

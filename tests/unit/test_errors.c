@@ -15,19 +15,19 @@ static void test_dispatch_table(void)
 		int status;
 		bool retryable;
 	} rows[] = {
-		{SY_ERR_INVALID_REQUEST, "invalid_request", 400, false},
-		{SY_ERR_AUTH_REQUIRED, "auth_required", 401, false},
-		{SY_ERR_IDEMPOTENCY_CONFLICT, "idempotency_conflict", 409, false},
-		{SY_ERR_CLIENT_RETIRED, "client_retired", 409, false},
-		{SY_ERR_CLIENT_GENERATION_EXPIRED, "client_generation_expired", 409, false},
-		{SY_ERR_SCHEMA_MISMATCH, "schema_mismatch", 422, false},
-		{SY_ERR_UPGRADE_REQUIRED, "upgrade_required", 426, false},
-		{SY_ERR_RETRY_LATER, "retry_later", 429, true},
-		{SY_ERR_TEMPORARY_UNAVAILABLE, "temporary_unavailable", 503, true},
-		{SY_ERR_REBUILD_REQUIRED, "rebuild_required", 409, false},
-		{SY_ERR_CURSOR_EXPIRED, "cursor_expired", 409, false},
-		{SY_ERR_REBUILD_INVALIDATED, "rebuild_invalidated", 409, false},
-		{SY_ERR_NOMEM, "temporary_unavailable", 503, true},
+	        {SY_ERR_INVALID_REQUEST, "invalid_request", 400, false},
+	        {SY_ERR_AUTH_REQUIRED, "auth_required", 401, false},
+	        {SY_ERR_IDEMPOTENCY_CONFLICT, "idempotency_conflict", 409, false},
+	        {SY_ERR_CLIENT_RETIRED, "client_retired", 409, false},
+	        {SY_ERR_CLIENT_GENERATION_EXPIRED, "client_generation_expired", 409, false},
+	        {SY_ERR_SCHEMA_MISMATCH, "schema_mismatch", 422, false},
+	        {SY_ERR_UPGRADE_REQUIRED, "upgrade_required", 426, false},
+	        {SY_ERR_RETRY_LATER, "retry_later", 429, true},
+	        {SY_ERR_TEMPORARY_UNAVAILABLE, "temporary_unavailable", 503, true},
+	        {SY_ERR_REBUILD_REQUIRED, "rebuild_required", 409, false},
+	        {SY_ERR_CURSOR_EXPIRED, "cursor_expired", 409, false},
+	        {SY_ERR_REBUILD_INVALIDATED, "rebuild_invalidated", 409, false},
+	        {SY_ERR_NOMEM, "temporary_unavailable", 503, true},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		CU_ASSERT_STRING_EQUAL(sy_errcode_name(rows[i].code), rows[i].name);
@@ -57,9 +57,9 @@ static void test_error_set(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"dispatch table", test_dispatch_table},
-		{"error set", test_error_set},
-		CU_TEST_INFO_NULL,
+	        {"dispatch table", test_dispatch_table},
+	        {"error set", test_error_set},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("errors", tests);
 	return sy_test_run();

@@ -299,14 +299,14 @@ static void test_assembly_equals_jcs(void)
 			CU_ASSERT_PTR_NOT_NULL_FATAL(nm);
 			CU_ASSERT_TRUE(jcs_equals(nm, m->normalized, m->normalized_len));
 			/* pk_canonical is JCS([field, value]) */
-			CU_ASSERT_TRUE(
-			    jcs_equals(nm->u.array.items[3], m->pk_canonical, m->pk_canonical_len));
+			CU_ASSERT_TRUE(jcs_equals(nm->u.array.items[3], m->pk_canonical,
+			                          m->pk_canonical_len));
 
 			sy_json *scope = arr(d, str(d, "mutation-scope-v1"), str(d, user),
 			                     str(d, req->client_id), nm, NULL);
 			sy_buf pre = SY_BUF_INIT;
 			CU_ASSERT_TRUE(
-			    sy_fp_mutation_preimage(req, m, user, strlen(user), &pre, &err));
+			        sy_fp_mutation_preimage(req, m, user, strlen(user), &pre, &err));
 			CU_ASSERT_TRUE(jcs_equals(scope, pre.data, pre.len));
 			sy_buf_free(&pre);
 
@@ -318,9 +318,9 @@ static void test_assembly_equals_jcs(void)
 			CU_ASSERT_TRUE(sy_json_array_push(d, muts, nm));
 		}
 		sy_json *batch =
-		    arr(d, str(d, req->atomic ? "atomic-batch-v1" : "batch-v1"), str(d, user),
-		        str(d, req->client_id), str(d, gen), str(d, req->batch_id),
-		        schema_ref(d, &req->schema), muts, NULL);
+		        arr(d, str(d, req->atomic ? "atomic-batch-v1" : "batch-v1"), str(d, user),
+		            str(d, req->client_id), str(d, gen), str(d, req->batch_id),
+		            schema_ref(d, &req->schema), muts, NULL);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(batch);
 		sy_buf pre = SY_BUF_INIT;
 		CU_ASSERT_TRUE(sy_fp_batch_preimage(req, user, strlen(user), &pre, &err));
@@ -408,13 +408,13 @@ static void test_hex_and_equality(void)
 	sy_fingerprint b = a;
 	CU_ASSERT_TRUE(sy_fp_equal(&a, &b));
 	CU_ASSERT_TRUE(
-	    sy_fp_matches(&a, "sha256", 1, "synchro:v3:push-batch-fingerprint:v1", d, 32));
+	        sy_fp_matches(&a, "sha256", 1, "synchro:v3:push-batch-fingerprint:v1", d, 32));
 	CU_ASSERT_FALSE(
-	    sy_fp_matches(&a, "sha256", 1, "synchro:v3:push-batch-fingerprint:v1", d, 31));
+	        sy_fp_matches(&a, "sha256", 1, "synchro:v3:push-batch-fingerprint:v1", d, 31));
 	CU_ASSERT_FALSE(
-	    sy_fp_matches(&a, "sha256", 2, "synchro:v3:push-batch-fingerprint:v1", d, 32));
+	        sy_fp_matches(&a, "sha256", 2, "synchro:v3:push-batch-fingerprint:v1", d, 32));
 	CU_ASSERT_FALSE(
-	    sy_fp_matches(&a, "sha512", 1, "synchro:v3:push-batch-fingerprint:v1", d, 32));
+	        sy_fp_matches(&a, "sha512", 1, "synchro:v3:push-batch-fingerprint:v1", d, 32));
 	CU_ASSERT_FALSE(sy_fp_matches(&a, "sha256", 1, SY_FP_MUTATION_DOMAIN, d, 32));
 	CU_ASSERT_FALSE(sy_fp_matches(&a, NULL, 1, SY_FP_BATCH_DOMAIN, d, 32));
 	b.domain = SY_FP_MUTATION_DOMAIN;
@@ -568,7 +568,7 @@ static void test_row_errors(void)
 	char hex[65];
 	sy_error err;
 	CU_ASSERT_FALSE(
-	    sy_fp_row_checksum(&s, "t", 1, "id", 2, sy_json_new_int(d, 1), row, hex, &err));
+	        sy_fp_row_checksum(&s, "t", 1, "id", 2, sy_json_new_int(d, 1), row, hex, &err));
 	CU_ASSERT_EQUAL(err.code, SY_ERR_INVALID_REQUEST);
 	CU_ASSERT_STRING_EQUAL(err.message, "row: field repeated");
 	sy_json_doc_free(d);
@@ -700,16 +700,16 @@ static void test_allocation_failures(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-	    {"golden vectors", test_vectors},
-	    {"assembled preimages equal JCS of built arrays", test_assembly_equals_jcs},
-	    {"order and atomic change only the batch", test_order_and_atomic},
-	    {"hex and equality", test_hex_and_equality},
-	    {"user validation", test_user_validation},
-	    {"row checksum vectors", test_row_vectors},
-	    {"row checksum errors", test_row_errors},
-	    {"row checksum binds the schema", test_row_binds_schema},
-	    {"each allocation fails in turn", test_allocation_failures},
-	    {NULL, NULL},
+	        {"golden vectors", test_vectors},
+	        {"assembled preimages equal JCS of built arrays", test_assembly_equals_jcs},
+	        {"order and atomic change only the batch", test_order_and_atomic},
+	        {"hex and equality", test_hex_and_equality},
+	        {"user validation", test_user_validation},
+	        {"row checksum vectors", test_row_vectors},
+	        {"row checksum errors", test_row_errors},
+	        {"row checksum binds the schema", test_row_binds_schema},
+	        {"each allocation fails in turn", test_allocation_failures},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("fingerprint", tests);
 	return sy_test_run();

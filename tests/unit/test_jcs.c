@@ -139,8 +139,9 @@ static void test_number_table(void)
 
 	/* Literals through the reader take a separate fast path; same answers. */
 	expect_canon("[0,-0,0.0,-0.0,1,-1,1.0,1e0,10e-1,100e-2,0.1e1]", "[0,0,0,0,1,-1,1,1,1,1,1]");
-	expect_canon("[1e21,1e-7,1e-6,123456789012345680000,0.1,5e-324,1.7976931348623157e308]",
-	             "[1e+21,1e-7,0.000001,123456789012345680000,0.1,5e-324,1.7976931348623157e+308]");
+	expect_canon(
+	        "[1e21,1e-7,1e-6,123456789012345680000,0.1,5e-324,1.7976931348623157e308]",
+	        "[1e+21,1e-7,0.000001,123456789012345680000,0.1,5e-324,1.7976931348623157e+308]");
 	expect_canon("[333333333.33333329,2e-3,4.50,1E30,9007199254740993]",
 	             "[333333333.3333333,0.002,4.5,1e+30,9007199254740992]");
 	expect_canon("[0.30000000000000004,0.30000000000000001,1.0000000000000001]",
@@ -188,7 +189,8 @@ static void test_number_vectors(void)
 		sy_free(c);
 		if (strcmp(got, want) != 0 || strcmp(lit, want) != 0) {
 			if (bad++ < 20)
-				fprintf(stderr, "\n  %s: got %s / %s want %s", line, got, lit, want);
+				fprintf(stderr, "\n  %s: got %s / %s want %s", line, got, lit,
+				        want);
 		}
 		count++;
 	}
@@ -278,8 +280,8 @@ static void test_number_naive(void)
 		double d;
 		uint64_t bits = x;
 		if (i % 2 == 0) /* everyday magnitudes */
-			bits = (x & UINT64_C(0x800FFFFFFFFFFFFF)) | (uint64_t)(1023 - 27 + (x >> 52) % 160)
-			                                                 << 52;
+			bits = (x & UINT64_C(0x800FFFFFFFFFFFFF)) |
+			       (uint64_t)(1023 - 27 + (x >> 52) % 160) << 52;
 		memcpy(&d, &bits, sizeof(d));
 		if (!isfinite(d) || d == 0 || (bits & UINT64_C(0x000FFFFFFFFFFFFF)) == 0)
 			continue;
@@ -379,8 +381,8 @@ static void test_key_order(void)
 	CU_ASSERT_EQUAL(cmp(smile, dagesh), -1);
 	CU_ASSERT_EQUAL(cmp(dagesh, smile), 1);
 	CU_ASSERT_EQUAL(cmp(euro, dagesh), -1);
-	CU_ASSERT_EQUAL(cmp("\xee\x80\x80", smile), 1);      /* U+E000 */
-	CU_ASSERT_EQUAL(cmp("\xed\x9f\xbf", smile), -1);     /* U+D7FF */
+	CU_ASSERT_EQUAL(cmp("\xee\x80\x80", smile), 1);  /* U+E000 */
+	CU_ASSERT_EQUAL(cmp("\xed\x9f\xbf", smile), -1); /* U+D7FF */
 	CU_ASSERT_EQUAL(cmp("\xef\xbf\xbf", "\xf4\x8f\xbf\xbf"), 1);
 	CU_ASSERT_EQUAL(cmp("a\xef\xbf\xbf", "a\xf0\x90\x80\x80"), 1);
 	CU_ASSERT_EQUAL(cmp("\xf0\x9f\x98\x80", "\xf0\x9f\x98\x81"), -1);
@@ -395,8 +397,9 @@ static void test_key_order(void)
 	CU_ASSERT(sy_jcs_compare_keys("a\0b", 3, "a\0c", 3) < 0);
 	CU_ASSERT(sy_jcs_compare_keys("a", 1, "a\0", 2) < 0);
 
-	expect_canon("{\"\xef\xac\xb3\":3,\"\xf0\x9f\x98\x80\":2,\"\xe2\x82\xac\":1,\"a\":0,\"\":-1}",
-	             "{\"\":-1,\"a\":0,\"\xe2\x82\xac\":1,\"\xf0\x9f\x98\x80\":2,\"\xef\xac\xb3\":3}");
+	expect_canon(
+	        "{\"\xef\xac\xb3\":3,\"\xf0\x9f\x98\x80\":2,\"\xe2\x82\xac\":1,\"a\":0,\"\":-1}",
+	        "{\"\":-1,\"a\":0,\"\xe2\x82\xac\":1,\"\xf0\x9f\x98\x80\":2,\"\xef\xac\xb3\":3}");
 	expect_canon("{\"\\ufb33\":3,\"\\ud83d\\ude00\":2,\"\\u20ac\":1}",
 	             "{\"\xe2\x82\xac\":1,\"\xf0\x9f\x98\x80\":2,\"\xef\xac\xb3\":3}");
 	/* Nested objects are sorted too; arrays keep their order. */
@@ -476,9 +479,9 @@ static size_t put_cp(unsigned char *d, uint32_t cp)
 /* Random strings over code points chosen near the boundaries that matter. */
 static void test_key_order_random(void)
 {
-	static const uint32_t pool[] = {0x00,    0x41,    0x7F,    0x80,    0x7FF,   0x800,
-	                                0xD7FF,  0xE000,  0xE001,  0xFB33,  0xFFFF,  0x10000,
-	                                0x1F600, 0x1F601, 0x10FFFF, 0x20AC, 0x42,    0xFFFE};
+	static const uint32_t pool[] = {0x00,    0x41,    0x7F,     0x80,   0x7FF,  0x800,
+	                                0xD7FF,  0xE000,  0xE001,   0xFB33, 0xFFFF, 0x10000,
+	                                0x1F600, 0x1F601, 0x10FFFF, 0x20AC, 0x42,   0xFFFE};
 	uint64_t x = 12345;
 	int reversed = 0; /* cases where UTF-8 byte order gives the other answer */
 	for (int iter = 0; iter < 50000; iter++) {
@@ -706,20 +709,20 @@ static void test_alloc_failure(void)
 int main(void)
 {
 	static const CU_TestInfo core[] = {
-		{"number table", test_number_table},
-		{"number vectors (node)", test_number_vectors},
-		{"number round trip", test_number_roundtrip},
-		{"number digits against a naive search", test_number_naive},
-		{"strings", test_strings},
-		{"member order", test_key_order},
-		{"member order, random names", test_key_order_random},
-		{"builders and errors", test_builders},
-		{"failing allocations", test_alloc_failure},
-		{NULL, NULL},
+	        {"number table", test_number_table},
+	        {"number vectors (node)", test_number_vectors},
+	        {"number round trip", test_number_roundtrip},
+	        {"number digits against a naive search", test_number_naive},
+	        {"strings", test_strings},
+	        {"member order", test_key_order},
+	        {"member order, random names", test_key_order_random},
+	        {"builders and errors", test_builders},
+	        {"failing allocations", test_alloc_failure},
+	        {NULL, NULL},
 	};
 	static const CU_TestInfo data[] = {
-		{"RFC 8785 vectors", test_rfc8785_vectors},
-		{NULL, NULL},
+	        {"RFC 8785 vectors", test_rfc8785_vectors},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("jcs", core);
 	if (sy_test_data_dir() != NULL)

@@ -3,10 +3,10 @@
  * strtod), reached by compiling jcs.c into this program under other names. */
 #include "config.h"
 
-#define sy_jcs_write sy_jcs_write_under_test
-#define sy_jcs_write_number sy_jcs_write_number_under_test
-#define sy_jcs_write_string sy_jcs_write_string_under_test
-#define sy_jcs_compare_keys sy_jcs_compare_keys_under_test
+#define sy_jcs_write         sy_jcs_write_under_test
+#define sy_jcs_write_number  sy_jcs_write_number_under_test
+#define sy_jcs_write_string  sy_jcs_write_string_under_test
+#define sy_jcs_compare_keys  sy_jcs_compare_keys_under_test
 #define sy_jcs_format_number sy_jcs_format_number_under_test
 #include "core/jcs.c"
 
@@ -89,8 +89,8 @@ static void test_exact_paths(void)
 		x ^= x << 17;
 		uint64_t bits = x & UINT64_C(0x7FFFFFFFFFFFFFFF);
 		if (i % 2 == 0)
-			bits = (x & UINT64_C(0x000FFFFFFFFFFFFF)) | (uint64_t)(1023 - 30 + (x >> 52) % 170)
-			                                                 << 52;
+			bits = (x & UINT64_C(0x000FFFFFFFFFFFFF)) |
+			       (uint64_t)(1023 - 30 + (x >> 52) % 170) << 52;
 		double d;
 		memcpy(&d, &bits, sizeof(d));
 		if (!isfinite(d) || fpclassify(d) != FP_NORMAL)
@@ -108,8 +108,8 @@ static void test_exact_paths(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"exact paths against printf and strtod", test_exact_paths},
-		{NULL, NULL},
+	        {"exact paths against printf and strtod", test_exact_paths},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("jcs-exact", tests);
 	return sy_test_run();

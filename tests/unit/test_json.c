@@ -91,8 +91,7 @@ static char *canonical(const sy_json *v)
 static bool same_as_jsonc(const sy_json *v, struct json_object *j)
 {
 	switch (v->type) {
-	case SY_JSON_NULL:
-		return j == NULL;
+	case SY_JSON_NULL: return j == NULL;
 	case SY_JSON_TRUE:
 	case SY_JSON_FALSE:
 		return json_object_is_type(j, json_type_boolean) &&
@@ -131,7 +130,8 @@ static bool same_as_jsonc(const sy_json *v, struct json_object *j)
 			struct json_object *jm;
 			if (strlen(m->key) != m->key_len)
 				continue; /* json-c cuts names at U+0000 */
-			if (!json_object_object_get_ex(j, m->key, &jm) || !same_as_jsonc(m->value, jm))
+			if (!json_object_object_get_ex(j, m->key, &jm) ||
+			    !same_as_jsonc(m->value, jm))
 				return false;
 		}
 		return true;
@@ -192,7 +192,8 @@ static void test_jsontestsuite(void)
 			if (c1 != NULL) {
 				sy_json_doc *again = parse(c1, &err);
 				CU_ASSERT_PTR_NOT_NULL(again);
-				char *c2 = again != NULL ? canonical(sy_json_doc_root(again)) : NULL;
+				char *c2 =
+				        again != NULL ? canonical(sy_json_doc_root(again)) : NULL;
 				CU_ASSERT(c2 != NULL && strcmp(c1, c2) == 0);
 				sy_free(c2);
 				sy_json_doc_free(again);
@@ -275,7 +276,7 @@ static void test_duplicates(void)
 	refused("{\"a\":1,\"b\":2,\"a\":3}");
 	refused("{\"x\":{\"a\":1,\"a\":1}}");
 	refused("[[[{\"x\":[],\"y\":{},\"x\":null}]]]");
-	refused("{\"a\":1,\"\\u0061\":2}");    /* same decoded name */
+	refused("{\"a\":1,\"\\u0061\":2}");        /* same decoded name */
 	refused("{\"\\u00e9\":1,\"\xc3\xa9\":2}"); /* escaped vs raw UTF-8 */
 	refused("{\"\":1,\"\":2}");
 	accepted("{\"a\":1,\"a\\u0000\":2,\"A\":3,\"\":4,\"b\":{\"a\":5}}");
@@ -365,7 +366,8 @@ static void test_colliding_names(void)
 			}
 			if (i == dup && dup >= 400)
 				repeat_at = b.len + 1;
-			CU_ASSERT_FATAL(sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "", names[i], i));
+			CU_ASSERT_FATAL(
+			        sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "", names[i], i));
 		}
 		CU_ASSERT_FATAL(sy_buf_putc(&b, '}'));
 		if (dup < 0) {
@@ -387,7 +389,10 @@ static void test_colliding_names(void)
 		if (i == 300)
 			want = b.len + 1;
 		CU_ASSERT_FATAL(sy_buf_printf(&b, "%s\"%s\":%d", i ? "," : "",
-		                              names[i == 300 ? 20 : i == 310 ? 5 : i], i));
+		                              names[i == 300   ? 20
+		                                    : i == 310 ? 5
+		                                               : i],
+		                              i));
 	}
 	CU_ASSERT_FATAL(sy_buf_putc(&b, '}'));
 	expect_refused_at(b.data, b.len, (long)want);
@@ -400,7 +405,7 @@ static void test_trailing(void)
 	expect_refused_at("1 2", 3, 2);
 	expect_refused_at("{} x", 4, 3);
 	expect_refused_at("[]\0", 3, 2);
-	expect_refused_at("1 \f", 3, 2);    /* form feed is not JSON whitespace */
+	expect_refused_at("1 \f", 3, 2); /* form feed is not JSON whitespace */
 	expect_refused_at("[1]]", 4, 3);
 	expect_refused_at("\xef\xbb\xbf[]", 5, 0); /* no BOM */
 	expect_refused_at("", 0, 0);
@@ -517,12 +522,27 @@ static void test_utf8(void)
 {
 	/* Overlongs, surrogates, > U+10FFFF, truncations, stray bytes: in strings... */
 	static const char *bad[] = {
-		"\xc0\x80",         "\xc1\xbf",         "\xe0\x80\x80",     "\xe0\x9f\xbf",
-		"\xf0\x80\x80\x80", "\xf0\x8f\xbf\xbf", "\xed\xa0\x80",     "\xed\xbf\xbf",
-		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xff",
-		"\xfe",             "\x80",             "\xbf",             "\xc3",
-		"\xe2\x82",         "\xf0\x9f\x98",     "\xc3\x28",         "\xe2\x28\xa1",
-		"\xf0\x28\x8c\xbc",
+	        "\xc0\x80",
+	        "\xc1\xbf",
+	        "\xe0\x80\x80",
+	        "\xe0\x9f\xbf",
+	        "\xf0\x80\x80\x80",
+	        "\xf0\x8f\xbf\xbf",
+	        "\xed\xa0\x80",
+	        "\xed\xbf\xbf",
+	        "\xf4\x90\x80\x80",
+	        "\xf5\x80\x80\x80",
+	        "\xf8\x88\x80\x80\x80",
+	        "\xff",
+	        "\xfe",
+	        "\x80",
+	        "\xbf",
+	        "\xc3",
+	        "\xe2\x82",
+	        "\xf0\x9f\x98",
+	        "\xc3\x28",
+	        "\xe2\x28\xa1",
+	        "\xf0\x28\x8c\xbc",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char in[32];
@@ -603,10 +623,10 @@ static void test_numbers(void)
 	expect_number("-1e-400", -0.0, false);
 	expect_number("1e99999999999999999999", HUGE_VAL, false);
 
-	static const char *bad[] = {"01",   "-01", "+1",   ".5",     "1.",    "1.e5", "1e",
-	                            "1e+",  "1e-", "-",    "--1",    "0x10",  "1e5.", "Infinity",
-	                            "NaN",  "-Infinity", "1_000", "00",  "-.5",  "1ee5",
-	                            "0.e1", "2.e-3", "-1.0.", "\xef\xbc\x91"};
+	static const char *bad[] = {
+	        "01",    "-01", "+1",  ".5",   "1.",   "1.e5",     "1e",    "1e+",
+	        "1e-",   "-",   "--1", "0x10", "1e5.", "Infinity", "NaN",   "-Infinity",
+	        "1_000", "00",  "-.5", "1ee5", "0.e1", "2.e-3",    "-1.0.", "\xef\xbc\x91"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sy_error err;
 		sy_json_doc *doc = parse(bad[i], &err);
@@ -631,7 +651,8 @@ static void test_numbers(void)
 		x ^= x << 17;
 		char lit[96];
 		int form = (int)(x % 6);
-		unsigned long long mant = (x >> 8) % (form == 3 ? 100000000000000000ULL : 100000000ULL);
+		unsigned long long mant =
+		        (x >> 8) % (form == 3 ? 100000000000000000ULL : 100000000ULL);
 		int e = (int)((x >> 40) % 90) - 45;
 		unsigned long long y = x * 0x2545F4914F6CDD1DULL;
 		if (form == 0)
@@ -639,10 +660,11 @@ static void test_numbers(void)
 		else if (form == 1)
 			snprintf(lit, sizeof(lit), "-%llu.%03d", mant, (int)(x >> 50) % 1000);
 		else if (form == 4) /* 16 to 20 significant digits */
-			snprintf(lit, sizeof(lit), "%llu%0*llue%d", (y >> 40) % 9 + 1, (int)(15 + x % 5),
-			         y % 100000000000000000ULL, e);
+			snprintf(lit, sizeof(lit), "%llu%0*llue%d", (y >> 40) % 9 + 1,
+			         (int)(15 + x % 5), y % 100000000000000000ULL, e);
 		else if (form == 5) /* a long fraction */
-			snprintf(lit, sizeof(lit), "%llu.%017llu", (x >> 20) % 1000, y % 100000000000000000ULL);
+			snprintf(lit, sizeof(lit), "%llu.%017llu", (x >> 20) % 1000,
+			         y % 100000000000000000ULL);
 		else
 			snprintf(lit, sizeof(lit), "%llue%d", mant, e);
 		sy_error err;
@@ -660,19 +682,30 @@ static void test_numbers(void)
 	}
 	/* Halfway cases: the decimal midpoint between two doubles, and a hair off it. */
 	static const char *halfway[] = {
-		"9007199254740993",        "9007199254740993.0000000001", "9007199254740992.9999999999",
-		"9007199254740995",        "18014398509481986",           "18014398509481990",
-		"1.00000000000000011102230246251565404236316680908203125",
-		"1.00000000000000011102230246251565404236316680908203124",
-		"1.00000000000000011102230246251565404236316680908203126",
-		"0.50000000000000005551115123125782702118158340454101562",
-		"0.50000000000000005551115123125782702118158340454101563",
-		"4503599627370496.5",      "4503599627370497.5",          "2251799813685248.25",
-		"1152921504606846977",     "1152921504606847104",         "1152921504606847105",
-		"12345678901234567890e-5", "98765432109876543210e-30",    "7.2057594037927933e16",
+	        "9007199254740993",
+	        "9007199254740993.0000000001",
+	        "9007199254740992.9999999999",
+	        "9007199254740995",
+	        "18014398509481986",
+	        "18014398509481990",
+	        "1.00000000000000011102230246251565404236316680908203125",
+	        "1.00000000000000011102230246251565404236316680908203124",
+	        "1.00000000000000011102230246251565404236316680908203126",
+	        "0.50000000000000005551115123125782702118158340454101562",
+	        "0.50000000000000005551115123125782702118158340454101563",
+	        "4503599627370496.5",
+	        "4503599627370497.5",
+	        "2251799813685248.25",
+	        "1152921504606846977",
+	        "1152921504606847104",
+	        "1152921504606847105",
+	        "12345678901234567890e-5",
+	        "98765432109876543210e-30",
+	        "7.2057594037927933e16",
 	};
 	for (size_t i = 0; i < sizeof(halfway) / sizeof(halfway[0]); i++)
-		expect_number(halfway[i], strtod(halfway[i], NULL), strpbrk(halfway[i], ".e") == NULL);
+		expect_number(halfway[i], strtod(halfway[i], NULL),
+		              strpbrk(halfway[i], ".e") == NULL);
 
 #if LDBL_MANT_DIG >= 55
 	/* 19-digit decimals nearest to midpoints between neighbouring doubles: the
@@ -689,8 +722,8 @@ static void test_numbers(void)
 		sy_json_doc *doc = parse(lit, &err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 		if (root_of(doc)->u.number.value != strtod(lit, NULL)) {
-			fprintf(stderr, "\n  %s: got %a want %a\n", lit, root_of(doc)->u.number.value,
-			        strtod(lit, NULL));
+			fprintf(stderr, "\n  %s: got %a want %a\n", lit,
+			        root_of(doc)->u.number.value, strtod(lit, NULL));
 			CU_FAIL("midpoint rounding differs from strtod");
 		}
 		sy_json_doc_free(doc);
@@ -701,7 +734,8 @@ static void test_numbers(void)
 static void test_values(void)
 {
 	sy_error err;
-	const char *text = "{\"n\":null,\"t\":true,\"f\":false,\"a\":[1,\"x\",[],{}],\"o\":{\"k\":\"v\"}}";
+	const char *text =
+	        "{\"n\":null,\"t\":true,\"f\":false,\"a\":[1,\"x\",[],{}],\"o\":{\"k\":\"v\"}}";
 	sy_json_doc *doc = parse(text, &err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	const sy_json *r = root_of(doc);
@@ -896,10 +930,12 @@ static char *nontrivial_document(void)
 	CU_ASSERT_FATAL(sy_buf_puts(&b, "{\"rows\":["));
 	for (int i = 0; i < 400; i++)
 		CU_ASSERT_FATAL(sy_buf_printf(
-		    &b, "%s{\"id\":%d,\"name\":\"n\\u00e9%d\",\"v\":[%d.5,1e%d,true,null,{}],"
+		        &b,
+		        "%s{\"id\":%d,\"name\":\"n\\u00e9%d\",\"v\":[%d.5,1e%d,true,null,{}],"
 		        "\"deep\":[[[{\"k\":\"\\ud83d\\ude00\"}]]],\"a\":1,\"b\":2,\"c\":3,\"d\":4,"
-		        "\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":11,\"l\":12,\"m\":13}",
-		    i ? "," : "", i, i, i, i % 300));
+		        "\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":11,\"l\":12,\"m\":"
+		        "13}",
+		        i ? "," : "", i, i, i, i % 300));
 	CU_ASSERT_FATAL(sy_buf_printf(&b, "],\"big\":\"%0*d\",\"colliding\":{", 5000, 7));
 	static char names[420][16];
 	colliding_names(names, 420); /* the sorting check allocates too */
@@ -926,14 +962,16 @@ static void test_alloc_failure(void)
 		if (doc != NULL) {
 			done = true;
 			CU_ASSERT(alloc_count < n); /* it succeeded because nothing failed */
-			CU_ASSERT_EQUAL(sy_json_get(sy_json_doc_root(doc), "rows")->u.array.count, 400);
+			CU_ASSERT_EQUAL(sy_json_get(sy_json_doc_root(doc), "rows")->u.array.count,
+			                400);
 		} else {
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
 		}
 		sy_json_doc_free(doc);
 		sy_set_allocator(NULL);
 		if (alloc_live != 0) {
-			fprintf(stderr, "\n  failing allocation %ld leaks %ld blocks\n", n, alloc_live);
+			fprintf(stderr, "\n  failing allocation %ld leaks %ld blocks\n", n,
+			        alloc_live);
 			CU_FAIL("leak after a failed allocation");
 		}
 	}
@@ -975,8 +1013,8 @@ static void test_alloc_failure(void)
  * such a locale is installed (e.g. LOCPATH pointing at a localedef output). */
 static void test_locale(void)
 {
-	static const char *names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8",
-	                              "de_DE", "fr_FR"};
+	static const char *names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8",
+	                              "fr_FR.utf8",  "de_DE",      "fr_FR"};
 	const char *got = NULL;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && got == NULL; i++)
 		got = setlocale(LC_NUMERIC, names[i]);
@@ -988,8 +1026,10 @@ static void test_locale(void)
 	sy_error err;
 	char text[512];
 	/* The long literal takes the heap copy. */
-	snprintf(text, sizeof(text), "[1.5,0.30000000000000004,1.25e-300,123456789.123456789,2.5e5,"
-	                             "0.1%0200d]", 0);
+	snprintf(text, sizeof(text),
+	         "[1.5,0.30000000000000004,1.25e-300,123456789.123456789,2.5e5,"
+	         "0.1%0200d]",
+	         0);
 	sy_json_doc *doc = parse(text, &err);
 	CU_ASSERT_PTR_NOT_NULL(doc);
 	char *c = doc != NULL ? canonical(sy_json_doc_root(doc)) : NULL;
@@ -1008,23 +1048,23 @@ static void test_locale(void)
 int main(void)
 {
 	static const CU_TestInfo core[] = {
-		{"depth", test_depth},
-		{"duplicates", test_duplicates},
-		{"big object", test_big_object},
-		{"colliding member names", test_colliding_names},
-		{"trailing data and offsets", test_trailing},
-		{"strings", test_strings},
-		{"utf-8", test_utf8},
-		{"numbers", test_numbers},
-		{"values", test_values},
-		{"builders", test_builders},
-		{"failing allocations", test_alloc_failure},
-		{"decimal comma locale", test_locale},
-		{NULL, NULL},
+	        {"depth", test_depth},
+	        {"duplicates", test_duplicates},
+	        {"big object", test_big_object},
+	        {"colliding member names", test_colliding_names},
+	        {"trailing data and offsets", test_trailing},
+	        {"strings", test_strings},
+	        {"utf-8", test_utf8},
+	        {"numbers", test_numbers},
+	        {"values", test_values},
+	        {"builders", test_builders},
+	        {"failing allocations", test_alloc_failure},
+	        {"decimal comma locale", test_locale},
+	        {NULL, NULL},
 	};
 	static const CU_TestInfo data[] = {
-		{"JSONTestSuite", test_jsontestsuite},
-		{NULL, NULL},
+	        {"JSONTestSuite", test_jsontestsuite},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("json", core);
 	if (sy_test_data_dir() != NULL)

@@ -13,7 +13,7 @@
 
 /* Computed outside the code under test: see tests/vectors/manifests/README. */
 #define EXAMPLE_HASH "bfd0c440d604ec3534501e9964fdc3f3d0d79417c95e29891cc5c1861da621e3"
-#define INTL_HASH "59dc1ef1c2ad30edca921332886a599948069290fa03d19c1e5a67eefb4e8422"
+#define INTL_HASH    "59dc1ef1c2ad30edca921332886a599948069290fa03d19c1e5a67eefb4e8422"
 
 static char *read_vector(const char *name, size_t *len)
 {
@@ -111,14 +111,15 @@ static void test_example(void)
 		const char *id;
 		sy_type type;
 	} item_fields[] = {
-		{"label", SY_TYPE_TEXT},      {"qty", SY_TYPE_INT32},     {"price", SY_TYPE_NUMERIC},
-		{"weight", SY_TYPE_FLOAT64},  {"due", SY_TYPE_DATE},      {"seen_at", SY_TYPE_TIMESTAMP},
-		{"tags", SY_TYPE_JSON},       {"blob", SY_TYPE_BYTES},    {"ref", SY_TYPE_UUID},
-		{"deleted_at", SY_TYPE_TIMESTAMP},
+	        {"label", SY_TYPE_TEXT},    {"qty", SY_TYPE_INT32},
+	        {"price", SY_TYPE_NUMERIC}, {"weight", SY_TYPE_FLOAT64},
+	        {"due", SY_TYPE_DATE},      {"seen_at", SY_TYPE_TIMESTAMP},
+	        {"tags", SY_TYPE_JSON},     {"blob", SY_TYPE_BYTES},
+	        {"ref", SY_TYPE_UUID},      {"deleted_at", SY_TYPE_TIMESTAMP},
 	};
 	for (size_t i = 0; i < 10; i++)
-		check_field(&item->fields[i], item_fields[i].id, item_fields[i].id, item_fields[i].type,
-		            true, i != 9);
+		check_field(&item->fields[i], item_fields[i].id, item_fields[i].id,
+		            item_fields[i].type, true, i != 9);
 	CU_ASSERT_EQUAL(item->delete_mode, SY_DELETE_SOFT);
 	CU_ASSERT_STRING_EQUAL(item->delete_column, "deleted_at");
 	CU_ASSERT_PTR_NULL(item->owner_field);
@@ -147,12 +148,12 @@ static void test_hash_stable(void)
 	static const struct {
 		const char *file, *jcs, *hash;
 	} forms[] = {
-		{"example.json", "example.jcs", EXAMPLE_HASH},
-		{"example-reordered.json", "example.jcs", EXAMPLE_HASH},
-		{"example.jcs", "example.jcs", EXAMPLE_HASH},
-		{"intl.json", "intl.jcs", INTL_HASH},
-		{"intl-escaped.json", "intl.jcs", INTL_HASH},
-		{"intl.jcs", "intl.jcs", INTL_HASH},
+	        {"example.json", "example.jcs", EXAMPLE_HASH},
+	        {"example-reordered.json", "example.jcs", EXAMPLE_HASH},
+	        {"example.jcs", "example.jcs", EXAMPLE_HASH},
+	        {"intl.json", "intl.jcs", INTL_HASH},
+	        {"intl-escaped.json", "intl.jcs", INTL_HASH},
+	        {"intl.jcs", "intl.jcs", INTL_HASH},
 	};
 	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
 		sy_manifest *m = parse_vector(forms[i].file);
@@ -195,13 +196,13 @@ static void test_intl(void)
 	sy_manifest_free(m);
 }
 
-#define PK "'pk':{'field_id':'id','column':'id','type':'uuid'}"
+#define PK   "'pk':{'field_id':'id','column':'id','type':'uuid'}"
 #define HARD "'delete':{'mode':'hard'}"
-#define ALL "'policy':{'read':'all','write':'all'}"
-#define TABLE(fields, del, pol) \
+#define ALL  "'policy':{'read':'all','write':'all'}"
+#define TABLE(fields, del, pol)                                                                    \
 	"{'table_id':'t','relation':'t'," PK ",'fields':[" fields "]," del "," pol "}"
 #define MANIFEST(table) "{'tables':[" table "]}"
-#define FIELD(id, col, type, n, w)                                                             \
+#define FIELD(id, col, type, n, w)                                                                 \
 	"{'field_id':'" id "','column':'" col "','type':'" type "','nullable':" n ",'writable':" w \
 	"}"
 #define X10 "xxxxxxxxxx"
@@ -212,21 +213,21 @@ static void test_intl(void)
 static void test_valid_edges(void)
 {
 	static const char *const ok[] = {
-		MANIFEST(TABLE("", HARD, ALL)),
-		MANIFEST("{'table_id':'" X63 "','relation':'" X63 "." X63 "',"
-		         "'pk':{'field_id':'" X63 "','column':'" X63 "','type':'int32'},"
-		         "'fields':[]," HARD "," ALL "}"),
-		MANIFEST("{'table_id':'t','relation':'_s$1._r9','pk':{'field_id':'k',"
-		         "'column':'id','type':'text'},'fields':[" FIELD("a b.c[0]", "a$1", "json",
-		                                                         "true", "false") "]," HARD
-		         ",'policy':{'read':'all','write':'none'}}"),
-		/* A soft-delete column no field maps; an owner field that is nullable. */
-		MANIFEST(TABLE(FIELD("o", "o", "text", "true", "true"),
-		               "'delete':{'mode':'soft','column':'gone'}",
-		               "'policy':{'read':'owner','write':'none','owner_field':'o'}")),
-		/* Two tables on one relation name in different schemas. */
-		"{'tables':[{'table_id':'a','relation':'s1.t'," PK ",'fields':[]," HARD "," ALL "},"
-		"{'table_id':'b','relation':'s2.t'," PK ",'fields':[]," HARD "," ALL "}]}",
+	        MANIFEST(TABLE("", HARD, ALL)),
+	        MANIFEST("{'table_id':'" X63 "','relation':'" X63 "." X63 "',"
+	                 "'pk':{'field_id':'" X63 "','column':'" X63 "','type':'int32'},"
+	                 "'fields':[]," HARD "," ALL "}"),
+	        MANIFEST("{'table_id':'t','relation':'_s$1._r9','pk':{'field_id':'k',"
+	                 "'column':'id','type':'text'},'fields':[" FIELD(
+	                         "a b.c[0]", "a$1", "json", "true",
+	                         "false") "]," HARD ",'policy':{'read':'all','write':'none'}}"),
+	        /* A soft-delete column no field maps; an owner field that is nullable. */
+	        MANIFEST(TABLE(FIELD("o", "o", "text", "true", "true"),
+	                       "'delete':{'mode':'soft','column':'gone'}",
+	                       "'policy':{'read':'owner','write':'none','owner_field':'o'}")),
+	        /* Two tables on one relation name in different schemas. */
+	        "{'tables':[{'table_id':'a','relation':'s1.t'," PK ",'fields':[]," HARD "," ALL "},"
+	        "{'table_id':'b','relation':'s2.t'," PK ",'fields':[]," HARD "," ALL "}]}",
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		sy_error err;
@@ -245,160 +246,179 @@ static void test_invalid(void)
 	static const struct {
 		const char *json, *message;
 	} cases[] = {
-		{"[]", "manifest: expected object, got array"},
-		{"{}", "manifest: missing member 'tables'"},
-		{"{'tables':[],'x':1}", "manifest: unknown member 'x'"},
-		{"{'tables':{}}", "tables: expected array, got object"},
-		{"{'tables':[]}", "tables: must not be empty"},
-		{"{'tables':[1]}", "tables[0]: expected object, got number"},
-		{MANIFEST("{'table_id':'t','relation':'t'," PK ",'fields':[]," HARD "}"),
-		 "tables[0]: missing member 'policy'"},
-		{MANIFEST("{'version':1,'table_id':'t','relation':'t'," PK ",'fields':[]," HARD "," ALL
-		          "}"),
-		 "tables[0]: unknown member 'version'"},
-		{MANIFEST("{'table_id':'','relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].table_id: invalid table_id '' (1..63 bytes, no control characters)"},
-		{MANIFEST("{'table_id':'" X63 "x','relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].table_id: invalid table_id '" X40
-		 "...' (1..63 bytes, no control characters)"},
-		{MANIFEST("{'table_id':'a\\u0007b','relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].table_id: invalid table_id 'a?b' (1..63 bytes, no control characters)"},
-		{MANIFEST("{'table_id':'a\\u0085','relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].table_id: invalid table_id 'a\xc2\x85' (1..63 bytes, no control "
-		 "characters)"},
-		{MANIFEST("{'table_id':7,'relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].table_id: expected string, got number"},
-		{MANIFEST("{'table_id':'t','relation':'Public.todo'," PK ",'fields':[]," HARD "," ALL
-		          "}"),
-		 "tables[0].relation: invalid relation 'Public.todo' (name or schema.name, lowercase "
-		 "SQL identifiers)"},
-		{MANIFEST("{'table_id':'t','relation':'a.b.c'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].relation: invalid relation 'a.b.c' (name or schema.name, lowercase SQL "
-		 "identifiers)"},
-		{MANIFEST("{'table_id':'t','relation':'public.'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].relation: invalid relation 'public.' (name or schema.name, lowercase SQL "
-		 "identifiers)"},
-		{MANIFEST("{'table_id':'t','relation':'$t'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].relation: invalid relation '$t' (name or schema.name, lowercase SQL "
-		 "identifiers)"},
-		{MANIFEST("{'table_id':'t','relation':'" X63 "x'," PK ",'fields':[]," HARD "," ALL "}"),
-		 "tables[0].relation: invalid relation '" X40
-		 "...' (name or schema.name, lowercase SQL identifiers)"},
-		{MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id'},"
-		          "'fields':[]," HARD "," ALL "}"),
-		 "tables[0].pk: missing member 'type'"},
-		{MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','type':"
-		          "'uuid','nullable':false},'fields':[]," HARD "," ALL "}"),
-		 "tables[0].pk: unknown member 'nullable'"},
-		{MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','type':"
-		          "'float64'},'fields':[]," HARD "," ALL "}"),
-		 "tables[0].pk.type: type 'float64' cannot be a primary key (uuid, int64, int32, "
-		 "text)"},
-		{MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','type':"
-		          "'int'},'fields':[]," HARD "," ALL "}"),
-		 "tables[0].pk.type: unknown type 'int'"},
-		{MANIFEST("{'table_id':'t','relation':'t','pk':[],'fields':[]," HARD "," ALL "}"),
-		 "tables[0].pk: expected object, got array"},
-		{"{'tables':[" TABLE("", HARD, ALL) ",{'table_id':'u','relation':'u'," PK
-		 ",'fields':[" FIELD("f", "f", "int", "true", "true") "]," HARD "," ALL "}]}",
-		 "tables[1].fields[0].type: unknown type 'int'"},
-		{MANIFEST(TABLE(FIELD("f", "f", "text\\u0000", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].type: unknown type 'text?'"},
-		{MANIFEST(TABLE(FIELD("f", "f", "Text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].type: unknown type 'Text'"},
-		{MANIFEST("{'table_id':'t','relation':'t'," PK ",'fields':{}," HARD "," ALL "}"),
-		 "tables[0].fields: expected array, got object"},
-		{MANIFEST(TABLE("null", HARD, ALL)), "tables[0].fields[0]: expected object, got null"},
-		{MANIFEST(TABLE(FIELD("f", "f", "text", "'yes'", "true"), HARD, ALL)),
-		 "tables[0].fields[0].nullable: expected boolean, got string"},
-		{MANIFEST(TABLE(FIELD("f", "f", "text", "true", "null"), HARD, ALL)),
-		 "tables[0].fields[0].writable: expected boolean, got null"},
-		{MANIFEST(TABLE("{'field_id':'f','column':'f','type':'text','nullable':true}", HARD,
-		                ALL)),
-		 "tables[0].fields[0]: missing member 'writable'"},
-		{MANIFEST(TABLE(FIELD("f", "Title", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].column: invalid column 'Title' (lowercase SQL identifier, at most "
-		 "63 bytes)"},
-		{MANIFEST(TABLE(FIELD("f", "my col", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].column: invalid column 'my col' (lowercase SQL identifier, at "
-		 "most 63 bytes)"},
-		{MANIFEST(TABLE(FIELD("f", X63 "x", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].column: invalid column '" X40
-		 "...' (lowercase SQL identifier, at most 63 bytes)"},
-		{MANIFEST(TABLE(FIELD("", "f", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].field_id: invalid field_id '' (1..63 bytes, no control "
-		 "characters)"},
-		{MANIFEST(TABLE(FIELD("id", "f", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].field_id: duplicate field_id 'id'"},
-		{MANIFEST(TABLE(FIELD("a", "a", "text", "true", "true") "," FIELD("a", "b", "text",
-		                                                                 "true", "true"),
-		                HARD, ALL)),
-		 "tables[0].fields[1].field_id: duplicate field_id 'a'"},
-		{MANIFEST(TABLE(FIELD("a", "a", "text", "true", "true") "," FIELD("b", "a", "text",
-		                                                                 "true", "true"),
-		                HARD, ALL)),
-		 "tables[0].fields[1].column: duplicate column 'a'"},
-		{MANIFEST(TABLE(FIELD("a", "id", "text", "true", "true"), HARD, ALL)),
-		 "tables[0].fields[0].column: duplicate column 'id'"},
-		{"{'tables':[" TABLE("", HARD, ALL) "," TABLE("", HARD, ALL) "]}",
-		 "tables[1].table_id: duplicate table_id 't'"},
-		{"{'tables':[" TABLE("", HARD, ALL) ",{'table_id':'u','relation':'t'," PK
-		 ",'fields':[]," HARD "," ALL "}]}",
-		 "tables[1].relation: duplicate relation 't'"},
-		{MANIFEST(TABLE("", "'delete':'hard'", ALL)),
-		 "tables[0].delete: expected object, got string"},
-		{MANIFEST(TABLE("", "'delete':{}", ALL)), "tables[0].delete: missing member 'mode'"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'hard','x':1}", ALL)),
-		 "tables[0].delete: unknown member 'x'"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'archive'}", ALL)),
-		 "tables[0].delete.mode: unknown mode 'archive' (hard, soft)"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'soft'}", ALL)),
-		 "tables[0].delete.column: required when mode is 'soft'"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'hard','column':'gone'}", ALL)),
-		 "tables[0].delete.column: only allowed when mode is 'soft'"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'soft','column':'Gone'}", ALL)),
-		 "tables[0].delete.column: invalid column 'Gone' (lowercase SQL identifier, at most 63 "
-		 "bytes)"},
-		{MANIFEST(TABLE("", "'delete':{'mode':'soft','column':'id'}", ALL)),
-		 "tables[0].delete.column: 'id' is the primary key column"},
-		{MANIFEST(TABLE(FIELD("g", "gone", "date", "true", "false"),
-		                "'delete':{'mode':'soft','column':'gone'}", ALL)),
-		 "tables[0].fields[0].type: maps the soft-delete column 'gone' and must be timestamp"},
-		{MANIFEST(TABLE(FIELD("a", "a", "text", "true", "true") "," FIELD(
-		                    "g", "gone", "timestamp", "false", "false"),
-		                "'delete':{'mode':'soft','column':'gone'}", ALL)),
-		 "tables[0].fields[1].nullable: maps the soft-delete column 'gone' and must be "
-		 "nullable"},
-		{MANIFEST(TABLE("", HARD, "'policy':'all'")),
-		 "tables[0].policy: expected object, got string"},
-		{MANIFEST(TABLE("", HARD, "'policy':{'read':'all'}")),
-		 "tables[0].policy: missing member 'write'"},
-		{MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':'all','delete':'all'}")),
-		 "tables[0].policy: unknown member 'delete'"},
-		{MANIFEST(TABLE("", HARD, "'policy':{'read':'none','write':'all'}")),
-		 "tables[0].policy.read: unknown policy 'none' (owner, all)"},
-		{MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':'some'}")),
-		 "tables[0].policy.write: unknown policy 'some' (owner, all, none)"},
-		{MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':true}")),
-		 "tables[0].policy.write: expected string, got boolean"},
-		{MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
-		                "'policy':{'read':'owner','write':'all'}")),
-		 "tables[0].policy.owner_field: required when read or write is 'owner'"},
-		{MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
-		                "'policy':{'read':'all','write':'none','owner_field':'o'}")),
-		 "tables[0].policy.owner_field: only allowed when read or write is 'owner'"},
-		{MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
-		                "'policy':{'read':'all','write':'owner','owner_field':null}")),
-		 "tables[0].policy.owner_field: expected string, got null"},
-		{MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
-		                "'policy':{'read':'all','write':'owner','owner_field':'who'}")),
-		 "tables[0].policy.owner_field: no field 'who'"},
-		{MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
-		                "'policy':{'read':'owner','write':'owner','owner_field':'id'}")),
-		 "tables[0].policy.owner_field: 'id' is the primary key"},
-		{MANIFEST(TABLE(FIELD("o", "o", "int64", "false", "false"), HARD,
-		                "'policy':{'read':'owner','write':'owner','owner_field':'o'}")),
-		 "tables[0].policy.owner_field: field 'o' must have type text"},
+	        {"[]", "manifest: expected object, got array"},
+	        {"{}", "manifest: missing member 'tables'"},
+	        {"{'tables':[],'x':1}", "manifest: unknown member 'x'"},
+	        {"{'tables':{}}", "tables: expected array, got object"},
+	        {"{'tables':[]}", "tables: must not be empty"},
+	        {"{'tables':[1]}", "tables[0]: expected object, got number"},
+	        {MANIFEST("{'table_id':'t','relation':'t'," PK ",'fields':[]," HARD "}"),
+	         "tables[0]: missing member 'policy'"},
+	        {MANIFEST("{'version':1,'table_id':'t','relation':'t'," PK ",'fields':[]," HARD
+	                  "," ALL "}"),
+	         "tables[0]: unknown member 'version'"},
+	        {MANIFEST("{'table_id':'','relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
+	         "tables[0].table_id: invalid table_id '' (1..63 bytes, no control characters)"},
+	        {MANIFEST("{'table_id':'" X63 "x','relation':'t'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].table_id: invalid table_id '" X40
+	         "...' (1..63 bytes, no control characters)"},
+	        {MANIFEST("{'table_id':'a\\u0007b','relation':'t'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].table_id: invalid table_id 'a?b' (1..63 bytes, no control characters)"},
+	        {MANIFEST("{'table_id':'a\\u0085','relation':'t'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].table_id: invalid table_id 'a\xc2\x85' (1..63 bytes, no control "
+	         "characters)"},
+	        {MANIFEST("{'table_id':7,'relation':'t'," PK ",'fields':[]," HARD "," ALL "}"),
+	         "tables[0].table_id: expected string, got number"},
+	        {MANIFEST("{'table_id':'t','relation':'Public.todo'," PK ",'fields':[]," HARD
+	                  "," ALL "}"),
+	         "tables[0].relation: invalid relation 'Public.todo' (name or schema.name, "
+	         "lowercase "
+	         "SQL identifiers)"},
+	        {MANIFEST("{'table_id':'t','relation':'a.b.c'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].relation: invalid relation 'a.b.c' (name or schema.name, lowercase SQL "
+	         "identifiers)"},
+	        {MANIFEST("{'table_id':'t','relation':'public.'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].relation: invalid relation 'public.' (name or schema.name, lowercase "
+	         "SQL "
+	         "identifiers)"},
+	        {MANIFEST("{'table_id':'t','relation':'$t'," PK ",'fields':[]," HARD "," ALL "}"),
+	         "tables[0].relation: invalid relation '$t' (name or schema.name, lowercase SQL "
+	         "identifiers)"},
+	        {MANIFEST("{'table_id':'t','relation':'" X63 "x'," PK ",'fields':[]," HARD "," ALL
+	                  "}"),
+	         "tables[0].relation: invalid relation '" X40
+	         "...' (name or schema.name, lowercase SQL identifiers)"},
+	        {MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id'},"
+	                  "'fields':[]," HARD "," ALL "}"),
+	         "tables[0].pk: missing member 'type'"},
+	        {MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','"
+	                  "type':"
+	                  "'uuid','nullable':false},'fields':[]," HARD "," ALL "}"),
+	         "tables[0].pk: unknown member 'nullable'"},
+	        {MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','"
+	                  "type':"
+	                  "'float64'},'fields':[]," HARD "," ALL "}"),
+	         "tables[0].pk.type: type 'float64' cannot be a primary key (uuid, int64, int32, "
+	         "text)"},
+	        {MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id','column':'id','"
+	                  "type':"
+	                  "'int'},'fields':[]," HARD "," ALL "}"),
+	         "tables[0].pk.type: unknown type 'int'"},
+	        {MANIFEST("{'table_id':'t','relation':'t','pk':[],'fields':[]," HARD "," ALL "}"),
+	         "tables[0].pk: expected object, got array"},
+	        {"{'tables':[" TABLE("", HARD, ALL) ",{'table_id':'u','relation':'u'," PK
+	                                            ",'fields':[" FIELD("f", "f", "int", "true",
+	                                                                "true") "]," HARD "," ALL
+	                                                                        "}]}",
+	         "tables[1].fields[0].type: unknown type 'int'"},
+	        {MANIFEST(TABLE(FIELD("f", "f", "text\\u0000", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].type: unknown type 'text?'"},
+	        {MANIFEST(TABLE(FIELD("f", "f", "Text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].type: unknown type 'Text'"},
+	        {MANIFEST("{'table_id':'t','relation':'t'," PK ",'fields':{}," HARD "," ALL "}"),
+	         "tables[0].fields: expected array, got object"},
+	        {MANIFEST(TABLE("null", HARD, ALL)),
+	         "tables[0].fields[0]: expected object, got null"},
+	        {MANIFEST(TABLE(FIELD("f", "f", "text", "'yes'", "true"), HARD, ALL)),
+	         "tables[0].fields[0].nullable: expected boolean, got string"},
+	        {MANIFEST(TABLE(FIELD("f", "f", "text", "true", "null"), HARD, ALL)),
+	         "tables[0].fields[0].writable: expected boolean, got null"},
+	        {MANIFEST(TABLE("{'field_id':'f','column':'f','type':'text','nullable':true}", HARD,
+	                        ALL)),
+	         "tables[0].fields[0]: missing member 'writable'"},
+	        {MANIFEST(TABLE(FIELD("f", "Title", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].column: invalid column 'Title' (lowercase SQL identifier, at "
+	         "most "
+	         "63 bytes)"},
+	        {MANIFEST(TABLE(FIELD("f", "my col", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].column: invalid column 'my col' (lowercase SQL identifier, "
+	         "at "
+	         "most 63 bytes)"},
+	        {MANIFEST(TABLE(FIELD("f", X63 "x", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].column: invalid column '" X40
+	         "...' (lowercase SQL identifier, at most 63 bytes)"},
+	        {MANIFEST(TABLE(FIELD("", "f", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].field_id: invalid field_id '' (1..63 bytes, no control "
+	         "characters)"},
+	        {MANIFEST(TABLE(FIELD("id", "f", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].field_id: duplicate field_id 'id'"},
+	        {MANIFEST(TABLE(FIELD("a", "a", "text", "true", "true") "," FIELD("a", "b", "text",
+	                                                                          "true", "true"),
+	                        HARD, ALL)),
+	         "tables[0].fields[1].field_id: duplicate field_id 'a'"},
+	        {MANIFEST(TABLE(FIELD("a", "a", "text", "true", "true") "," FIELD("b", "a", "text",
+	                                                                          "true", "true"),
+	                        HARD, ALL)),
+	         "tables[0].fields[1].column: duplicate column 'a'"},
+	        {MANIFEST(TABLE(FIELD("a", "id", "text", "true", "true"), HARD, ALL)),
+	         "tables[0].fields[0].column: duplicate column 'id'"},
+	        {"{'tables':[" TABLE("", HARD, ALL) "," TABLE("", HARD, ALL) "]}",
+	         "tables[1].table_id: duplicate table_id 't'"},
+	        {"{'tables':[" TABLE("", HARD, ALL) ",{'table_id':'u','relation':'t'," PK
+	                                            ",'fields':[]," HARD "," ALL "}]}",
+	         "tables[1].relation: duplicate relation 't'"},
+	        {MANIFEST(TABLE("", "'delete':'hard'", ALL)),
+	         "tables[0].delete: expected object, got string"},
+	        {MANIFEST(TABLE("", "'delete':{}", ALL)),
+	         "tables[0].delete: missing member 'mode'"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'hard','x':1}", ALL)),
+	         "tables[0].delete: unknown member 'x'"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'archive'}", ALL)),
+	         "tables[0].delete.mode: unknown mode 'archive' (hard, soft)"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'soft'}", ALL)),
+	         "tables[0].delete.column: required when mode is 'soft'"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'hard','column':'gone'}", ALL)),
+	         "tables[0].delete.column: only allowed when mode is 'soft'"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'soft','column':'Gone'}", ALL)),
+	         "tables[0].delete.column: invalid column 'Gone' (lowercase SQL identifier, at "
+	         "most 63 "
+	         "bytes)"},
+	        {MANIFEST(TABLE("", "'delete':{'mode':'soft','column':'id'}", ALL)),
+	         "tables[0].delete.column: 'id' is the primary key column"},
+	        {MANIFEST(TABLE(FIELD("g", "gone", "date", "true", "false"),
+	                        "'delete':{'mode':'soft','column':'gone'}", ALL)),
+	         "tables[0].fields[0].type: maps the soft-delete column 'gone' and must be "
+	         "timestamp"},
+	        {MANIFEST(TABLE(FIELD("a", "a", "text", "true",
+	                              "true") "," FIELD("g", "gone", "timestamp", "false", "false"),
+	                        "'delete':{'mode':'soft','column':'gone'}", ALL)),
+	         "tables[0].fields[1].nullable: maps the soft-delete column 'gone' and must be "
+	         "nullable"},
+	        {MANIFEST(TABLE("", HARD, "'policy':'all'")),
+	         "tables[0].policy: expected object, got string"},
+	        {MANIFEST(TABLE("", HARD, "'policy':{'read':'all'}")),
+	         "tables[0].policy: missing member 'write'"},
+	        {MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':'all','delete':'all'}")),
+	         "tables[0].policy: unknown member 'delete'"},
+	        {MANIFEST(TABLE("", HARD, "'policy':{'read':'none','write':'all'}")),
+	         "tables[0].policy.read: unknown policy 'none' (owner, all)"},
+	        {MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':'some'}")),
+	         "tables[0].policy.write: unknown policy 'some' (owner, all, none)"},
+	        {MANIFEST(TABLE("", HARD, "'policy':{'read':'all','write':true}")),
+	         "tables[0].policy.write: expected string, got boolean"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
+	                        "'policy':{'read':'owner','write':'all'}")),
+	         "tables[0].policy.owner_field: required when read or write is 'owner'"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
+	                        "'policy':{'read':'all','write':'none','owner_field':'o'}")),
+	         "tables[0].policy.owner_field: only allowed when read or write is 'owner'"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
+	                        "'policy':{'read':'all','write':'owner','owner_field':null}")),
+	         "tables[0].policy.owner_field: expected string, got null"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
+	                        "'policy':{'read':'all','write':'owner','owner_field':'who'}")),
+	         "tables[0].policy.owner_field: no field 'who'"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
+	                        "'policy':{'read':'owner','write':'owner','owner_field':'id'}")),
+	         "tables[0].policy.owner_field: 'id' is the primary key"},
+	        {MANIFEST(TABLE(FIELD("o", "o", "int64", "false", "false"), HARD,
+	                        "'policy':{'read':'owner','write':'owner','owner_field':'o'}")),
+	         "tables[0].policy.owner_field: field 'o' must have type text"},
 	};
 	size_t n = sizeof cases / sizeof cases[0];
 	CU_ASSERT(n >= 25);
@@ -410,7 +430,8 @@ static void test_invalid(void)
 		CU_ASSERT_PTR_NULL(m);
 		CU_ASSERT_EQUAL(err.code, SY_ERR_INVALID_REQUEST);
 		if (strcmp(err.message, want) != 0)
-			fprintf(stderr, "\ncase %zu:\n  got  %s\n  want %s\n", i, err.message, want);
+			fprintf(stderr, "\ncase %zu:\n  got  %s\n  want %s\n", i, err.message,
+			        want);
 		CU_ASSERT_STRING_EQUAL(err.message, want);
 		free(want);
 		sy_manifest_free(m);
@@ -421,10 +442,10 @@ static void test_invalid(void)
 static void test_invalid_json(void)
 {
 	static const char *const bad[] = {
-		"",
-		"{'tables':[]",
-		"{'tables':[],'tables':[]}", /* duplicate member */
-		"{'tables':[]} x",
+	        "",
+	        "{'tables':[]",
+	        "{'tables':[],'tables':[]}", /* duplicate member */
+	        "{'tables':[]} x",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		sy_error err;
@@ -438,14 +459,20 @@ static void test_invalid_json(void)
 
 /* The example as a later version: todo.note removed, todo.done now text, todo.color new,
  * todo.title's nullability and column changed, item gone. */
-#define EXAMPLE_V2                                                                        \
-	"{'tables':[{'table_id':'todo','relation':'app.todos',"                                 \
-	"'pk':{'field_id':'id','column':'id','type':'uuid'},'fields':["                         \
-	FIELD("title", "headline", "text", "true", "false") ","                                 \
-	FIELD("done", "done", "text", "false", "true") ","                                      \
-	FIELD("color", "color", "text", "true", "true") ","                                     \
-	FIELD("owner", "owner", "text", "false", "false") "]," HARD ","                         \
-	"'policy':{'owner_field':'owner','read':'owner','write':'owner'}}]}"
+#define EXAMPLE_V2                                                                                 \
+	"{'tables':[{'table_id':'todo','relation':'app.todos',"                                    \
+	"'pk':{'field_id':'id','column':'id','type':'uuid'},'fields':[" FIELD(                     \
+	        "title", "headline", "text", "true",                                               \
+	        "false") "," FIELD("done", "done", "text", "false",                                \
+	                           "true") "," FIELD("color", "color", "text", "true",             \
+	                                             "true") "," FIELD("owner", "owner", "text",   \
+	                                                               "false",                    \
+	                                                               "false") "]," HARD ","      \
+	                                                                        "'policy':{'"      \
+	                                                                        "owner_field':'"   \
+	                                                                        "owner','read':'"  \
+	                                                                        "owner','write':'" \
+	                                                                        "owner'}}]}"
 
 static void check_ids(char **ids, size_t n, const char *const *want, size_t want_n)
 {
@@ -455,9 +482,9 @@ static void check_ids(char **ids, size_t n, const char *const *want, size_t want
 		CU_ASSERT_STRING_EQUAL(ids[i], want[i]);
 }
 
-static void incompatible(const sy_manifest *authored, const sy_manifest *current,
-                         const char *table, const char *const *ids, size_t count,
-                         const char *const *want, size_t want_n)
+static void incompatible(const sy_manifest *authored, const sy_manifest *current, const char *table,
+                         const char *const *ids, size_t count, const char *const *want,
+                         size_t want_n)
 {
 	size_t lens[16];
 	for (size_t i = 0; i < count; i++)
@@ -466,9 +493,8 @@ static void incompatible(const sy_manifest *authored, const sy_manifest *current
 	size_t n = 99;
 	sy_error err;
 	sy_error_clear(&err);
-	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_fields(authored, current, table,
-	                                                     strlen(table), ids, lens, count, &out,
-	                                                     &n, &err));
+	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_fields(
+	        authored, current, table, strlen(table), ids, lens, count, &out, &n, &err));
 	check_ids(out, n, want, want_n);
 	sy_manifest_free_ids(out, n);
 }
@@ -523,10 +549,10 @@ static void test_incompatible_pk(void)
 	sy_error err;
 	sy_error_clear(&err);
 	sy_manifest *a = parse_dq(MANIFEST(TABLE("", HARD, ALL)), &err);
-	sy_manifest *b = parse_dq(MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id',"
-	                                   "'column':'id','type':'text'},'fields':[]," HARD "," ALL
-	                                   "}"),
-	                          &err);
+	sy_manifest *b =
+	        parse_dq(MANIFEST("{'table_id':'t','relation':'t','pk':{'field_id':'id',"
+	                          "'column':'id','type':'text'},'fields':[]," HARD "," ALL "}"),
+	                 &err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	static const char *const ids[] = {"id"};
@@ -550,8 +576,12 @@ static void test_incompatible_sorted(void)
 	                             &err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(intl);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(bare);
-	static const char *const ids[] = {"\xf0\x9f\x98\x80", "\xef\xbc\xa1", "zz", "\xc3\xa9",
-	                                  "a", "\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87"};
+	static const char *const ids[] = {"\xf0\x9f\x98\x80",
+	                                  "\xef\xbc\xa1",
+	                                  "zz",
+	                                  "\xc3\xa9",
+	                                  "a",
+	                                  "\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87"};
 	static const char *const want[] = {"a", "zz", "\xc3\xa9", "\xef\xbc\xa1",
 	                                   "\xf0\x9f\x98\x80"};
 	incompatible(intl, bare, "notes", ids, 6, want, 5);
@@ -563,13 +593,13 @@ static void test_incompatible_sorted(void)
 	static const char *const raw[] = {"a\0b", "\xc3\xa9", "a", "a\0b", "\xc3\xa9"};
 	static const size_t raw_lens[] = {3, 2, 1, 3, 2};
 	size_t *idx = NULL, n = 0;
-	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_indexes(bare, intl, "notes", 5, raw,
-	                                                      raw_lens, 5, &idx, &n, &err));
+	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_indexes(bare, intl, "notes", 5, raw, raw_lens,
+	                                                      5, &idx, &n, &err));
 	CU_ASSERT_EQUAL_FATAL(n, 1);
 	CU_ASSERT_EQUAL(idx[0], 0);
 	sy_free(idx);
-	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_indexes(intl, bare, "notes", 5, raw,
-	                                                      raw_lens, 5, &idx, &n, &err));
+	CU_ASSERT_TRUE_FATAL(sy_manifest_incompatible_indexes(intl, bare, "notes", 5, raw, raw_lens,
+	                                                      5, &idx, &n, &err));
 	CU_ASSERT_EQUAL_FATAL(n, 3);
 	CU_ASSERT_EQUAL(idx[0], 2);
 	CU_ASSERT_EQUAL(idx[1], 0);
@@ -719,19 +749,19 @@ static void test_alloc_failures_incompatible(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"example vector", test_example},
-		{"hash stable across forms", test_hash_stable},
-		{"non-ASCII field ids", test_intl},
-		{"valid edge cases", test_valid_edges},
-		{"validation errors name the path", test_invalid},
-		{"invalid JSON", test_invalid_json},
-		{"incompatible fields", test_incompatible},
-		{"incompatible pk type", test_incompatible_pk},
-		{"incompatible fields sorted by UTF-8", test_incompatible_sorted},
-		{"allocation failures: parse", test_alloc_failures},
-		{"allocation failures: validate", test_alloc_failures_json},
-		{"allocation failures: incompatible", test_alloc_failures_incompatible},
-		CU_TEST_INFO_NULL,
+	        {"example vector", test_example},
+	        {"hash stable across forms", test_hash_stable},
+	        {"non-ASCII field ids", test_intl},
+	        {"valid edge cases", test_valid_edges},
+	        {"validation errors name the path", test_invalid},
+	        {"invalid JSON", test_invalid_json},
+	        {"incompatible fields", test_incompatible},
+	        {"incompatible pk type", test_incompatible_pk},
+	        {"incompatible fields sorted by UTF-8", test_incompatible_sorted},
+	        {"allocation failures: parse", test_alloc_failures},
+	        {"allocation failures: validate", test_alloc_failures_json},
+	        {"allocation failures: incompatible", test_alloc_failures_incompatible},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("manifest", tests);
 	return sy_test_run();

@@ -19,18 +19,18 @@ static const struct {
 	sy_status status;
 	sy_code code;
 } cells[] = {
-	{SY_ROW_ABSENT, false, SY_OP_INSERT, A, SY_CODE_NONE},
-	{SY_ROW_ABSENT, false, SY_OP_UPDATE, C, SY_CODE_ROW_NOT_FOUND},
-	{SY_ROW_ABSENT, false, SY_OP_DELETE, C, SY_CODE_ROW_NOT_FOUND},
-	{SY_ROW_LIVE, true, SY_OP_INSERT, C, SY_CODE_ROW_ALREADY_EXISTS},
-	{SY_ROW_LIVE, true, SY_OP_UPDATE, A, SY_CODE_NONE},
-	{SY_ROW_LIVE, true, SY_OP_DELETE, A, SY_CODE_NONE},
-	{SY_ROW_LIVE, false, SY_OP_INSERT, C, SY_CODE_ROW_ALREADY_EXISTS},
-	{SY_ROW_LIVE, false, SY_OP_UPDATE, C, SY_CODE_VERSION_CONFLICT},
-	{SY_ROW_LIVE, false, SY_OP_DELETE, C, SY_CODE_VERSION_CONFLICT},
-	{SY_ROW_DELETED, false, SY_OP_INSERT, C, SY_CODE_ROW_DELETED},
-	{SY_ROW_DELETED, false, SY_OP_UPDATE, C, SY_CODE_ROW_DELETED},
-	{SY_ROW_DELETED, false, SY_OP_DELETE, C, SY_CODE_ROW_DELETED},
+        {SY_ROW_ABSENT, false, SY_OP_INSERT, A, SY_CODE_NONE},
+        {SY_ROW_ABSENT, false, SY_OP_UPDATE, C, SY_CODE_ROW_NOT_FOUND},
+        {SY_ROW_ABSENT, false, SY_OP_DELETE, C, SY_CODE_ROW_NOT_FOUND},
+        {SY_ROW_LIVE, true, SY_OP_INSERT, C, SY_CODE_ROW_ALREADY_EXISTS},
+        {SY_ROW_LIVE, true, SY_OP_UPDATE, A, SY_CODE_NONE},
+        {SY_ROW_LIVE, true, SY_OP_DELETE, A, SY_CODE_NONE},
+        {SY_ROW_LIVE, false, SY_OP_INSERT, C, SY_CODE_ROW_ALREADY_EXISTS},
+        {SY_ROW_LIVE, false, SY_OP_UPDATE, C, SY_CODE_VERSION_CONFLICT},
+        {SY_ROW_LIVE, false, SY_OP_DELETE, C, SY_CODE_VERSION_CONFLICT},
+        {SY_ROW_DELETED, false, SY_OP_INSERT, C, SY_CODE_ROW_DELETED},
+        {SY_ROW_DELETED, false, SY_OP_UPDATE, C, SY_CODE_ROW_DELETED},
+        {SY_ROW_DELETED, false, SY_OP_DELETE, C, SY_CODE_ROW_DELETED},
 };
 
 static void test_matrix_cells(void)
@@ -38,7 +38,7 @@ static void test_matrix_cells(void)
 	CU_ASSERT_EQUAL(sizeof cells / sizeof cells[0], 12);
 	for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
 		sy_matrix_result r =
-		    sy_matrix_classify(cells[i].op, cells[i].state, cells[i].equal);
+		        sy_matrix_classify(cells[i].op, cells[i].state, cells[i].equal);
 		CU_ASSERT_EQUAL(r.status, cells[i].status);
 		CU_ASSERT_EQUAL(r.code, cells[i].code);
 		/*
@@ -47,7 +47,7 @@ static void test_matrix_cells(void)
 		 */
 		if (cells[i].state != SY_ROW_LIVE || cells[i].op == SY_OP_INSERT) {
 			sy_matrix_result o =
-			    sy_matrix_classify(cells[i].op, cells[i].state, !cells[i].equal);
+			        sy_matrix_classify(cells[i].op, cells[i].state, !cells[i].equal);
 			CU_ASSERT_EQUAL(o.status, cells[i].status);
 			CU_ASSERT_EQUAL(o.code, cells[i].code);
 		}
@@ -70,22 +70,22 @@ static void test_terminal_order(void)
 {
 	/* index = rule bits: 1 schema_incompatible, 2 table_not_synced, 4 policy, 8 validation */
 	static const sy_code expected[16] = {
-		SY_CODE_NONE,                /* 0000 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 0001 */
-		SY_CODE_TABLE_NOT_SYNCED,    /* 0010 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 0011 */
-		SY_CODE_POLICY_REJECTED,     /* 0100 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 0101 */
-		SY_CODE_TABLE_NOT_SYNCED,    /* 0110 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 0111 */
-		SY_CODE_VALIDATION_FAILED,   /* 1000 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 1001 */
-		SY_CODE_TABLE_NOT_SYNCED,    /* 1010 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 1011 */
-		SY_CODE_POLICY_REJECTED,     /* 1100 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 1101 */
-		SY_CODE_TABLE_NOT_SYNCED,    /* 1110 */
-		SY_CODE_SCHEMA_INCOMPATIBLE, /* 1111 */
+	        SY_CODE_NONE,                /* 0000 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 0001 */
+	        SY_CODE_TABLE_NOT_SYNCED,    /* 0010 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 0011 */
+	        SY_CODE_POLICY_REJECTED,     /* 0100 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 0101 */
+	        SY_CODE_TABLE_NOT_SYNCED,    /* 0110 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 0111 */
+	        SY_CODE_VALIDATION_FAILED,   /* 1000 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 1001 */
+	        SY_CODE_TABLE_NOT_SYNCED,    /* 1010 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 1011 */
+	        SY_CODE_POLICY_REJECTED,     /* 1100 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 1101 */
+	        SY_CODE_TABLE_NOT_SYNCED,    /* 1110 */
+	        SY_CODE_SCHEMA_INCOMPATIBLE, /* 1111 */
 	};
 	CU_ASSERT_EQUAL(SY_RULE_SCHEMA_INCOMPATIBLE, 1u);
 	CU_ASSERT_EQUAL(SY_RULE_TABLE_NOT_SYNCED, 2u);
@@ -103,8 +103,8 @@ static void test_evaluate(void)
 	/* a terminal rule wins over every matrix cell, even one that would apply */
 	for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
 		for (unsigned rules = 0; rules < 16; rules++) {
-			sy_matrix_result r =
-			    sy_matrix_evaluate(rules, cells[i].op, cells[i].state, cells[i].equal);
+			sy_matrix_result r = sy_matrix_evaluate(rules, cells[i].op, cells[i].state,
+			                                        cells[i].equal);
 			if (rules == 0) {
 				CU_ASSERT_EQUAL(r.status, cells[i].status);
 				CU_ASSERT_EQUAL(r.code, cells[i].code);
@@ -127,16 +127,16 @@ static const struct {
 	bool conflict;
 	bool terminal;
 } codes[] = {
-	{SY_CODE_NONE, NULL, A, false, false},
-	{SY_CODE_VERSION_CONFLICT, "version_conflict", C, true, false},
-	{SY_CODE_ROW_ALREADY_EXISTS, "row_already_exists", C, true, false},
-	{SY_CODE_ROW_DELETED, "row_deleted", C, true, false},
-	{SY_CODE_ROW_NOT_FOUND, "row_not_found", C, true, false},
-	{SY_CODE_POLICY_REJECTED, "policy_rejected", T, false, true},
-	{SY_CODE_VALIDATION_FAILED, "validation_failed", T, false, true},
-	{SY_CODE_TABLE_NOT_SYNCED, "table_not_synced", T, false, true},
-	{SY_CODE_SCHEMA_INCOMPATIBLE, "schema_incompatible", T, false, true},
-	{SY_CODE_ATOMIC_BATCH_REJECTED, "atomic_batch_rejected", T, false, true},
+        {SY_CODE_NONE, NULL, A, false, false},
+        {SY_CODE_VERSION_CONFLICT, "version_conflict", C, true, false},
+        {SY_CODE_ROW_ALREADY_EXISTS, "row_already_exists", C, true, false},
+        {SY_CODE_ROW_DELETED, "row_deleted", C, true, false},
+        {SY_CODE_ROW_NOT_FOUND, "row_not_found", C, true, false},
+        {SY_CODE_POLICY_REJECTED, "policy_rejected", T, false, true},
+        {SY_CODE_VALIDATION_FAILED, "validation_failed", T, false, true},
+        {SY_CODE_TABLE_NOT_SYNCED, "table_not_synced", T, false, true},
+        {SY_CODE_SCHEMA_INCOMPATIBLE, "schema_incompatible", T, false, true},
+        {SY_CODE_ATOMIC_BATCH_REJECTED, "atomic_batch_rejected", T, false, true},
 };
 
 static void test_code_names(void)
@@ -163,8 +163,13 @@ static void test_code_names(void)
 	CU_ASSERT_FALSE(sy_code_is_terminal((sy_code)99));
 
 	/* protocol v2 leftovers and near misses name no code */
-	static const char *const bad[] = {"none", "server_retryable", "unknown_scope_effect",
-	                                  "row_deleted ", "Row_deleted", "row", ""};
+	static const char *const bad[] = {"none",
+	                                  "server_retryable",
+	                                  "unknown_scope_effect",
+	                                  "row_deleted ",
+	                                  "Row_deleted",
+	                                  "row",
+	                                  ""};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		sy_code c;
 		CU_ASSERT_FALSE(sy_code_from_name(bad[i], strlen(bad[i]), &c));
@@ -199,13 +204,13 @@ static void test_status_names(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"matrix cells", test_matrix_cells},
-		{"matrix invalid enumerators", test_matrix_invalid},
-		{"terminal rule order", test_terminal_order},
-		{"evaluate", test_evaluate},
-		{"code names", test_code_names},
-		{"status names", test_status_names},
-		CU_TEST_INFO_NULL,
+	        {"matrix cells", test_matrix_cells},
+	        {"matrix invalid enumerators", test_matrix_invalid},
+	        {"terminal rule order", test_terminal_order},
+	        {"evaluate", test_evaluate},
+	        {"code names", test_code_names},
+	        {"status names", test_status_names},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("matrix", tests);
 	return sy_test_run();

@@ -13,14 +13,14 @@
 
 /* ---- fixtures ---- */
 
-#define HA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define HB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define S2 "{\"hash\":\"" HA "\",\"version\":2}"
-#define S1 "{\"hash\":\"" HB "\",\"version\":1}"
+#define HA     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HB     "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define S2     "{\"hash\":\"" HA "\",\"version\":2}"
+#define S1     "{\"hash\":\"" HB "\",\"version\":1}"
 #define CLIENT "11111111-1111-4111-8111-111111111111"
-#define BATCH "22222222-2222-4222-8222-222222222222"
+#define BATCH  "22222222-2222-4222-8222-222222222222"
 #define ABATCH "33333333-3333-4333-8333-333333333333"
-#define TIME "2026-07-18T10:00:00.123456Z"
+#define TIME   "2026-07-18T10:00:00.123456Z"
 /* Mutation ids out of sorted order, so the validator's lookup index is exercised. */
 #define M1 "c1000000-0000-4000-8000-000000000001"
 #define M2 "a2000000-0000-4000-8000-000000000002"
@@ -41,11 +41,13 @@
 #define K9 "10000000-0000-4000-8000-000000000009"
 #define CV "\"client_version\":\"2026-07-18T09:59:59.5Z\""
 
-#define MUT(id, table, pkf, pkv, schema, op, rest)                                         \
-	"{\"mutation_id\":\"" id "\",\"table\":\"" table "\",\"pk\":{\"field\":\"" pkf          \
-	"\",\"value\":" pkv "},\"authored_schema\":" schema ",\"operation\":\"" op "\"," CV rest \
+#define MUT(id, table, pkf, pkv, schema, op, rest)                                                 \
+	"{\"mutation_id\":\"" id "\",\"table\":\"" table "\",\"pk\":{\"field\":\"" pkf             \
+	"\",\"value\":" pkv "},\"authored_schema\":" schema ",\"operation\":\"" op "\"," CV rest   \
 	"}"
 
+/* The requests and responses below keep the layout of the JSON they spell. */
+/* clang-format off */
 /* A non-atomic request: insert, update, delete, a historical update, a delete, an insert. */
 static const char request_text[] =
     "{\"client_id\":\"" CLIENT "\",\"client_generation\":3,\"batch_id\":\"" BATCH "\","
@@ -146,6 +148,7 @@ static const char atomic_invalid_text[] =
     "{\"accepted\":[],\"batch_id\":\"" ABATCH "\",\"rejected\":["
     E_AR(X1, "insert", K6) "," E_AR(X2, "update", K7) "," E_X3_INVALID "],"
     "\"server_time\":\"" TIME "\"}";
+/* clang-format on */
 
 /* The rows behind the checksum tokens. */
 static const struct {
@@ -157,11 +160,11 @@ static const struct {
 	const char *pk_value;
 	const char *row;
 } rows[] = {
-	{"@A1@", HA, 2, "todo", "id", "\"" K1 "\"", "{\"title\":\"a\",\"done\":false}"},
-	{"@R2@", HA, 2, "todo", "id", "\"" K2 "\"", "{\"title\":\"z\",\"done\":true}"},
-	{"@X1@", HA, 2, "todo", "id", "\"" K6 "\"", "{\"title\":\"p\"}"},
-	{"@X2@", HA, 2, "todo", "id", "\"" K7 "\"", "{\"title\":\"q\"}"},
-	{"@X2C@", HA, 2, "todo", "id", "\"" K7 "\"", "{\"title\":\"other\"}"},
+        {"@A1@", HA, 2, "todo", "id", "\"" K1 "\"", "{\"title\":\"a\",\"done\":false}"},
+        {"@R2@", HA, 2, "todo", "id", "\"" K2 "\"", "{\"title\":\"z\",\"done\":true}"},
+        {"@X1@", HA, 2, "todo", "id", "\"" K6 "\"", "{\"title\":\"p\"}"},
+        {"@X2@", HA, 2, "todo", "id", "\"" K7 "\"", "{\"title\":\"q\"}"},
+        {"@X2C@", HA, 2, "todo", "id", "\"" K7 "\"", "{\"title\":\"other\"}"},
 };
 
 static sy_json_doc *parse(const char *text)
@@ -353,9 +356,9 @@ static void test_encode_kinds(void)
 	o.code = SY_CODE_ROW_NOT_FOUND;
 	o.message = "no such row";
 	o.server_version = NULL;
-	assert_encodes(&o, "{\"code\":\"row_not_found\",\"message\":\"no such row\","
-	                   IDENT(M3, "delete", S2, "id", Q(K3))
-	                   ",\"status\":\"conflict\",\"table\":\"todo\"}");
+	assert_encodes(&o, "{\"code\":\"row_not_found\",\"message\":\"no such row\"," IDENT(
+	                           M3, "delete", S2, "id",
+	                           Q(K3)) ",\"status\":\"conflict\",\"table\":\"todo\"}");
 
 	/* atomic_batch_rejected: fixed message, request schema, nothing else */
 	sy_schema_ref s2 = ref_of(2, HA);
@@ -369,9 +372,10 @@ static void test_encode_kinds(void)
 	o.message = "a \"quoted\"\nmessage";
 	assert_encodes(&o, "{\"authored_schema\":" S1 ",\"code\":\"schema_incompatible\","
 	                   "\"current_schema\":" S2 ",\"incompatible_field_ids\":[],\"message\":"
-	                   "\"a \\\"quoted\\\"\\nmessage\"," IDENT(M4, "update", S2, "n", "42")
-	                   ",\"retryable\":false,\"status\":\"rejected_terminal\","
-	                   "\"table\":\"note\"}");
+	                   "\"a \\\"quoted\\\"\\nmessage\"," IDENT(
+	                           M4, "update", S2, "n",
+	                           "42") ",\"retryable\":false,\"status\":\"rejected_terminal\","
+	                                 "\"table\":\"note\"}");
 	fixture_free(&f);
 }
 
@@ -503,8 +507,8 @@ static void test_response_bytes(void)
 	sy_buf again = SY_BUF_INIT;
 	CU_ASSERT_TRUE(sy_outcome_response_write(r, &again, &err));
 	CU_ASSERT_STRING_EQUAL(again.data, want);
-	CU_ASSERT_FALSE(sy_outcome_response_add_json(r, fixture_json(&f, "{\"status\":\"ok\"}"),
-	                                             &err));
+	CU_ASSERT_FALSE(
+	        sy_outcome_response_add_json(r, fixture_json(&f, "{\"status\":\"ok\"}"), &err));
 	CU_ASSERT_STRING_EQUAL(err.message, "response: a stored outcome has no valid status");
 	/* an invalid outcome is refused and leaves the body unchanged */
 	sy_outcome bad = f.o[0];
@@ -637,7 +641,7 @@ static void test_error_bodies(void)
 	CU_ASSERT_FALSE(sy_outcome_error_body(&out, SY_ERR_NONE, "m", NULL, NULL, &err));
 	CU_ASSERT_STRING_EQUAL(err.message, "error body: needs an error code and a message");
 	CU_ASSERT_FALSE(
-	    sy_outcome_error_body(&out, SY_ERR_INVALID_REQUEST, NULL, NULL, NULL, &err));
+	        sy_outcome_error_body(&out, SY_ERR_INVALID_REQUEST, NULL, NULL, NULL, &err));
 	rec.version = 0;
 	CU_ASSERT_FALSE(sy_outcome_error_body(&out, SY_ERR_SCHEMA_MISMATCH, "m", &cur, &rec, &err));
 	CU_ASSERT_STRING_EQUAL(err.message, "error body: invalid schema reference");
@@ -676,9 +680,9 @@ static void test_validate_valid(void)
 	             "],\"batch_id\":\"" BATCH "\",\"accepted\":[" E_A1 "," E_A3 "]}");
 	/* everything rejected, and everything accepted, are both partitions */
 	static const char one_req[] =
-	    "{\"client_id\":\"" CLIENT "\",\"client_generation\":1,\"batch_id\":\"" BATCH "\","
-	    "\"schema\":" S2 ",\"mutations\":[" MUT(M6, "todo", "id", "\"" K9 "\"", S2, "insert",
-	                                            ",\"columns\":{}") "]}";
+	        "{\"client_id\":\"" CLIENT "\",\"client_generation\":1,\"batch_id\":\"" BATCH "\","
+	        "\"schema\":" S2 ",\"mutations\":[" MUT(M6, "todo", "id", "\"" K9 "\"", S2,
+	                                                "insert", ",\"columns\":{}") "]}";
 	assert_valid(one_req, "{\"accepted\":[],\"batch_id\":\"" BATCH "\",\"rejected\":[" E_R6
 	                      "],\"server_time\":\"" TIME "\"}");
 }
@@ -697,136 +701,138 @@ typedef struct {
 #define AO atomic_ok_text
 
 static const negative negatives[] = {
-	/* envelope */
-	{NA, "\"server_time\":", "\"extra\":1,\"server_time\":",
-	 "response: unknown member \"extra\""},
-	{NA, ",\"server_time\":\"" TIME "\"", "", "response: missing member \"server_time\""},
-	{NA, "\"batch_id\":\"" BATCH "\"", "\"batch_id\":\"" ABATCH "\"",
-	 "batch_id: does not echo the request"},
-	{NA, "\"server_time\":\"" TIME "\"", "\"server_time\":\"2026-07-18T10:00:00.123Z\"",
-	 "server_time: not a server time"},
-	{NA, "\"rejected\":[" E_R2 "," E_R4 "," E_R5 "," E_R6 "]", "\"rejected\":{}",
-	 "rejected: not an array"},
-	{NA, "\"accepted\":[" E_A1, "\"accepted\":[7", "accepted[0]: not an object"},
-	/* partition */
-	{NA, "\"status\":\"applied\",\"table\":\"todo\"}]", "\"status\":\"conflict\","
-	 "\"table\":\"todo\"}]", "accepted[1].status: accepted holds only applied"},
-	{NA, "\"server_version\":\"v-14\",\"status\":\"conflict\"",
-	 "\"server_version\":\"v-14\",\"status\":\"applied\"",
-	 "rejected[2].status: rejected holds only conflict or rejected_terminal"},
-	{NA, "\"status\":\"rejected_terminal\",\"table\":\"todo\"",
-	 "\"status\":\"rejected_retryable\",\"table\":\"todo\"",
-	 "rejected[3].status: not a status"},
-	{NA, "\"mutation_id\":\"" M6 "\"",
-	 "\"mutation_id\":\"06000000-0000-4000-8000-000000000099\"",
-	 "rejected[3].mutation_id: not in the request"},
-	{NA, "\"mutation_id\":\"" M3 "\"", "\"mutation_id\":\"" M1 "\"",
-	 "accepted[1].mutation_id: appears more than once"},
-	{NA, "," E_R6 "]", "]", "mutations[5] (" M6 "): missing from the response"},
-	{NA, "\"rejected\":[" E_R2 "," E_R4, "\"rejected\":[" E_R4 "," E_R2,
-	 "rejected[1].mutation_id: out of request order"},
-	/* echo */
-	{NA, "\"table\":\"note\"", "\"table\":\"notes\"",
-	 "rejected[1].table: does not echo the request"},
-	{NA, PK("n", "42"), PK("m", "42"), "rejected[1].pk.field: does not echo the request"},
-	{NA, PK("n", "42"), PK("n", "\"42\""), "rejected[1].pk.value: does not echo the request"},
-	{NA, PK("n", "42"), "\"pk\":{\"field\":\"n\",\"value\":42,\"type\":\"int32\"}",
-	 "rejected[1].pk: must be {\"field\", \"value\"}"},
-	{NA, "\"operation\":\"insert\",\"outcome_schema\":" S2 "," PK("id", "\"" K1 "\""),
-	 "\"operation\":\"upsert\",\"outcome_schema\":" S2 "," PK("id", "\"" K1 "\""),
-	 "accepted[0].operation: does not echo the request"},
-	{NA, "\"operation\":\"delete\",\"outcome_schema\":" S1 ",", "\"operation\":\"delete\",",
-	 "rejected[2]: missing member \"outcome_schema\""},
-	{NA, "\"operation\":\"delete\",\"outcome_schema\":" S1,
-	 "\"operation\":\"delete\",\"outcome_schema\":{\"hash\":\"" HB "\",\"version\":0}",
-	 "rejected[2].outcome_schema: not a valid schema reference"},
-	{NA, "\"message\":\"row is deleted\",", "\"message\":\"row is deleted\",\"note\":1,",
-	 "rejected[2]: unknown member \"note\""},
-	/* applied */
-	{NA, "\"server_version\":\"v-12\",", "", "accepted[1]: missing member \"server_version\""},
-	{NA, "\"row_checksum\":\"@A1@\",", "",
-	 "accepted[0].row_checksum: required with server_row"},
-	{NA, "\"server_row\":{\"done\":false,\"title\":\"a\"},", "",
-	 "accepted[0].server_row: required with row_checksum"},
-	{NA, "\"server_version\":\"v-12\",",
-	 "\"code\":\"row_deleted\",\"server_version\":\"v-12\",",
-	 "accepted[1].code: not allowed with status applied"},
-	{NA, "\"server_version\":\"v-12\",", "\"message\":\"ok\",\"server_version\":\"v-12\",",
-	 "accepted[1].message: not allowed with status applied"},
-	{NA, "\"server_version\":\"v-12\"", "\"server_version\":\"\"",
-	 "accepted[1].server_version: not an opaque version"},
-	{NA, "\"row_checksum\":\"@A1@\"", "\"row_checksum\":\"" HB "\"",
-	 "accepted[0].row_checksum: does not match server_row"},
-	{NA, "\"server_row\":{\"done\":false,\"title\":\"a\"}",
-	 "\"server_row\":{\"done\":true,\"title\":\"a\"}",
-	 "accepted[0].row_checksum: does not match server_row"},
-	{NA, "\"row_checksum\":\"@A1@\"",
-	 "\"row_checksum\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
-	 "accepted[0].row_checksum: not a lowercase hex SHA-256"},
-	{NA, "\"server_row\":{\"done\":false,\"title\":\"a\"}", "\"server_row\":[]",
-	 "accepted[0].server_row: not an object"},
-	/* conflict */
-	{NA, "\"code\":\"version_conflict\"", "\"code\":\"policy_rejected\"",
-	 "rejected[0].code: not a conflict code"},
-	{NA, "\"code\":\"row_deleted\",\"message\":\"row is deleted\",",
-	 "\"code\":\"row_deleted\",",
-	 "rejected[2]: missing member \"message\""},
-	{NA, "\"message\":\"row is deleted\"", "\"message\":\"\"",
-	 "rejected[2].message: must be a non-empty string"},
-	{NA, "\"server_version\":\"v-11\",", "",
-	 "rejected[0].server_version: required with server_row"},
-	{NA, "\"code\":\"row_deleted\",", "\"code\":\"row_deleted\",\"retryable\":false,",
-	 "rejected[2].retryable: only allowed with code schema_incompatible"},
-	/* rejected_terminal */
-	{NA, "\"code\":\"policy_rejected\"", "\"code\":\"row_not_found\"",
-	 "rejected[3].code: not a terminal code"},
-	{NA, "\"code\":\"policy_rejected\"", "\"code\":\"server_retryable\"",
-	 "rejected[3].code: not a terminal code"},
-	{NA, "\"status\":\"rejected_terminal\",\"table\":\"todo\"",
-	 "\"server_version\":\"v-1\",\"status\":\"rejected_terminal\",\"table\":\"todo\"",
-	 "rejected[3].server_version: not allowed with status rejected_terminal"},
-	{NA, "\"code\":\"policy_rejected\",\"message\":\"write policy denies\"",
-	 "\"code\":\"atomic_batch_rejected\",\"message\":\"atomic batch rejected\"",
-	 "rejected[3].code: atomic_batch_rejected in a non-atomic response"},
-	/* schema_incompatible */
-	{NA, "\"retryable\":false,", "", "rejected[1]: missing member \"retryable\""},
-	{NA, "\"retryable\":false", "\"retryable\":true", "rejected[1].retryable: must be false"},
-	{NA, "\"authored_schema\":" S1, "\"authored_schema\":" S2,
-	 "rejected[1].authored_schema: does not echo the request"},
-	{NA, "\"current_schema\":" S2 ",", "", "rejected[1]: missing member \"current_schema\""},
-	{NA, "[\"gone\",\"zeta\"]", "[\"zeta\",\"gone\"]",
-	 "rejected[1].incompatible_field_ids: must be sorted unique strings"},
-	{NA, "[\"gone\",\"zeta\"]", "[\"gone\",\"gone\"]",
-	 "rejected[1].incompatible_field_ids: must be sorted unique strings"},
-	{NA, "[\"gone\",\"zeta\"]", "[\"gone\",1]",
-	 "rejected[1].incompatible_field_ids: must be sorted unique strings"},
-	/* atomic groups */
-	{AC, "\"accepted\":[]", "\"accepted\":[" E_X1_APPLIED "]",
-	 "rejected[0].mutation_id: appears more than once"},
-	{AC,
-	 "\"accepted\":[],\"batch_id\":\"" ABATCH "\",\"rejected\":[" E_AR(X1, "insert", K6) ",",
-	 "\"accepted\":[" E_X1_APPLIED "],\"batch_id\":\"" ABATCH "\",\"rejected\":[",
-	 "atomic response: accepted must be empty when a mutation did not apply"},
-	{AI, "\"code\":\"atomic_batch_rejected\",\"message\":\"atomic batch rejected\","
-	     "\"mutation_id\":\"" X1 "\"",
-	 "\"code\":\"policy_rejected\",\"message\":\"denied\",\"mutation_id\":\"" X1 "\"",
-	 "atomic response: 2 outcomes carry a code other than atomic_batch_rejected, "
-	 "not exactly one"},
-	{AI, E_X3_INVALID, E_AR(X3, "delete", K8),
-	 "atomic response: 0 outcomes carry a code other than atomic_batch_rejected, "
-	 "not exactly one"},
-	{AC, "\"message\":\"atomic batch rejected\",\"mutation_id\":\"" X3 "\"",
-	 "\"message\":\"rejected\",\"mutation_id\":\"" X3 "\"",
-	 "rejected[2].message: must be \"atomic batch rejected\""},
-	{AC, "\"mutation_id\":\"" X1 "\",\"operation\":\"insert\",\"outcome_schema\":" S2,
-	 "\"mutation_id\":\"" X1 "\",\"operation\":\"insert\",\"outcome_schema\":" S1,
-	 "rejected[0].outcome_schema: must be the request schema in an atomic response"},
-	{AC, "\"mutation_id\":\"" X3 "\",",
-	 "\"mutation_id\":\"" X3 "\",\"server_version\":\"v-9\",",
-	 "rejected[2].server_version: not allowed with status rejected_terminal"},
-	{AO, "," E_X3_APPLIED "],\"batch_id\":\"" ABATCH "\",\"rejected\":[]",
-	 "],\"batch_id\":\"" ABATCH "\",\"rejected\":[" E_X3_INVALID "]",
-	 "atomic response: accepted must be empty when a mutation did not apply"},
+        /* envelope */
+        {NA,
+         "\"server_time\":", "\"extra\":1,\"server_time\":", "response: unknown member \"extra\""},
+        {NA, ",\"server_time\":\"" TIME "\"", "", "response: missing member \"server_time\""},
+        {NA, "\"batch_id\":\"" BATCH "\"", "\"batch_id\":\"" ABATCH "\"",
+         "batch_id: does not echo the request"},
+        {NA, "\"server_time\":\"" TIME "\"", "\"server_time\":\"2026-07-18T10:00:00.123Z\"",
+         "server_time: not a server time"},
+        {NA, "\"rejected\":[" E_R2 "," E_R4 "," E_R5 "," E_R6 "]", "\"rejected\":{}",
+         "rejected: not an array"},
+        {NA, "\"accepted\":[" E_A1, "\"accepted\":[7", "accepted[0]: not an object"},
+        /* partition */
+        {NA, "\"status\":\"applied\",\"table\":\"todo\"}]",
+         "\"status\":\"conflict\","
+         "\"table\":\"todo\"}]",
+         "accepted[1].status: accepted holds only applied"},
+        {NA, "\"server_version\":\"v-14\",\"status\":\"conflict\"",
+         "\"server_version\":\"v-14\",\"status\":\"applied\"",
+         "rejected[2].status: rejected holds only conflict or rejected_terminal"},
+        {NA, "\"status\":\"rejected_terminal\",\"table\":\"todo\"",
+         "\"status\":\"rejected_retryable\",\"table\":\"todo\"",
+         "rejected[3].status: not a status"},
+        {NA, "\"mutation_id\":\"" M6 "\"",
+         "\"mutation_id\":\"06000000-0000-4000-8000-000000000099\"",
+         "rejected[3].mutation_id: not in the request"},
+        {NA, "\"mutation_id\":\"" M3 "\"", "\"mutation_id\":\"" M1 "\"",
+         "accepted[1].mutation_id: appears more than once"},
+        {NA, "," E_R6 "]", "]", "mutations[5] (" M6 "): missing from the response"},
+        {NA, "\"rejected\":[" E_R2 "," E_R4, "\"rejected\":[" E_R4 "," E_R2,
+         "rejected[1].mutation_id: out of request order"},
+        /* echo */
+        {NA, "\"table\":\"note\"", "\"table\":\"notes\"",
+         "rejected[1].table: does not echo the request"},
+        {NA, PK("n", "42"), PK("m", "42"), "rejected[1].pk.field: does not echo the request"},
+        {NA, PK("n", "42"), PK("n", "\"42\""), "rejected[1].pk.value: does not echo the request"},
+        {NA, PK("n", "42"), "\"pk\":{\"field\":\"n\",\"value\":42,\"type\":\"int32\"}",
+         "rejected[1].pk: must be {\"field\", \"value\"}"},
+        {NA, "\"operation\":\"insert\",\"outcome_schema\":" S2 "," PK("id", "\"" K1 "\""),
+         "\"operation\":\"upsert\",\"outcome_schema\":" S2 "," PK("id", "\"" K1 "\""),
+         "accepted[0].operation: does not echo the request"},
+        {NA, "\"operation\":\"delete\",\"outcome_schema\":" S1 ",", "\"operation\":\"delete\",",
+         "rejected[2]: missing member \"outcome_schema\""},
+        {NA, "\"operation\":\"delete\",\"outcome_schema\":" S1,
+         "\"operation\":\"delete\",\"outcome_schema\":{\"hash\":\"" HB "\",\"version\":0}",
+         "rejected[2].outcome_schema: not a valid schema reference"},
+        {NA, "\"message\":\"row is deleted\",", "\"message\":\"row is deleted\",\"note\":1,",
+         "rejected[2]: unknown member \"note\""},
+        /* applied */
+        {NA, "\"server_version\":\"v-12\",", "", "accepted[1]: missing member \"server_version\""},
+        {NA, "\"row_checksum\":\"@A1@\",", "",
+         "accepted[0].row_checksum: required with server_row"},
+        {NA, "\"server_row\":{\"done\":false,\"title\":\"a\"},", "",
+         "accepted[0].server_row: required with row_checksum"},
+        {NA, "\"server_version\":\"v-12\",",
+         "\"code\":\"row_deleted\",\"server_version\":\"v-12\",",
+         "accepted[1].code: not allowed with status applied"},
+        {NA, "\"server_version\":\"v-12\",", "\"message\":\"ok\",\"server_version\":\"v-12\",",
+         "accepted[1].message: not allowed with status applied"},
+        {NA, "\"server_version\":\"v-12\"", "\"server_version\":\"\"",
+         "accepted[1].server_version: not an opaque version"},
+        {NA, "\"row_checksum\":\"@A1@\"", "\"row_checksum\":\"" HB "\"",
+         "accepted[0].row_checksum: does not match server_row"},
+        {NA, "\"server_row\":{\"done\":false,\"title\":\"a\"}",
+         "\"server_row\":{\"done\":true,\"title\":\"a\"}",
+         "accepted[0].row_checksum: does not match server_row"},
+        {NA, "\"row_checksum\":\"@A1@\"",
+         "\"row_checksum\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"",
+         "accepted[0].row_checksum: not a lowercase hex SHA-256"},
+        {NA, "\"server_row\":{\"done\":false,\"title\":\"a\"}", "\"server_row\":[]",
+         "accepted[0].server_row: not an object"},
+        /* conflict */
+        {NA, "\"code\":\"version_conflict\"", "\"code\":\"policy_rejected\"",
+         "rejected[0].code: not a conflict code"},
+        {NA, "\"code\":\"row_deleted\",\"message\":\"row is deleted\",",
+         "\"code\":\"row_deleted\",", "rejected[2]: missing member \"message\""},
+        {NA, "\"message\":\"row is deleted\"", "\"message\":\"\"",
+         "rejected[2].message: must be a non-empty string"},
+        {NA, "\"server_version\":\"v-11\",", "",
+         "rejected[0].server_version: required with server_row"},
+        {NA, "\"code\":\"row_deleted\",", "\"code\":\"row_deleted\",\"retryable\":false,",
+         "rejected[2].retryable: only allowed with code schema_incompatible"},
+        /* rejected_terminal */
+        {NA, "\"code\":\"policy_rejected\"", "\"code\":\"row_not_found\"",
+         "rejected[3].code: not a terminal code"},
+        {NA, "\"code\":\"policy_rejected\"", "\"code\":\"server_retryable\"",
+         "rejected[3].code: not a terminal code"},
+        {NA, "\"status\":\"rejected_terminal\",\"table\":\"todo\"",
+         "\"server_version\":\"v-1\",\"status\":\"rejected_terminal\",\"table\":\"todo\"",
+         "rejected[3].server_version: not allowed with status rejected_terminal"},
+        {NA, "\"code\":\"policy_rejected\",\"message\":\"write policy denies\"",
+         "\"code\":\"atomic_batch_rejected\",\"message\":\"atomic batch rejected\"",
+         "rejected[3].code: atomic_batch_rejected in a non-atomic response"},
+        /* schema_incompatible */
+        {NA, "\"retryable\":false,", "", "rejected[1]: missing member \"retryable\""},
+        {NA, "\"retryable\":false", "\"retryable\":true", "rejected[1].retryable: must be false"},
+        {NA, "\"authored_schema\":" S1, "\"authored_schema\":" S2,
+         "rejected[1].authored_schema: does not echo the request"},
+        {NA, "\"current_schema\":" S2 ",", "", "rejected[1]: missing member \"current_schema\""},
+        {NA, "[\"gone\",\"zeta\"]", "[\"zeta\",\"gone\"]",
+         "rejected[1].incompatible_field_ids: must be sorted unique strings"},
+        {NA, "[\"gone\",\"zeta\"]", "[\"gone\",\"gone\"]",
+         "rejected[1].incompatible_field_ids: must be sorted unique strings"},
+        {NA, "[\"gone\",\"zeta\"]", "[\"gone\",1]",
+         "rejected[1].incompatible_field_ids: must be sorted unique strings"},
+        /* atomic groups */
+        {AC, "\"accepted\":[]", "\"accepted\":[" E_X1_APPLIED "]",
+         "rejected[0].mutation_id: appears more than once"},
+        {AC,
+         "\"accepted\":[],\"batch_id\":\"" ABATCH "\",\"rejected\":[" E_AR(X1, "insert", K6) ",",
+         "\"accepted\":[" E_X1_APPLIED "],\"batch_id\":\"" ABATCH "\",\"rejected\":[",
+         "atomic response: accepted must be empty when a mutation did not apply"},
+        {AI,
+         "\"code\":\"atomic_batch_rejected\",\"message\":\"atomic batch rejected\","
+         "\"mutation_id\":\"" X1 "\"",
+         "\"code\":\"policy_rejected\",\"message\":\"denied\",\"mutation_id\":\"" X1 "\"",
+         "atomic response: 2 outcomes carry a code other than atomic_batch_rejected, "
+         "not exactly one"},
+        {AI, E_X3_INVALID, E_AR(X3, "delete", K8),
+         "atomic response: 0 outcomes carry a code other than atomic_batch_rejected, "
+         "not exactly one"},
+        {AC, "\"message\":\"atomic batch rejected\",\"mutation_id\":\"" X3 "\"",
+         "\"message\":\"rejected\",\"mutation_id\":\"" X3 "\"",
+         "rejected[2].message: must be \"atomic batch rejected\""},
+        {AC, "\"mutation_id\":\"" X1 "\",\"operation\":\"insert\",\"outcome_schema\":" S2,
+         "\"mutation_id\":\"" X1 "\",\"operation\":\"insert\",\"outcome_schema\":" S1,
+         "rejected[0].outcome_schema: must be the request schema in an atomic response"},
+        {AC, "\"mutation_id\":\"" X3 "\",",
+         "\"mutation_id\":\"" X3 "\",\"server_version\":\"v-9\",",
+         "rejected[2].server_version: not allowed with status rejected_terminal"},
+        {AO, "," E_X3_APPLIED "],\"batch_id\":\"" ABATCH "\",\"rejected\":[]",
+         "],\"batch_id\":\"" ABATCH "\",\"rejected\":[" E_X3_INVALID "]",
+         "atomic response: accepted must be empty when a mutation did not apply"},
 };
 
 static void test_validate_negatives(void)
@@ -995,17 +1001,17 @@ static void test_alloc_failures(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"encode each outcome kind", test_encode_kinds},
-		{"encode row checksum", test_encode_checksum},
-		{"outcome check", test_outcome_check},
-		{"response bytes", test_response_bytes},
-		{"atomic failed group", test_atomic_group},
-		{"error bodies", test_error_bodies},
-		{"validator accepts", test_validate_valid},
-		{"validator refuses", test_validate_negatives},
-		{"validator on built values", test_validate_built},
-		{"allocation failures", test_alloc_failures},
-		CU_TEST_INFO_NULL,
+	        {"encode each outcome kind", test_encode_kinds},
+	        {"encode row checksum", test_encode_checksum},
+	        {"outcome check", test_outcome_check},
+	        {"response bytes", test_response_bytes},
+	        {"atomic failed group", test_atomic_group},
+	        {"error bodies", test_error_bodies},
+	        {"validator accepts", test_validate_valid},
+	        {"validator refuses", test_validate_negatives},
+	        {"validator on built values", test_validate_built},
+	        {"allocation failures", test_alloc_failures},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("outcome", tests);
 	return sy_test_run();

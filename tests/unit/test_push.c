@@ -16,8 +16,8 @@
 #include "testutil.h"
 
 #define CLIENT "0b7e7c52-3f4a-4d2e-9a61-5c0f1e2d3b4a"
-#define BATCH "5d1c9f3e-8a7b-4c6d-b2e1-0f9a8b7c6d5e"
-#define H8 "8b1a9953c4611296a827abf8c47804d7e6c49c6b7c6d5f4e3a2b1c0d9e8f7a6b"
+#define BATCH  "5d1c9f3e-8a7b-4c6d-b2e1-0f9a8b7c6d5e"
+#define H8     "8b1a9953c4611296a827abf8c47804d7e6c49c6b7c6d5f4e3a2b1c0d9e8f7a6b"
 #define ENVELOPE                                                                                   \
 	"\"client_id\":\"" CLIENT "\",\"client_generation\":12,\"batch_id\":\"" BATCH "\","        \
 	"\"schema\":{\"version\":8,\"hash\":\"" H8 "\"}"
@@ -143,20 +143,20 @@ static void test_valid_vectors(void)
 static void test_parsed_form(void)
 {
 	static const char body[] =
-	    "{" ENVELOPE ",\"atomic\":true,\"mutations\":["
-	    "{\"mutation_id\":\"11111111-1111-4111-8111-111111111111\",\"table\":\"todo\","
-	    "\"pk\":{\"field\":\"id\",\"value\":\"a0a0a0a0-0000-4000-8000-000000000001\"},"
-	    "\"authored_schema\":{\"version\":7,\"hash\":\"" H8 "\"},\"operation\":\"update\","
-	    "\"base_version\":\"v 1\",\"client_version\":\"" CV "\","
-	    "\"columns\":{\"\\ud83d\\ude00\":1,\"\\ufb33\":2,\"b\":null,\"a\":[1.50]}},"
-	    "{\"mutation_id\":\"22222222-2222-4222-8222-222222222222\",\"table\":\"item\","
-	    "\"pk\":{\"field\":\"id\",\"value\":\"42\"},"
-	    "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},\"operation\":\"delete\","
-	    "\"base_version\":\"x\",\"client_version\":\"" CV "\"},"
-	    "{\"mutation_id\":\"33333333-3333-4333-8333-333333333333\",\"table\":\"item\","
-	    "\"pk\":{\"field\":\"id\",\"value\":42},"
-	    "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},\"operation\":\"insert\","
-	    "\"client_version\":\"" CV "\",\"columns\":{}}]}";
+	        "{" ENVELOPE ",\"atomic\":true,\"mutations\":["
+	        "{\"mutation_id\":\"11111111-1111-4111-8111-111111111111\",\"table\":\"todo\","
+	        "\"pk\":{\"field\":\"id\",\"value\":\"a0a0a0a0-0000-4000-8000-000000000001\"},"
+	        "\"authored_schema\":{\"version\":7,\"hash\":\"" H8 "\"},\"operation\":\"update\","
+	        "\"base_version\":\"v 1\",\"client_version\":\"" CV "\","
+	        "\"columns\":{\"\\ud83d\\ude00\":1,\"\\ufb33\":2,\"b\":null,\"a\":[1.50]}},"
+	        "{\"mutation_id\":\"22222222-2222-4222-8222-222222222222\",\"table\":\"item\","
+	        "\"pk\":{\"field\":\"id\",\"value\":\"42\"},"
+	        "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},\"operation\":\"delete\","
+	        "\"base_version\":\"x\",\"client_version\":\"" CV "\"},"
+	        "{\"mutation_id\":\"33333333-3333-4333-8333-333333333333\",\"table\":\"item\","
+	        "\"pk\":{\"field\":\"id\",\"value\":42},"
+	        "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},\"operation\":\"insert\","
+	        "\"client_version\":\"" CV "\",\"columns\":{}}]}";
 	sy_error err;
 	sy_push_request *req = parse_str(body, &err);
 	if (req == NULL)
@@ -194,11 +194,11 @@ static void test_parsed_form(void)
 	                       "[\"id\",\"a0a0a0a0-0000-4000-8000-000000000001\"]");
 	CU_ASSERT_EQUAL(m->pk_canonical_len, strlen(m->pk_canonical));
 	CU_ASSERT_STRING_EQUAL(
-	    m->normalized,
-	    "[\"mutation-v1\",\"11111111-1111-4111-8111-111111111111\",\"todo\","
-	    "[\"id\",\"a0a0a0a0-0000-4000-8000-000000000001\"],[\"7\",\"" H8 "\"],\"update\","
-	    "[1,\"v 1\"],\"" CV "\",[1,[[\"a\",[1.5]],[\"b\",null],[\"\xef\xac\xb3\",2],"
-	    "[\"\xf0\x9f\x98\x80\",1]]]]");
+	        m->normalized,
+	        "[\"mutation-v1\",\"11111111-1111-4111-8111-111111111111\",\"todo\","
+	        "[\"id\",\"a0a0a0a0-0000-4000-8000-000000000001\"],[\"7\",\"" H8 "\"],\"update\","
+	        "[1,\"v 1\"],\"" CV "\",[1,[[\"a\",[1.5]],[\"b\",null],[\"\xef\xac\xb3\",2],"
+	        "[\"\xf0\x9f\x98\x80\",1]]]]");
 	CU_ASSERT_EQUAL(m->normalized_len, strlen(m->normalized));
 
 	m = &req->mutations[1];
@@ -239,13 +239,13 @@ static void test_op_names(void)
 /* A mutation object with mutation_id number k (a valid UUID) and the given tail members. */
 static void put_mutation(sy_buf *b, unsigned k, const char *table, const char *pk, const char *tail)
 {
-	CU_ASSERT_TRUE(
-	    sy_buf_printf(b,
-	                  "{\"mutation_id\":\"%08x-0000-4000-8000-000000000000\",\"table\":\"%s\","
-	                  "\"pk\":{\"field\":\"id\",\"value\":%s},"
-	                  "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},"
-	                  "\"client_version\":\"" CV "\",%s}",
-	                  k + 1, table, pk, tail));
+	CU_ASSERT_TRUE(sy_buf_printf(
+	        b,
+	        "{\"mutation_id\":\"%08x-0000-4000-8000-000000000000\",\"table\":\"%s\","
+	        "\"pk\":{\"field\":\"id\",\"value\":%s},"
+	        "\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},"
+	        "\"client_version\":\"" CV "\",%s}",
+	        k + 1, table, pk, tail));
 }
 
 /* A request of n inserts into distinct rows, plus extra members before the array. */
@@ -464,15 +464,15 @@ static void test_canonical_boundary(void)
 	for (size_t extra = 0; extra <= 1; extra++) {
 		sy_buf b = SY_BUF_INIT;
 		size_t per_mutation = base - strlen("{" ENVELOPE ",\"mutations\":[]}");
-		size_t total =
-		    strlen("{" ENVELOPE ",\"mutations\":[]}") + count * per_mutation + (count - 1);
+		size_t total = strlen("{" ENVELOPE ",\"mutations\":[]}") + count * per_mutation +
+		               (count - 1);
 		size_t fill = SY_PUSH_MAX_BODY + extra - total;
 		CU_ASSERT_TRUE(sy_buf_puts(&b, "{" ENVELOPE ",\"mutations\":["));
 		for (unsigned i = 0; i < count; i++) {
 			size_t f = fill / count + (i < fill % count ? 1 : 0);
 			sy_buf tail = SY_BUF_INIT;
-			CU_ASSERT_TRUE(
-			    sy_buf_puts(&tail, "\"operation\":\"insert\",\"columns\":{\"t\":\""));
+			CU_ASSERT_TRUE(sy_buf_puts(
+			        &tail, "\"operation\":\"insert\",\"columns\":{\"t\":\""));
 			CU_ASSERT_TRUE(sy_buf_reserve(&tail, f));
 			memset(tail.data + tail.len, 'a', f);
 			tail.len += f;
@@ -534,11 +534,11 @@ static void schema_case(const sy_manifest *cur, const char *table, const char *p
 	             "\"operation\":\"insert\",\"columns\":{}");
 	CU_ASSERT_TRUE(sy_buf_putc(&b, ','));
 	CU_ASSERT_TRUE(sy_buf_printf(
-	    &b,
-	    "{\"mutation_id\":\"99999999-0000-4000-8000-000000000000\",\"table\":\"%s\","
-	    "\"pk\":%s,\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},"
-	    "\"client_version\":\"" CV "\",\"operation\":\"delete\",\"base_version\":\"v\"}]}",
-	    table, pk));
+	        &b,
+	        "{\"mutation_id\":\"99999999-0000-4000-8000-000000000000\",\"table\":\"%s\","
+	        "\"pk\":%s,\"authored_schema\":{\"version\":8,\"hash\":\"" H8 "\"},"
+	        "\"client_version\":\"" CV "\",\"operation\":\"delete\",\"base_version\":\"v\"}]}",
+	        table, pk));
 	sy_push_request *req = parse_str(b.data, &err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(req);
 	sy_error_clear(&err);
@@ -556,7 +556,7 @@ static void schema_case(const sy_manifest *cur, const char *table, const char *p
 		/* the reason is the types module's wording; the path and the verdict are ours */
 		if (strcmp(message, "pk.value") == 0) {
 			CU_ASSERT_FALSE(
-			    sy_wire_valid(t->pk.type, req->mutations[1].pk_value, &why));
+			        sy_wire_valid(t->pk.type, req->mutations[1].pk_value, &why));
 			CU_ASSERT_PTR_NOT_NULL_FATAL(why);
 			snprintf(expect, sizeof expect, "mutations[1].pk.value: %s", why);
 			message = expect;
@@ -666,20 +666,20 @@ static void test_allocation_failures(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-	    {"invalid vectors: exact 400 messages", test_invalid_vectors},
-	    {"valid vectors parse", test_valid_vectors},
-	    {"parsed and normalized form", test_parsed_form},
-	    {"operation names", test_op_names},
-	    {"1..1000 mutations", test_mutation_count_limits},
-	    {"duplicate mutation ids", test_duplicate_ids},
-	    {"atomic repeated rows", test_repeated_rows},
-	    {"256 columns", test_column_limit},
-	    {"normalized mutation limit", test_normalized_limit},
-	    {"raw and canonical body limits", test_body_limits},
-	    {"canonical limit boundary", test_canonical_boundary},
-	    {"pk against the current schema", test_check_schema},
-	    {"each allocation fails in turn", test_allocation_failures},
-	    {NULL, NULL},
+	        {"invalid vectors: exact 400 messages", test_invalid_vectors},
+	        {"valid vectors parse", test_valid_vectors},
+	        {"parsed and normalized form", test_parsed_form},
+	        {"operation names", test_op_names},
+	        {"1..1000 mutations", test_mutation_count_limits},
+	        {"duplicate mutation ids", test_duplicate_ids},
+	        {"atomic repeated rows", test_repeated_rows},
+	        {"256 columns", test_column_limit},
+	        {"normalized mutation limit", test_normalized_limit},
+	        {"raw and canonical body limits", test_body_limits},
+	        {"canonical limit boundary", test_canonical_boundary},
+	        {"pk against the current schema", test_check_schema},
+	        {"each allocation fails in turn", test_allocation_failures},
+	        {NULL, NULL},
 	};
 	sy_test_add_suite("push", tests);
 	return sy_test_run();

@@ -24,8 +24,8 @@ static bool check_str(bool (*fn)(const char *, size_t), const str_case *c)
 	return got == c->ok;
 }
 
-#define CHECK_TABLE(fn, rows)                                        \
-	for (size_t i_ = 0; i_ < sizeof(rows) / sizeof(rows)[0]; i_++) \
+#define CHECK_TABLE(fn, rows)                                                                      \
+	for (size_t i_ = 0; i_ < sizeof(rows) / sizeof(rows)[0]; i_++)                             \
 	CU_ASSERT(check_str(fn, &(rows)[i_]))
 
 /* Parses one JSON text; the caller frees the document. */
@@ -42,33 +42,33 @@ static sy_json_doc *parse(const char *text)
 static void test_uuid(void)
 {
 	static const str_case identity[] = {
-		{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", true},
-		{"018f6f1e-7c2a-7b3d-8e4f-0123456789ab", true}, /* v7 */
-		{"00000000-0000-0000-0000-000000000001", true},
-		{"ffffffff-ffff-ffff-ffff-ffffffffffff", true},
-		{"12345678-1234-1234-1234-123456789abc", true}, /* any version/variant */
-		{"00000000-0000-0000-0000-000000000000", false}, /* nil */
-		{"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", false},
-		{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380A11", false},
-		{"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", false},
-		{"a0eebc999c0b4ef8bb6d6bb9bd380a11", false},
-		{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", false},
-		{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", false},
-		{"a0eebc99-9c0b4-ef8-bb6d-6bb9bd380a11", false},
-		{"a0eebc99_9c0b_4ef8_bb6d_6bb9bd380a11", false},
-		{"g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", false},
-		{"urn:uuid:a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", false},
-		{" a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", false},
-		{"", false},
+	        {"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", true},
+	        {"018f6f1e-7c2a-7b3d-8e4f-0123456789ab", true}, /* v7 */
+	        {"00000000-0000-0000-0000-000000000001", true},
+	        {"ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+	        {"12345678-1234-1234-1234-123456789abc", true},  /* any version/variant */
+	        {"00000000-0000-0000-0000-000000000000", false}, /* nil */
+	        {"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", false},
+	        {"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380A11", false},
+	        {"{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", false},
+	        {"a0eebc999c0b4ef8bb6d6bb9bd380a11", false},
+	        {"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", false},
+	        {"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", false},
+	        {"a0eebc99-9c0b4-ef8-bb6d-6bb9bd380a11", false},
+	        {"a0eebc99_9c0b_4ef8_bb6d_6bb9bd380a11", false},
+	        {"g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", false},
+	        {"urn:uuid:a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", false},
+	        {" a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_uuid_valid, identity);
 
 	static const str_case text[] = {
-		{"00000000-0000-0000-0000-000000000000", true}, /* nil is data */
-		{"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", true},
-		{"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", false},
-		{"a0eebc999c0b4ef8bb6d6bb9bd380a11", false},
-		{"", false},
+	        {"00000000-0000-0000-0000-000000000000", true}, /* nil is data */
+	        {"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", true},
+	        {"A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", false},
+	        {"a0eebc999c0b4ef8bb6d6bb9bd380a11", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_uuid_text_valid, text);
 	/* Length is explicit: an embedded NUL is a byte like any other. */
@@ -79,13 +79,13 @@ static void test_uuid(void)
 static void test_hash_hex(void)
 {
 	static const str_case rows[] = {
-		{HASH_A, true},
-		{"0000000000000000000000000000000000000000000000000000000000000000", true},
-		{"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", false},
-		{"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde", false},
-		{"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", false},
-		{"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg", false},
-		{"", false},
+	        {HASH_A, true},
+	        {"0000000000000000000000000000000000000000000000000000000000000000", true},
+	        {"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", false},
+	        {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde", false},
+	        {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", false},
+	        {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_hash_hex_valid, rows);
 }
@@ -97,27 +97,27 @@ static void test_generation(void)
 		bool ok;
 		uint64_t value;
 	} rows[] = {
-		{"1", true, 1},
-		{"42", true, 42},
-		{"9007199254740991", true, 9007199254740991ULL},
-		{"9007199254740992", false, 0}, /* 2^53 */
-		{"9007199254740993", false, 0}, /* rounds to 2^53 as a double */
-		{"18446744073709551615", false, 0},
-		{"18446744073709551616", false, 0},
-		{"99999999999999999999999999", false, 0},
-		{"0", false, 0},
-		{"-0", false, 0},
-		{"-1", false, 0},
-		{"1.0", false, 0},
-		{"1.5", false, 0},
-		{"1e3", false, 0},
-		{"1E3", false, 0},
-		{"10e0", false, 0},
-		{"\"1\"", false, 0},
-		{"true", false, 0},
-		{"null", false, 0},
-		{"[1]", false, 0},
-		{"{}", false, 0},
+	        {"1", true, 1},
+	        {"42", true, 42},
+	        {"9007199254740991", true, 9007199254740991ULL},
+	        {"9007199254740992", false, 0}, /* 2^53 */
+	        {"9007199254740993", false, 0}, /* rounds to 2^53 as a double */
+	        {"18446744073709551615", false, 0},
+	        {"18446744073709551616", false, 0},
+	        {"99999999999999999999999999", false, 0},
+	        {"0", false, 0},
+	        {"-0", false, 0},
+	        {"-1", false, 0},
+	        {"1.0", false, 0},
+	        {"1.5", false, 0},
+	        {"1e3", false, 0},
+	        {"1E3", false, 0},
+	        {"10e0", false, 0},
+	        {"\"1\"", false, 0},
+	        {"true", false, 0},
+	        {"null", false, 0},
+	        {"[1]", false, 0},
+	        {"{}", false, 0},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		sy_json_doc *doc = parse(rows[i].json);
@@ -140,14 +140,14 @@ static void test_generation(void)
 		uint64_t max;
 		bool ok;
 	} bounded[] = {
-		{"1000", 1000, true},
-		{"1001", 1000, false},
-		{"5", 5, true},
-		{"9", 5, false},
-		{"10", 5, false},
-		{"1", 1, true},
-		{"18446744073709551615", UINT64_MAX, true},
-		{"18446744073709551616", UINT64_MAX, false},
+	        {"1000", 1000, true},
+	        {"1001", 1000, false},
+	        {"5", 5, true},
+	        {"9", 5, false},
+	        {"10", 5, false},
+	        {"1", 1, true},
+	        {"18446744073709551615", UINT64_MAX, true},
+	        {"18446744073709551616", UINT64_MAX, false},
 	};
 	for (size_t i = 0; i < sizeof bounded / sizeof bounded[0]; i++) {
 		sy_json_doc *doc = parse(bounded[i].json);
@@ -165,32 +165,32 @@ static void test_schema_ref(void)
 		bool ok;
 		uint64_t version;
 	} rows[] = {
-		{"{\"version\":1,\"hash\":\"" HASH_A "\"}", true, 1},
-		{"{\"hash\":\"" HASH_A "\",\"version\":7}", true, 7},
-		{"{ \"version\" : 9007199254740991 , \"hash\" : \"" HASH_A "\" }", true,
-		 9007199254740991ULL},
-		{"{\"version\":9007199254740992,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":0,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":-1,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":1.0,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":1e0,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":\"1\",\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":null,\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":1,\"hash\":\"0123456789ABCDEF0123456789abcdef"
-		 "0123456789abcdef0123456789abcdef\"}",
-		 false, 0},
-		{"{\"version\":1,\"hash\":\"0123\"}", false, 0},
-		{"{\"version\":1,\"hash\":null}", false, 0},
-		{"{\"version\":1,\"hash\":1}", false, 0},
-		{"{\"version\":1}", false, 0},
-		{"{\"hash\":\"" HASH_A "\"}", false, 0},
-		{"{}", false, 0},
-		{"{\"version\":1,\"hash\":\"" HASH_A "\",\"x\":1}", false, 0},
-		{"{\"version\":1,\"Hash\":\"" HASH_A "\"}", false, 0},
-		{"{\"version\":1,\"hash\\u0000\":\"" HASH_A "\"}", false, 0},
-		{"[1,\"" HASH_A "\"]", false, 0},
-		{"null", false, 0},
-		{"\"x\"", false, 0},
+	        {"{\"version\":1,\"hash\":\"" HASH_A "\"}", true, 1},
+	        {"{\"hash\":\"" HASH_A "\",\"version\":7}", true, 7},
+	        {"{ \"version\" : 9007199254740991 , \"hash\" : \"" HASH_A "\" }", true,
+	         9007199254740991ULL},
+	        {"{\"version\":9007199254740992,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":0,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":-1,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":1.0,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":1e0,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":\"1\",\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":null,\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":1,\"hash\":\"0123456789ABCDEF0123456789abcdef"
+	         "0123456789abcdef0123456789abcdef\"}",
+	         false, 0},
+	        {"{\"version\":1,\"hash\":\"0123\"}", false, 0},
+	        {"{\"version\":1,\"hash\":null}", false, 0},
+	        {"{\"version\":1,\"hash\":1}", false, 0},
+	        {"{\"version\":1}", false, 0},
+	        {"{\"hash\":\"" HASH_A "\"}", false, 0},
+	        {"{}", false, 0},
+	        {"{\"version\":1,\"hash\":\"" HASH_A "\",\"x\":1}", false, 0},
+	        {"{\"version\":1,\"Hash\":\"" HASH_A "\"}", false, 0},
+	        {"{\"version\":1,\"hash\\u0000\":\"" HASH_A "\"}", false, 0},
+	        {"[1,\"" HASH_A "\"]", false, 0},
+	        {"null", false, 0},
+	        {"\"x\"", false, 0},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		sy_json_doc *doc = parse(rows[i].json);
@@ -238,49 +238,49 @@ static void test_schema_ref_built(void)
 static void test_client_version(void)
 {
 	static const str_case rows[] = {
-		{"2026-01-02T03:04:05Z", true},
-		{"2026-01-02T03:04:05.1Z", true},
-		{"2026-01-02T03:04:05.123Z", true},
-		{"2026-01-02T03:04:05.123456Z", true},
-		{"2026-01-02T03:04:05.123456789Z", true},
-		{"2026-01-02T03:04:05.1234567890Z", false}, /* 10 digits */
-		{"2026-01-02T03:04:05.Z", false},
-		{"2026-01-02T03:04:05.12aZ", false},
-		{"2026-01-02T03:04:05", false},
-		{"2026-01-02T03:04:05z", false},
-		{"2026-01-02t03:04:05Z", false},
-		{"2026-01-02 03:04:05Z", false},
-		{"2026-01-02T03:04:05+00:00", false},
-		{"2026-01-02T03:04:05.000+00:00", false},
-		{"2026-01-02T03:04Z", false},
-		{"2026-01-02", false},
-		{"2026-1-02T03:04:05Z", false},
-		{"26-01-02T03:04:05Z", false},
-		{"+2026-01-02T03:04:05Z", false},
-		{"2026-01-02T03:04:05.5ZZ", false},
-		{" 2026-01-02T03:04:05Z", false},
-		{"2026-01-02T03:04:05Z ", false},
-		{"0001-01-01T00:00:00Z", true},
-		{"9999-12-31T23:59:59.999999999Z", true},
-		{"0000-01-01T00:00:00Z", false},
-		{"2000-02-29T00:00:00Z", true},
-		{"2024-02-29T00:00:00Z", true},
-		{"1900-02-29T00:00:00Z", false},
-		{"2023-02-29T00:00:00Z", false},
-		{"2026-02-30T00:00:00Z", false},
-		{"2026-04-30T00:00:00Z", true},
-		{"2026-04-31T00:00:00Z", false},
-		{"2026-12-31T00:00:00Z", true},
-		{"2026-13-01T00:00:00Z", false},
-		{"2026-00-01T00:00:00Z", false},
-		{"2026-01-00T00:00:00Z", false},
-		{"2026-01-32T00:00:00Z", false},
-		{"2026-01-02T23:59:59Z", true},
-		{"2026-01-02T24:00:00Z", false},
-		{"2026-01-02T23:60:00Z", false},
-		{"2026-12-31T23:59:60Z", false}, /* leap second: see scalar.h */
-		{"2026-01-02T-1:04:05Z", false},
-		{"", false},
+	        {"2026-01-02T03:04:05Z", true},
+	        {"2026-01-02T03:04:05.1Z", true},
+	        {"2026-01-02T03:04:05.123Z", true},
+	        {"2026-01-02T03:04:05.123456Z", true},
+	        {"2026-01-02T03:04:05.123456789Z", true},
+	        {"2026-01-02T03:04:05.1234567890Z", false}, /* 10 digits */
+	        {"2026-01-02T03:04:05.Z", false},
+	        {"2026-01-02T03:04:05.12aZ", false},
+	        {"2026-01-02T03:04:05", false},
+	        {"2026-01-02T03:04:05z", false},
+	        {"2026-01-02t03:04:05Z", false},
+	        {"2026-01-02 03:04:05Z", false},
+	        {"2026-01-02T03:04:05+00:00", false},
+	        {"2026-01-02T03:04:05.000+00:00", false},
+	        {"2026-01-02T03:04Z", false},
+	        {"2026-01-02", false},
+	        {"2026-1-02T03:04:05Z", false},
+	        {"26-01-02T03:04:05Z", false},
+	        {"+2026-01-02T03:04:05Z", false},
+	        {"2026-01-02T03:04:05.5ZZ", false},
+	        {" 2026-01-02T03:04:05Z", false},
+	        {"2026-01-02T03:04:05Z ", false},
+	        {"0001-01-01T00:00:00Z", true},
+	        {"9999-12-31T23:59:59.999999999Z", true},
+	        {"0000-01-01T00:00:00Z", false},
+	        {"2000-02-29T00:00:00Z", true},
+	        {"2024-02-29T00:00:00Z", true},
+	        {"1900-02-29T00:00:00Z", false},
+	        {"2023-02-29T00:00:00Z", false},
+	        {"2026-02-30T00:00:00Z", false},
+	        {"2026-04-30T00:00:00Z", true},
+	        {"2026-04-31T00:00:00Z", false},
+	        {"2026-12-31T00:00:00Z", true},
+	        {"2026-13-01T00:00:00Z", false},
+	        {"2026-00-01T00:00:00Z", false},
+	        {"2026-01-00T00:00:00Z", false},
+	        {"2026-01-32T00:00:00Z", false},
+	        {"2026-01-02T23:59:59Z", true},
+	        {"2026-01-02T24:00:00Z", false},
+	        {"2026-01-02T23:60:00Z", false},
+	        {"2026-12-31T23:59:60Z", false}, /* leap second: see scalar.h */
+	        {"2026-01-02T-1:04:05Z", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_client_version_valid, rows);
 }
@@ -288,15 +288,9 @@ static void test_client_version(void)
 static void test_opaque_version(void)
 {
 	static const str_case rows[] = {
-		{"v", true},
-		{"AbC-123_~!", true},
-		{"a b", true},
-		{" ", true},
-		{"", false},
-		{"a\tb", false},
-		{"a\nb", false},
-		{"a\x7f", false},
-		{"caf\xc3\xa9", false},
+	        {"v", true},     {"AbC-123_~!", true}, {"a b", true},
+	        {" ", true},     {"", false},          {"a\tb", false},
+	        {"a\nb", false}, {"a\x7f", false},     {"caf\xc3\xa9", false},
 	};
 	CHECK_TABLE(sy_opaque_version_valid, rows);
 
@@ -319,21 +313,21 @@ static void test_server_time_format(void)
 		int64_t usec;
 		const char *text;
 	} rows[] = {
-		{0, "1970-01-01T00:00:00.000000Z"},
-		{1, "1970-01-01T00:00:00.000001Z"},
-		{-1, "1969-12-31T23:59:59.999999Z"},
-		{951827696789012LL, "2000-02-29T12:34:56.789012Z"},
-		{-2203891200000000LL, "1900-03-01T00:00:00.000000Z"},
-		{-11670994676999996LL, "1600-02-29T01:02:03.000004Z"},
-		{1795986819330000LL, "2026-11-29T21:13:39.330000Z"},
-		{2147483648000000LL, "2038-01-19T03:14:08.000000Z"},
-		{SY_SERVER_TIME_MIN_USEC, "0001-01-01T00:00:00.000000Z"},
-		{SY_SERVER_TIME_MAX_USEC, "9999-12-31T23:59:59.999999Z"},
-		/* Outside the four-digit years: clamped. */
-		{SY_SERVER_TIME_MIN_USEC - 1, "0001-01-01T00:00:00.000000Z"},
-		{SY_SERVER_TIME_MAX_USEC + 1, "9999-12-31T23:59:59.999999Z"},
-		{INT64_MIN, "0001-01-01T00:00:00.000000Z"},
-		{INT64_MAX, "9999-12-31T23:59:59.999999Z"},
+	        {0, "1970-01-01T00:00:00.000000Z"},
+	        {1, "1970-01-01T00:00:00.000001Z"},
+	        {-1, "1969-12-31T23:59:59.999999Z"},
+	        {951827696789012LL, "2000-02-29T12:34:56.789012Z"},
+	        {-2203891200000000LL, "1900-03-01T00:00:00.000000Z"},
+	        {-11670994676999996LL, "1600-02-29T01:02:03.000004Z"},
+	        {1795986819330000LL, "2026-11-29T21:13:39.330000Z"},
+	        {2147483648000000LL, "2038-01-19T03:14:08.000000Z"},
+	        {SY_SERVER_TIME_MIN_USEC, "0001-01-01T00:00:00.000000Z"},
+	        {SY_SERVER_TIME_MAX_USEC, "9999-12-31T23:59:59.999999Z"},
+	        /* Outside the four-digit years: clamped. */
+	        {SY_SERVER_TIME_MIN_USEC - 1, "0001-01-01T00:00:00.000000Z"},
+	        {SY_SERVER_TIME_MAX_USEC + 1, "9999-12-31T23:59:59.999999Z"},
+	        {INT64_MIN, "0001-01-01T00:00:00.000000Z"},
+	        {INT64_MAX, "9999-12-31T23:59:59.999999Z"},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char out[SY_SERVER_TIME_LEN + 1];
@@ -376,27 +370,27 @@ static void test_civil_days_exhaustive(void)
 static void test_server_time_valid(void)
 {
 	static const str_case rows[] = {
-		{"2026-01-02T03:04:05.123456Z", true},
-		{"2026-01-02T03:04:05.000000Z", true},
-		{"2000-02-29T00:00:00.000000Z", true},
-		{"2024-02-29T00:00:00.000000Z", true},
-		{"1900-02-29T00:00:00.000000Z", false},
-		{"0001-01-01T00:00:00.000000Z", true},
-		{"9999-12-31T23:59:59.999999Z", true},
-		{"0000-12-31T23:59:59.999999Z", false},
-		{"2026-01-02T03:04:05Z", false},
-		{"2026-01-02T03:04:05.123Z", false},
-		{"2026-01-02T03:04:05.1234567Z", false},
-		{"2026-01-02T03:04:05.123456", false},
-		{"2026-01-02T03:04:05.123456z", false},
-		{"2026-01-02T03:04:05,123456Z", false},
-		{"2026-01-02 03:04:05.123456Z", false},
-		{"2026-01-02T03:04:05.12345aZ", false},
-		{"2026-01-02T24:00:00.000000Z", false},
-		{"2026-01-02T23:59:60.000000Z", false},
-		{"2026-06-31T00:00:00.000000Z", false},
-		{"2026-01-02T03:04:05.123456+00", false},
-		{"", false},
+	        {"2026-01-02T03:04:05.123456Z", true},
+	        {"2026-01-02T03:04:05.000000Z", true},
+	        {"2000-02-29T00:00:00.000000Z", true},
+	        {"2024-02-29T00:00:00.000000Z", true},
+	        {"1900-02-29T00:00:00.000000Z", false},
+	        {"0001-01-01T00:00:00.000000Z", true},
+	        {"9999-12-31T23:59:59.999999Z", true},
+	        {"0000-12-31T23:59:59.999999Z", false},
+	        {"2026-01-02T03:04:05Z", false},
+	        {"2026-01-02T03:04:05.123Z", false},
+	        {"2026-01-02T03:04:05.1234567Z", false},
+	        {"2026-01-02T03:04:05.123456", false},
+	        {"2026-01-02T03:04:05.123456z", false},
+	        {"2026-01-02T03:04:05,123456Z", false},
+	        {"2026-01-02 03:04:05.123456Z", false},
+	        {"2026-01-02T03:04:05.12345aZ", false},
+	        {"2026-01-02T24:00:00.000000Z", false},
+	        {"2026-01-02T23:59:60.000000Z", false},
+	        {"2026-06-31T00:00:00.000000Z", false},
+	        {"2026-01-02T03:04:05.123456+00", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_server_time_valid, rows);
 	int64_t usec = 42;
@@ -407,13 +401,27 @@ static void test_server_time_valid(void)
 static void test_date(void)
 {
 	static const str_case rows[] = {
-		{"2026-01-02", true},     {"0001-01-01", true},  {"9999-12-31", true},
-		{"2000-02-29", true},     {"2024-02-29", true},  {"1900-02-29", false},
-		{"2023-02-29", false},    {"2100-02-29", false}, {"2400-02-29", true},
-		{"2026-04-31", false},    {"2026-13-01", false}, {"2026-00-10", false},
-		{"2026-01-00", false},    {"2026-01-32", false}, {"0000-01-01", false},
-		{"2026-1-02", false},     {"20260102", false},   {"2026/01/02", false},
-		{"2026-01-02T00:00:00Z", false}, {"10000-01-01", false}, {"", false},
+	        {"2026-01-02", true},
+	        {"0001-01-01", true},
+	        {"9999-12-31", true},
+	        {"2000-02-29", true},
+	        {"2024-02-29", true},
+	        {"1900-02-29", false},
+	        {"2023-02-29", false},
+	        {"2100-02-29", false},
+	        {"2400-02-29", true},
+	        {"2026-04-31", false},
+	        {"2026-13-01", false},
+	        {"2026-00-10", false},
+	        {"2026-01-00", false},
+	        {"2026-01-32", false},
+	        {"0000-01-01", false},
+	        {"2026-1-02", false},
+	        {"20260102", false},
+	        {"2026/01/02", false},
+	        {"2026-01-02T00:00:00Z", false},
+	        {"10000-01-01", false},
+	        {"", false},
 	};
 	CHECK_TABLE(sy_date_valid, rows);
 }
@@ -421,18 +429,18 @@ static void test_date(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-		{"uuid", test_uuid},
-		{"hash hex", test_hash_hex},
-		{"client generation and positive integers", test_generation},
-		{"schema reference", test_schema_ref},
-		{"schema reference built by hand", test_schema_ref_built},
-		{"client_version", test_client_version},
-		{"opaque version", test_opaque_version},
-		{"server_time format", test_server_time_format},
-		{"civil days, every day of 0001..9999", test_civil_days_exhaustive},
-		{"server_time validity", test_server_time_valid},
-		{"date", test_date},
-		CU_TEST_INFO_NULL,
+	        {"uuid", test_uuid},
+	        {"hash hex", test_hash_hex},
+	        {"client generation and positive integers", test_generation},
+	        {"schema reference", test_schema_ref},
+	        {"schema reference built by hand", test_schema_ref_built},
+	        {"client_version", test_client_version},
+	        {"opaque version", test_opaque_version},
+	        {"server_time format", test_server_time_format},
+	        {"civil days, every day of 0001..9999", test_civil_days_exhaustive},
+	        {"server_time validity", test_server_time_valid},
+	        {"date", test_date},
+	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("scalar", tests);
 	return sy_test_run();

@@ -48,8 +48,9 @@ static bool build_request(sy_buf *b, size_t mutations, size_t label_len)
 	fake_uuid(1, id);
 	sy_buf_printf(b, "{\"client_id\":\"%s\",\"client_generation\":7,", id);
 	fake_uuid(2, id);
-	sy_buf_printf(b, "\"batch_id\":\"%s\",\"schema\":{\"version\":3,\"hash\":\"%s\"},\"mutations\":[",
-	              id, hash);
+	sy_buf_printf(
+	        b, "\"batch_id\":\"%s\",\"schema\":{\"version\":3,\"hash\":\"%s\"},\"mutations\":[",
+	        id, hash);
 	char *label = malloc(label_len + 1);
 	if (label == NULL)
 		return false;
@@ -58,15 +59,17 @@ static bool build_request(sy_buf *b, size_t mutations, size_t label_len)
 	label[label_len] = '\0';
 	for (size_t i = 0; i < mutations; i++) {
 		fake_uuid(100 + i, id);
-		sy_buf_printf(b,
-		              "%s{\"mutation_id\":\"%s\",\"table\":\"item\",\"pk\":{\"field\":\"id\","
-		              "\"value\":\"%zu\"},\"authored_schema\":{\"version\":3,\"hash\":\"%s\"},"
-		              "\"operation\":\"insert\",\"client_version\":\"2026-11-29T10:11:12.123Z\","
-		              "\"columns\":{\"label\":\"%s %zu\",\"qty\":%zu,\"price\":\"%zu.25\","
-		              "\"weight\":%zu.5,\"due\":\"2026-12-01\",\"seen_at\":"
-		              "\"2026-11-29T10:11:12.123456Z\",\"tags\":\"{\\\"a\\\":[1,2,3],\\\"b\\\":"
-		              "\\\"x\\\"}\",\"blob\":\"AAECAwQFBgcICQ==\",\"ref\":\"%s\",\"ünïcødé\":null}}",
-		              i ? "," : "", id, i + 1, hash, label, i, i % 1000, i, i, id);
+		sy_buf_printf(
+		        b,
+		        "%s{\"mutation_id\":\"%s\",\"table\":\"item\",\"pk\":{\"field\":\"id\","
+		        "\"value\":\"%zu\"},\"authored_schema\":{\"version\":3,\"hash\":\"%s\"},"
+		        "\"operation\":\"insert\",\"client_version\":\"2026-11-29T10:11:12.123Z\","
+		        "\"columns\":{\"label\":\"%s %zu\",\"qty\":%zu,\"price\":\"%zu.25\","
+		        "\"weight\":%zu.5,\"due\":\"2026-12-01\",\"seen_at\":"
+		        "\"2026-11-29T10:11:12.123456Z\",\"tags\":\"{\\\"a\\\":[1,2,3],\\\"b\\\":"
+		        "\\\"x\\\"}\",\"blob\":\"AAECAwQFBgcICQ==\",\"ref\":\"%s\",\"ünïcødé\":"
+		        "null}}",
+		        i ? "," : "", id, i + 1, hash, label, i, i % 1000, i, i, id);
 	}
 	sy_buf_puts(b, "]}");
 	free(label);
@@ -90,7 +93,8 @@ int main(int argc, char **argv)
 		double t0 = now();
 		sy_push_request *r = sy_push_parse(req.data, req.len, &err);
 		if (r == NULL) {
-			fprintf(stderr, "bench_core: request of %zu octets refused: %s\n", req.len, err.message);
+			fprintf(stderr, "bench_core: request of %zu octets refused: %s\n", req.len,
+			        err.message);
 			return 1;
 		}
 		if (!sy_fp_push(r, "alice", 5, &batch, muts, &err)) {

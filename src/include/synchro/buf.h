@@ -6,13 +6,16 @@
 #include "synchro/common.h"
 
 typedef struct {
-	char *data;  /* always NUL-terminated when non-NULL */
+	char *data; /* always NUL-terminated when non-NULL */
 	size_t len;
 	size_t cap;
 	bool failed; /* sticky: an append ran out of memory */
 } sy_buf;
 
-#define SY_BUF_INIT {NULL, 0, 0, false}
+#define SY_BUF_INIT                                                                                \
+	{                                                                                          \
+		NULL, 0, 0, false                                                                  \
+	}
 
 void sy_buf_init(sy_buf *b);
 /* Frees the storage; accepts a zeroed buffer. */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
-#define SY_MUST_CHECK __attribute__((warn_unused_result))
+#define SY_MUST_CHECK   __attribute__((warn_unused_result))
 #define SY_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define SY_MUST_CHECK
@@ -22,21 +22,21 @@
  */
 typedef enum {
 	SY_ERR_NONE = 0,
-	SY_ERR_INVALID_REQUEST,        /* 400 */
-	SY_ERR_AUTH_REQUIRED,          /* 401 */
-	SY_ERR_IDEMPOTENCY_CONFLICT,   /* 409 */
-	SY_ERR_CLIENT_RETIRED,         /* 409 */
+	SY_ERR_INVALID_REQUEST,           /* 400 */
+	SY_ERR_AUTH_REQUIRED,             /* 401 */
+	SY_ERR_IDEMPOTENCY_CONFLICT,      /* 409 */
+	SY_ERR_CLIENT_RETIRED,            /* 409 */
 	SY_ERR_CLIENT_GENERATION_EXPIRED, /* 409 */
-	SY_ERR_REBUILD_REQUIRED,       /* 409 */
-	SY_ERR_CURSOR_EXPIRED,         /* 409 */
-	SY_ERR_REBUILD_INVALIDATED,    /* 409 */
-	SY_ERR_SCHEMA_MISMATCH,        /* 422 */
-	SY_ERR_UPGRADE_REQUIRED,       /* 426 */
-	SY_ERR_RETRY_LATER,            /* 429 */
-	SY_ERR_TEMPORARY_UNAVAILABLE,  /* 503 */
-	SY_ERR_NOT_FOUND,              /* 404, unknown route */
-	SY_ERR_METHOD_NOT_ALLOWED,     /* 405 */
-	SY_ERR_NOMEM,                  /* internal: allocation failed -> 503 */
+	SY_ERR_REBUILD_REQUIRED,          /* 409 */
+	SY_ERR_CURSOR_EXPIRED,            /* 409 */
+	SY_ERR_REBUILD_INVALIDATED,       /* 409 */
+	SY_ERR_SCHEMA_MISMATCH,           /* 422 */
+	SY_ERR_UPGRADE_REQUIRED,          /* 426 */
+	SY_ERR_RETRY_LATER,               /* 429 */
+	SY_ERR_TEMPORARY_UNAVAILABLE,     /* 503 */
+	SY_ERR_NOT_FOUND,                 /* 404, unknown route */
+	SY_ERR_METHOD_NOT_ALLOWED,        /* 405 */
+	SY_ERR_NOMEM,                     /* internal: allocation failed -> 503 */
 	SY_ERR__COUNT
 } sy_errcode;
 

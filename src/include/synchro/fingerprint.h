@@ -9,14 +9,14 @@
 #include "synchro/buf.h"
 #include "synchro/push.h"
 
-#define SY_FP_ALGORITHM "sha256"
-#define SY_FP_VERSION 1
-#define SY_FP_BATCH_DOMAIN "synchro:v3:push-batch-fingerprint:v1"
+#define SY_FP_ALGORITHM       "sha256"
+#define SY_FP_VERSION         1
+#define SY_FP_BATCH_DOMAIN    "synchro:v3:push-batch-fingerprint:v1"
 #define SY_FP_MUTATION_DOMAIN "synchro:v3:push-mutation-fingerprint:v1"
-#define SY_FP_ROW_DOMAIN "synchro:v3:row-checksum:v1"
-#define SY_FP_DIGEST_LEN 32
-#define SY_FP_HEX_LEN 64
-#define SY_FP_USER_MAX 256 /* octets of an authenticated user id */
+#define SY_FP_ROW_DOMAIN      "synchro:v3:row-checksum:v1"
+#define SY_FP_DIGEST_LEN      32
+#define SY_FP_HEX_LEN         64
+#define SY_FP_USER_MAX        256 /* octets of an authenticated user id */
 
 /*
  * A fingerprint as the ledgers store it: algorithm, version and domain tell

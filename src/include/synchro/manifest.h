@@ -22,13 +22,13 @@ typedef struct {
 
 typedef struct {
 	char *table_id;
-	char *relation;       /* "schema.name" or "name", as written */
-	sy_field pk;          /* nullable false, writable false */
-	sy_field *fields;     /* in manifest order; never contains the pk */
+	char *relation;   /* "schema.name" or "name", as written */
+	sy_field pk;      /* nullable false, writable false */
+	sy_field *fields; /* in manifest order; never contains the pk */
 	size_t field_count;
 	sy_delete_mode delete_mode;
-	char *delete_column;  /* soft mode: the timestamptz column; else NULL */
-	char *owner_field;    /* field_id of the owner field (points into fields), or NULL */
+	char *delete_column; /* soft mode: the timestamptz column; else NULL */
+	char *owner_field;   /* field_id of the owner field (points into fields), or NULL */
 	sy_policy read;
 	sy_policy write;
 } sy_table;
@@ -122,9 +122,8 @@ bool sy_field_writable(const sy_table *t, const sy_field *f);
  * such ids uses sy_manifest_incompatible_indexes().
  */
 SY_MUST_CHECK bool sy_manifest_incompatible_fields(const sy_manifest *authored,
-                                                   const sy_manifest *current,
-                                                   const char *table_id, size_t table_len,
-                                                   const char *const *field_ids,
+                                                   const sy_manifest *current, const char *table_id,
+                                                   size_t table_len, const char *const *field_ids,
                                                    const size_t *field_lens, size_t count,
                                                    char ***out_ids, size_t *out_count,
                                                    sy_error *err);
@@ -134,12 +133,10 @@ void sy_manifest_free_ids(char **ids, size_t n);
  * when *out_count is 0) of indexes whose ids are sorted by unsigned bytes; of
  * equal ids, the first index.
  */
-SY_MUST_CHECK bool sy_manifest_incompatible_indexes(const sy_manifest *authored,
-                                                    const sy_manifest *current,
-                                                    const char *table_id, size_t table_len,
-                                                    const char *const *field_ids,
-                                                    const size_t *field_lens, size_t count,
-                                                    size_t **out_idx, size_t *out_count,
-                                                    sy_error *err);
+SY_MUST_CHECK bool
+sy_manifest_incompatible_indexes(const sy_manifest *authored, const sy_manifest *current,
+                                 const char *table_id, size_t table_len,
+                                 const char *const *field_ids, const size_t *field_lens,
+                                 size_t count, size_t **out_idx, size_t *out_count, sy_error *err);
 
 #endif

@@ -28,18 +28,18 @@
  */
 typedef struct {
 	char mutation_id[SY_UUID_LEN + 1];
-	const char *table_id;        /* table_len bytes */
+	const char *table_id; /* table_len bytes */
 	size_t table_len;
-	const char *pk_field;        /* pk_field_len bytes */
+	const char *pk_field; /* pk_field_len bytes */
 	size_t pk_field_len;
-	const sy_json *pk_value;     /* the request's wire value */
+	const sy_json *pk_value; /* the request's wire value */
 	sy_op op;
 	sy_schema_ref outcome_schema; /* the schema that classified the outcome */
 	sy_status status;
-	sy_code code;                /* SY_CODE_NONE exactly when applied */
-	const char *message;         /* required unless applied, where it must be NULL */
-	const char *server_version;  /* applied: required; conflict: fence or row version */
-	const sy_json *server_row;   /* object field_id -> wire value; live row or tombstone */
+	sy_code code;               /* SY_CODE_NONE exactly when applied */
+	const char *message;        /* required unless applied, where it must be NULL */
+	const char *server_version; /* applied: required; conflict: fence or row version */
+	const sy_json *server_row;  /* object field_id -> wire value; live row or tombstone */
 	/*
 	 * NULL: the encoder computes the checksum of server_row (sy_fp_row_checksum
 	 * under outcome_schema); else it must be that checksum.
@@ -95,8 +95,7 @@ typedef struct sy_outcome_response sy_outcome_response;
 
 /* Returns a new builder the caller frees with sy_outcome_response_free(); NULL on no memory. */
 SY_MUST_CHECK sy_outcome_response *sy_outcome_response_new(const char *batch_id,
-                                                           const char *server_time,
-                                                           sy_error *err);
+                                                           const char *server_time, sy_error *err);
 void sy_outcome_response_free(sy_outcome_response *r);
 /* Adds a newly evaluated outcome (checked and encoded). */
 SY_MUST_CHECK bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o,
@@ -133,7 +132,7 @@ SY_MUST_CHECK bool sy_outcome_error_body(sy_buf *out, sy_errcode code, const cha
  * the row checksum. On false, *err names the first violation by member path
  * ("rejected[2].row_checksum: required with server_row").
  */
-SY_MUST_CHECK bool sy_outcome_validate_response(const sy_push_request *req,
-                                                const sy_json *response, sy_error *err);
+SY_MUST_CHECK bool sy_outcome_validate_response(const sy_push_request *req, const sy_json *response,
+                                                sy_error *err);
 
 #endif

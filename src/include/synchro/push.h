@@ -12,10 +12,10 @@
 #include "synchro/manifest.h"
 #include "synchro/scalar.h"
 
-#define SY_PUSH_MAX_BODY 1048576 /* raw and canonical request octets */
+#define SY_PUSH_MAX_BODY      1048576 /* raw and canonical request octets */
 #define SY_PUSH_MAX_MUTATIONS 1000
-#define SY_PUSH_MAX_MUTATION 65536 /* octets of one normalized mutation (JCS) */
-#define SY_PUSH_MAX_COLUMNS 256
+#define SY_PUSH_MAX_MUTATION  65536 /* octets of one normalized mutation (JCS) */
+#define SY_PUSH_MAX_COLUMNS   256
 
 typedef enum { SY_OP_INSERT, SY_OP_UPDATE, SY_OP_DELETE } sy_op;
 

@@ -5,12 +5,12 @@
 
 #include "synchro/json.h"
 
-#define SY_UUID_LEN 36
-#define SY_HASH_HEX_LEN 64
+#define SY_UUID_LEN           36
+#define SY_HASH_HEX_LEN       64
 #define SY_OPAQUE_VERSION_MAX 128
-#define SY_GENERATION_MAX 9007199254740991ULL /* 2^53 - 1 */
-#define SY_SERVER_TIME_LEN 27                 /* YYYY-MM-DDTHH:MM:SS.ffffffZ */
-#define SY_DATE_LEN 10                        /* YYYY-MM-DD */
+#define SY_GENERATION_MAX     9007199254740991ULL /* 2^53 - 1 */
+#define SY_SERVER_TIME_LEN    27                  /* YYYY-MM-DDTHH:MM:SS.ffffffZ */
+#define SY_DATE_LEN           10                  /* YYYY-MM-DD */
 
 /*
  * The instants a server_time string can name: 0001-01-01T00:00:00.000000Z and

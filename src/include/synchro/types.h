@@ -29,7 +29,7 @@ typedef enum {
 } sy_wire_status;
 
 /* PostgreSQL numeric's limits: digits before and after the decimal point. */
-#define SY_NUMERIC_MAX_INT_DIGITS 131072
+#define SY_NUMERIC_MAX_INT_DIGITS  131072
 #define SY_NUMERIC_MAX_FRAC_DIGITS 16383
 
 /* "text", "int32", ...; NULL for an out-of-range value. */
@@ -87,9 +87,8 @@ SY_MUST_CHECK bool sy_wire_to_pg_text(sy_type t, const sy_json *v, sy_buf *out);
  * number beyond double range. jsonb numbers go through doubles (JCS), so
  * digits beyond double precision are lost.
  */
-SY_MUST_CHECK sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t,
-                                                    const char *pgtext, size_t len,
-                                                    sy_json **out);
+SY_MUST_CHECK sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext,
+                                                    size_t len, sy_json **out);
 /* sy_wire_decode_pg_text() returning the value; NULL when invalid or out of memory. */
 sy_json *sy_wire_from_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext, size_t len);
 
