@@ -673,7 +673,9 @@ static const char batch_sql[] =
         " WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
 /*
  * One primary-key probe per id (the LIMIT keeps the subquery a parameterized probe),
- * never a scan of the client's whole ledger, whatever the statistics say.
+ * never a scan of the client's whole ledger, whatever the statistics say. When the batch
+ * ($4) exists, the answer is its replay or 409 and never reads the mutation ledger, so the
+ * probe returns nothing rather than read (and detoast) every stored outcome of a replay.
  */
 static const char mutations_sql[] =
         "SELECT m.mutation_id, m.batch_id, m.fp_algorithm, m.fp_version, m.fp_domain,"
@@ -682,7 +684,10 @@ static const char mutations_sql[] =
         "  FROM unnest($3::uuid[]) AS q(id)"
         "  CROSS JOIN LATERAL (SELECT * FROM synchro.mutations l"
         "        WHERE l.user_id = $1 AND l.client_id = $2::uuid AND l.mutation_id = q.id"
-        "        LIMIT 1) m";
+        "        LIMIT 1) m"
+        " WHERE NOT EXISTS (SELECT 1 FROM synchro.batches b"
+        "                    WHERE b.user_id = $1 AND b.client_id = $2::uuid"
+        "                      AND b.batch_id = $4::uuid)";
 static const char manifests_sql[] = "SELECT version, hash, manifest FROM synchro.schema_versions"
                                     " WHERE version = ANY ($1::bigint[])";
 static const char synced_sql[] =
@@ -856,7 +861,7 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 	const char *pc[] = {req->client_id};
 	const char *pb[] = {x->user, req->client_id, req->batch_id};
 	const char *ph[] = {req->client_id, x->user, req->batch_id};
-	const char *pm[] = {x->user, req->client_id, x->ids};
+	const char *pm[] = {x->user, req->client_id, x->ids, req->batch_id};
 	if (locked) {
 		idx[0] = pipe_query(&x->pp, client_lock_sql, 1, pc, PGRES_TUPLES_OK);
 		idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
@@ -864,7 +869,7 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 	} else {
 		idx[0] = idx[1] = idx[2] = pipe_query(&x->pp, head_sql, 3, ph, PGRES_TUPLES_OK);
 	}
-	idx[3] = pipe_query(&x->pp, mutations_sql, 3, pm, PGRES_TUPLES_OK);
+	idx[3] = pipe_query(&x->pp, mutations_sql, 4, pm, PGRES_TUPLES_OK);
 }
 
 /* Whether result r has a row whose column col is not NULL. */
