@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct sy_store_changes {
 	size_t rows;
 	sy_buf epoch_client;
 	sy_buf epoch_value;
+	sy_buf epoch_xid;
 	size_t epochs;
 	bool failed;
 };
@@ -84,6 +86,7 @@ void sy_store_changes_free(sy_store_changes *b)
 	sy_free(b->chunks);
 	sy_buf_free(&b->epoch_client);
 	sy_buf_free(&b->epoch_value);
+	sy_buf_free(&b->epoch_xid);
 	sy_free(b);
 }
 
@@ -111,8 +114,9 @@ void sy_store_changes_clear(sy_store_changes *b)
 	b->epochs = 0;
 	sy_buf_reset(&b->epoch_client);
 	sy_buf_reset(&b->epoch_value);
+	sy_buf_reset(&b->epoch_xid);
 	b->failed = !add_chunk(b) || !sy_buf_putc(&b->epoch_client, '{') ||
-	            !sy_buf_putc(&b->epoch_value, '{');
+	            !sy_buf_putc(&b->epoch_value, '{') || !sy_buf_putc(&b->epoch_xid, '{');
 }
 
 size_t sy_store_changes_count(const sy_store_changes *b)
@@ -185,13 +189,15 @@ bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch)
 	return true;
 }
 
-bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long long epoch)
+bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long long epoch,
+                                uint32_t xid)
 {
 	if (b->failed)
 		return false;
 	put_text(&b->epoch_client, b->epochs == 0, client_id);
 	sy_buf_printf(&b->epoch_value, "%s%lld", b->epochs == 0 ? "" : ",", epoch);
-	if (b->epoch_client.failed || b->epoch_value.failed) {
+	sy_buf_printf(&b->epoch_xid, "%s%" PRIu32, b->epochs == 0 ? "" : ",", xid);
+	if (b->epoch_client.failed || b->epoch_value.failed || b->epoch_xid.failed) {
 		b->failed = true;
 		return false;
 	}
@@ -201,13 +207,17 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
 
 /*
  * The lease CTE is the fence: materialized once, read by both writes, so the insert and the
- * epoch update either both see the caller's live lease or both do nothing, and the first
- * column tells which. The epoch update must not test accepted_write_epoch in its WHERE: the
- * push that raised it is decoded as soon as its commit record is in the WAL, which can be a
- * moment before that commit is visible to new snapshots; the WHERE would then see the old
- * row and skip it. Tested on materialized_write_epoch alone, the row is updated, waits for
- * the push's commit, and READ COMMITTED re-evaluates the SET on its newest version, so the
- * cap at accepted_write_epoch (against a forged epoch message) reads the committed value.
+ * epoch upsert either both see the caller's live lease or both do nothing, and the first
+ * column tells which. The epochs live in synchro.client_progress (migration 9), which only
+ * walsync writes: every push holds its client's row FOR NO KEY UPDATE for its whole
+ * transaction, and updating that row made this statement wait on pushes. The foreign key
+ * check takes FOR KEY SHARE, which does not conflict with it. The cap at
+ * accepted_write_epoch (against a forged epoch message) is a plain read in this
+ * statement's snapshot: the push that raised it is decoded as soon as its commit record is
+ * in the WAL, which can be a moment before that commit is visible to new snapshots, so
+ * wait_visible() first waits until the source transaction of every epoch message is
+ * visible; this later snapshot then reads the committed accepted_write_epoch, and a genuine
+ * epoch is never capped below itself.
  * The 32-bit stream xid is widened with the epoch of this statement's own xid (which the
  * insert needs anyway): the source's was assigned before it. (The snapshot's xmax would not
  * do: the source may still count as running.) Commit times arrive as
@@ -239,13 +249,15 @@ static const char write_sql[] =
         "  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
         "  RETURNING 1),"
         " ep AS ("
-        "  UPDATE synchro.clients c"
-        "     SET materialized_write_epoch = GREATEST(c.materialized_write_epoch,"
-        "                                             LEAST(c.accepted_write_epoch, e.epoch))"
+        "  INSERT INTO synchro.client_progress AS p (client_id, materialized_write_epoch)"
+        "  SELECT e.cid, LEAST(c.accepted_write_epoch, e.epoch)"
         "    FROM (SELECT x.cid, max(x.ep) AS epoch"
         "            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
-        "   WHERE c.client_id = e.cid AND c.materialized_write_epoch < e.epoch"
-        "     AND EXISTS (SELECT 1 FROM lease)"
+        "    JOIN synchro.clients c ON c.client_id = e.cid"
+        "   WHERE EXISTS (SELECT 1 FROM lease)"
+        "  ON CONFLICT (client_id) DO UPDATE"
+        "     SET materialized_write_epoch = EXCLUDED.materialized_write_epoch"
+        "   WHERE p.materialized_write_epoch < EXCLUDED.materialized_write_epoch"
         "  RETURNING 1)"
         " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM "
         "ep)";
@@ -260,6 +272,7 @@ static bool close_arrays(sy_store_changes *b, chunk *k, bool with_epochs)
 	if (with_epochs) {
 		ok &= sy_buf_putc(&b->epoch_client, '}');
 		ok &= sy_buf_putc(&b->epoch_value, '}');
+		ok &= sy_buf_putc(&b->epoch_xid, '}');
 	}
 	return ok;
 }
@@ -270,10 +283,48 @@ static void reopen(sy_store_changes *b, chunk *k, bool with_epochs)
 		if (k->col[i].len > 0 && k->col[i].data[k->col[i].len - 1] == '}')
 			k->col[i].data[--k->col[i].len] = '\0';
 	if (with_epochs) {
-		sy_buf *e[] = {&b->epoch_client, &b->epoch_value};
-		for (int i = 0; i < 2; i++)
+		sy_buf *e[] = {&b->epoch_client, &b->epoch_value, &b->epoch_xid};
+		for (int i = 0; i < 3; i++)
 			if (e[i]->len > 0 && e[i]->data[e[i]->len - 1] == '}')
 				e[i]->data[--e[i]->len] = '\0';
+	}
+}
+
+/*
+ * Waits until the source transaction of every epoch message of b (its closed xid array) is
+ * visible to a new snapshot (see write_sql). The 32-bit xid is widened against the
+ * snapshot's xmax by the signed 32-bit distance: live xids are never 2^31 apart. Bounded:
+ * after WAIT_VISIBLE_MS the write fails and the slot delivers the batch again.
+ */
+#define WAIT_VISIBLE_MS 10000
+static const char visible_sql[] =
+        "SELECT count(*) FROM unnest($1::bigint[]) AS x(xid),"
+        " (SELECT pg_catalog.pg_current_snapshot() AS s) n"
+        " CROSS JOIN LATERAL (SELECT pg_catalog.pg_snapshot_xmax(n.s)::text::bigint AS m) w"
+        " WHERE NOT pg_catalog.pg_visible_in_snapshot((w.m"
+        "   + ((x.xid - (w.m & 4294967295) + 2147483648) & 4294967295) - 2147483648)"
+        "   ::text::xid8, n.s)";
+
+static sy_store_status wait_visible(PGconn *c, const sy_store_changes *b, sy_error *err)
+{
+	const char *p[1] = {b->epoch_xid.data};
+	long waited = 0;
+	for (int nap = 1;; nap = nap < 16 ? nap * 2 : nap) {
+		sy_store_status st;
+		PGresult *r = sy_store_exec(c, visible_sql, 1, p, PGRES_TUPLES_OK,
+		                            "wait for the accepted epochs", NULL, &st, err);
+		if (!r)
+			return st;
+		bool pending = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+		PQclear(r);
+		if (!pending)
+			return SY_STORE_OK;
+		if (waited >= WAIT_VISIBLE_MS)
+			return sy_store_fail(err, SY_STORE_FAILED,
+			                     "a decoded push is still not visible after %d ms",
+			                     WAIT_VISIBLE_MS);
+		(void)poll(NULL, 0, nap);
+		waited += nap;
 	}
 }
 
@@ -287,6 +338,13 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 	if (!close_arrays(b, k, with_epochs)) {
 		reopen(b, k, with_epochs);
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	}
+	if (with_epochs && b->epochs > 0) {
+		sy_store_status vs = wait_visible(c, b, err);
+		if (vs != SY_STORE_OK) {
+			reopen(b, k, with_epochs);
+			return vs;
+		}
 	}
 	const char *p[18] = {SY_STORE_LEASE_ROLE, epoch, l->token};
 	for (int i = 0; i < COL_COUNT; i++)

@@ -10,8 +10,9 @@
 #include "store/lease.h"
 #include "store/store.h"
 
-/* The lowest synchro.migrations version walsync runs against (0005_walsync). */
-#define SY_STORE_WALSYNC_MIGRATION 5
+/* The lowest synchro.migrations version walsync runs against (0009_client_progress, where
+ * it records the materialized epochs). */
+#define SY_STORE_WALSYNC_MIGRATION 9
 /* The publication walsync names (migration 3): no table, messages only. */
 #define SY_STORE_PUBLICATION "synchro"
 
@@ -45,24 +46,26 @@ void sy_store_changes_free(sy_store_changes *b);
 void sy_store_changes_clear(sy_store_changes *b);
 /* Appends one change; false when out of memory (b is then unusable until cleared). */
 SY_MUST_CHECK bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch);
-/* Records that client_id (canonical UUID text) accepted a push with this epoch. */
+/* Records that client_id (canonical UUID text) accepted a push with this epoch, in the
+ * transaction with this (32-bit stream) xid; the write waits until that transaction is
+ * visible before it caps the epoch at accepted_write_epoch. */
 SY_MUST_CHECK bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id,
-                                              long long epoch);
+                                              long long epoch, uint32_t xid);
 size_t sy_store_changes_count(const sy_store_changes *b);
 size_t sy_store_changes_epoch_count(const sy_store_changes *b);
 
 typedef struct {
 	long long inserted;        /* changelog rows added (a position already there adds none) */
-	long long epochs_advanced; /* clients whose materialized_write_epoch was updated (a forged
-	                              epoch past accepted_write_epoch updates it to itself) */
+	long long epochs_advanced; /* clients whose materialized_write_epoch was raised or first
+	                              recorded in synchro.client_progress */
 } sy_store_written;
 
 /*
  * Writes b in one transaction: every statement inserts its changes (INSERT ... SELECT FROM
  * unnest(...) ON CONFLICT (commit_lsn, ordinal) DO NOTHING, so a position the slot delivers
- * again adds nothing) and raises materialized_write_epoch (to the decoded epoch, never past
- * accepted_write_epoch, never down), each guarded IN THE SAME STATEMENT by
- * EXISTS (writer_lease row with l's epoch and token whose lease_until > now()).
+ * again adds nothing) and raises materialized_write_epoch in synchro.client_progress (to
+ * the decoded epoch, never past accepted_write_epoch, never down), each guarded IN THE SAME
+ * STATEMENT by EXISTS (writer_lease row with l's epoch and token whose lease_until > now()).
  * SY_STORE_CONFLICT when the lease refused the write: nothing was written and the caller
  * is no longer the writer. The caller confirms the stream position only after SY_STORE_OK.
  * b is unchanged afterwards (it is only borrowed to close its array literals).

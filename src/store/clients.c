@@ -18,8 +18,10 @@ sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_clien
 	PGresult *r = sy_store_exec(
 	        c,
 	        "SELECT c.client_id, c.user_id, c.generation, c.accepted_write_epoch,"
-	        "       c.materialized_write_epoch, c.created_at, c.last_seen_at, r.retired_at"
+	        "       COALESCE(p.materialized_write_epoch, 1), c.created_at, c.last_seen_at,"
+	        "       r.retired_at"
 	        "  FROM synchro.clients c"
+	        "  LEFT JOIN synchro.client_progress p ON p.client_id = c.client_id"
 	        "  LEFT JOIN synchro.retirements r ON r.client_id = c.client_id"
 	        " WHERE $1::text IS NULL OR c.user_id = $1"
 	        " ORDER BY c.user_id COLLATE \"C\", c.client_id",

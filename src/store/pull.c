@@ -329,12 +329,14 @@ static bool build_rebuild_sql(ptab *x)
  * the last changelog position and now().
  */
 #define GATE_COLS                                                                                  \
-	"c.user_id = $2, c.generation, c.accepted_write_epoch, c.materialized_write_epoch,"        \
+	"c.user_id = $2, c.generation, c.accepted_write_epoch,"                                    \
+	" CASE WHEN c.client_id IS NOT NULL THEN COALESCE(mp.materialized_write_epoch, 1) END,"    \
 	" EXISTS (SELECT 1 FROM synchro.retirements rt WHERE rt.client_id = c.client_id),"         \
 	" sv.version, sv.hash, h.commit_lsn, h.ordinal, t.commit_lsn, t.ordinal, now()"
 #define GATE_FROM                                                                                  \
 	" FROM (SELECT 1) one"                                                                     \
 	" LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"                                   \
+	" LEFT JOIN synchro.client_progress mp ON mp.client_id = c.client_id"                      \
 	" LEFT JOIN (SELECT version, hash FROM synchro.schema_versions"                            \
 	"             ORDER BY version DESC LIMIT 1) sv ON true"                                   \
 	" LEFT JOIN (SELECT commit_lsn, ordinal FROM synchro.changelog_horizon LIMIT 1) h ON true" \
@@ -864,8 +866,9 @@ static sy_store_stmt gate_stmt = SY_STORE_STMT(
 
 static sy_store_stmt epoch_stmt =
         SY_STORE_STMT("sy_pull_epoch",
-                      "SELECT materialized_write_epoch FROM synchro.clients"
-                      " WHERE client_id = $1::uuid",
+                      "SELECT COALESCE(p.materialized_write_epoch, 1) FROM synchro.clients c"
+                      " LEFT JOIN synchro.client_progress p ON p.client_id = c.client_id"
+                      " WHERE c.client_id = $1::uuid",
                       1);
 
 /*

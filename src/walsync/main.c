@@ -480,7 +480,7 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 			bad_message(w, &err);
 			return true;
 		}
-		if (!sy_store_changes_add_epoch(w->batch, client, e)) {
+		if (!sy_store_changes_add_epoch(w->batch, client, e, w->txn_xid)) {
 			sy_log(SY_LOG_ERR, "out of memory");
 			return false;
 		}

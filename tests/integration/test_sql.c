@@ -664,6 +664,8 @@ static void test_app_role(void)
 	          "UPDATE synchro.clients SET materialized_write_epoch = 2"
 	          " WHERE client_id = '" APP_CLIENT "'",
 	          "42501");
+	pgt_exec(app, "SELECT * FROM synchro.client_progress");
+	pgt_fails(app, "INSERT INTO synchro.client_progress VALUES ('" APP_CLIENT "', 2)", "42501");
 	pgt_fails(app, "DELETE FROM synchro.clients", "42501");
 
 	/* Claim, then complete with the canonical response. */
@@ -775,8 +777,15 @@ static void test_app_role(void)
 	             " gen_random_uuid(), now() + interval '30 s')");
 	pgt_exec(ws, "UPDATE synchro.writer_lease SET heartbeat_at = now()");
 	pgt_fails(ws, "DELETE FROM synchro.writer_lease", "42501");
-	pgt_exec(ws, "UPDATE synchro.clients SET materialized_write_epoch = 2"
+	pgt_fails(ws,
+	          "UPDATE synchro.clients SET materialized_write_epoch = 2"
+	          " WHERE client_id = '" APP_CLIENT "'",
+	          "42501");
+	pgt_exec(ws, "INSERT INTO synchro.client_progress VALUES ('" APP_CLIENT "', 2)");
+	pgt_exec(ws, "UPDATE synchro.client_progress SET materialized_write_epoch = 3"
 	             " WHERE client_id = '" APP_CLIENT "'");
+	pgt_fails(ws, "UPDATE synchro.client_progress SET materialized_write_epoch = 2", "SY002");
+	pgt_fails(ws, "DELETE FROM synchro.client_progress", "42501");
 	pgt_fails(ws, "UPDATE synchro.clients SET generation = 5", "42501");
 	pgt_exec(ws, "UPDATE synchro.row_fences SET source_lsn = '0/1'"
 	             " WHERE table_id = 'item' AND pk = '20'");
@@ -833,8 +842,7 @@ static void test_retirement(void)
 	                  "carol", RET_CLIENT, RET_BATCH2, "claimed", "NULL", "NULL", "NULL"),
 	          "SY004");
 	/* walsync may still catch up with writes accepted before the retirement. */
-	pgt_exec(db, "UPDATE synchro.clients SET materialized_write_epoch = 2"
-	             " WHERE client_id = '" RET_CLIENT "'");
+	pgt_exec(db, "INSERT INTO synchro.client_progress VALUES ('" RET_CLIENT "', 2)");
 	/* Identity never changes; counters never go back. */
 	pgt_fails(db,
 	          "UPDATE synchro.clients SET user_id = 'dave' WHERE client_id = '" KEEP_CLIENT "'",
