@@ -2,7 +2,6 @@
 /* Push fingerprints and row checksums: golden vectors, preimage assembly, helpers, failures. */
 #include "config.h"
 
-#include <dirent.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,46 +14,6 @@
 #include "synchro/jcs.h"
 #include "synchro/push.h"
 #include "testutil.h"
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names (suffix removed) of the files in dir ending in suffix. */
-static char **list_files(const char *dir, const char *suffix, size_t *n)
-{
-	DIR *d = opendir(dir);
-	char **names = NULL;
-	size_t cap = 0;
-	*n = 0;
-	if (d == NULL) {
-		fprintf(stderr, "cannot open %s\n", dir);
-		return NULL;
-	}
-	struct dirent *e;
-	size_t sl = strlen(suffix);
-	while ((e = readdir(d)) != NULL) {
-		size_t l = strlen(e->d_name);
-		if (l <= sl || strcmp(e->d_name + l - sl, suffix) != 0)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = realloc(names, cap * sizeof *names);
-		}
-		names[(*n)++] = strndup(e->d_name, l - sl);
-	}
-	closedir(d);
-	qsort(names, *n, sizeof *names, by_name);
-	return names;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
 
 static const char *vector_dir(const char *sub)
 {
@@ -104,7 +63,7 @@ static void assert_hex(const uint8_t *digest, const sy_json *expected)
 static void test_vectors(void)
 {
 	size_t n;
-	char **names = list_files(vector_dir(""), ".json", &n);
+	char **names = sy_test_list_files(vector_dir(""), ".json", &n);
 	CU_ASSERT(n >= 14);
 	for (size_t v = 0; v < n; v++) {
 		char *user = NULL;
@@ -170,7 +129,7 @@ static void test_vectors(void)
 		free(user);
 		sy_push_request_free(req);
 	}
-	free_names(names, n);
+	sy_test_free_names(names, n);
 }
 
 /* --- the assembled preimages equal the JCS of the fully built arrays ------------- */
@@ -283,7 +242,7 @@ static void digest_of(const char *domain, const sy_json *v, uint8_t out[32])
 static void test_assembly_equals_jcs(void)
 {
 	size_t n;
-	char **names = list_files(vector_dir(""), ".json", &n);
+	char **names = sy_test_list_files(vector_dir(""), ".json", &n);
 	for (size_t v = 0; v < n; v++) {
 		char *user = NULL;
 		sy_push_request *req = load(names[v], &user);
@@ -335,7 +294,7 @@ static void test_assembly_equals_jcs(void)
 		free(user);
 		sy_push_request_free(req);
 	}
-	free_names(names, n);
+	sy_test_free_names(names, n);
 }
 
 /* ADR: order and the atomic tag change only the batch fingerprint. */
@@ -494,7 +453,7 @@ static void test_row_vectors(void)
 	size_t n;
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s", vector_dir("/rows"));
-	char **names = list_files(dir, ".json", &n);
+	char **names = sy_test_list_files(dir, ".json", &n);
 	CU_ASSERT(n >= 3);
 	for (size_t v = 0; v < n; v++) {
 		size_t len, elen, plen;
@@ -530,7 +489,7 @@ static void test_row_vectors(void)
 		free(expected);
 		free(preimage);
 	}
-	free_names(names, n);
+	sy_test_free_names(names, n);
 }
 
 static void row_refused(const char *row_json, const char *pk_json, const char *message)

@@ -2,7 +2,6 @@
 /* Push structural validation: every 400 rule (negative vectors and limits), the parsed form. */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,46 +21,6 @@
 	"\"client_id\":\"" CLIENT "\",\"client_generation\":12,\"batch_id\":\"" BATCH "\","        \
 	"\"schema\":{\"version\":8,\"hash\":\"" H8 "\"}"
 #define CV "2026-07-18T09:15:00.123Z"
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names of the files in dir ending in suffix; *n of them. Free with free_names(). */
-static char **list_files(const char *dir, const char *suffix, size_t *n)
-{
-	DIR *d = opendir(dir);
-	char **names = NULL;
-	size_t cap = 0;
-	*n = 0;
-	if (d == NULL) {
-		fprintf(stderr, "cannot open %s\n", dir);
-		return NULL;
-	}
-	struct dirent *e;
-	size_t sl = strlen(suffix);
-	while ((e = readdir(d)) != NULL) {
-		size_t l = strlen(e->d_name);
-		if (l <= sl || strcmp(e->d_name + l - sl, suffix) != 0)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = realloc(names, cap * sizeof *names);
-		}
-		names[(*n)++] = strndup(e->d_name, l - sl);
-	}
-	closedir(d);
-	qsort(names, *n, sizeof *names, by_name);
-	return names;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
 
 static char *read_in(const char *dir, const char *name, const char *suffix, size_t *len)
 {
@@ -101,7 +60,7 @@ static void test_invalid_vectors(void)
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s/tests/vectors/push/invalid", sy_test_src_dir());
 	size_t n;
-	char **names = list_files(dir, ".json", &n);
+	char **names = sy_test_list_files(dir, ".json", &n);
 	/* one per rule: keep in step with gen.py */
 	CU_ASSERT(n >= 78);
 	for (size_t i = 0; i < n; i++) {
@@ -114,7 +73,7 @@ static void test_invalid_vectors(void)
 		free(body);
 		free(msg);
 	}
-	free_names(names, n);
+	sy_test_free_names(names, n);
 }
 
 static void test_valid_vectors(void)
@@ -122,7 +81,7 @@ static void test_valid_vectors(void)
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s/tests/vectors/push", sy_test_src_dir());
 	size_t n;
-	char **names = list_files(dir, ".json", &n);
+	char **names = sy_test_list_files(dir, ".json", &n);
 	CU_ASSERT(n >= 14);
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
@@ -137,7 +96,7 @@ static void test_valid_vectors(void)
 		sy_push_request_free(req);
 		free(body);
 	}
-	free_names(names, n);
+	sy_test_free_names(names, n);
 }
 
 static void test_parsed_form(void)

@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "testutil.h"
@@ -70,6 +72,50 @@ char *sy_test_read_file(const char *path, size_t *len)
 	if (len != NULL)
 		*len = n;
 	return buf;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **sy_test_list_files(const char *dir, const char *suffix, size_t *n)
+{
+	DIR *d = opendir(dir);
+	char **names = NULL;
+	size_t cap = 0;
+	*n = 0;
+	if (d == NULL) {
+		fprintf(stderr, "cannot open %s\n", dir);
+		return NULL;
+	}
+	struct dirent *e;
+	size_t sl = strlen(suffix);
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		if (l <= sl || strcmp(e->d_name + l - sl, suffix) != 0)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			char **grown = realloc(names, cap * sizeof *names);
+			if (grown == NULL) {
+				fprintf(stderr, "out of memory listing %s\n", dir);
+				exit(99);
+			}
+			names = grown;
+		}
+		names[(*n)++] = strndup(e->d_name, l - sl);
+	}
+	closedir(d);
+	qsort(names, *n, sizeof *names, by_name);
+	return names;
+}
+
+void sy_test_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }
 
 const char *sy_test_data_dir(void)

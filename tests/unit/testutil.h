@@ -12,6 +12,12 @@ int sy_test_run(void);
 void sy_test_add_suite(const char *name, const CU_TestInfo *tests);
 /* Reads a whole file; returns a new NUL-terminated buffer (free()) or NULL. */
 char *sy_test_read_file(const char *path, size_t *len);
+/*
+ * The names (suffix removed) of the files in dir ending in suffix, sorted by bytes;
+ * *n of them. Free with sy_test_free_names(). NULL (and *n 0) when dir cannot be read.
+ */
+char **sy_test_list_files(const char *dir, const char *suffix, size_t *n);
+void sy_test_free_names(char **names, size_t n);
 /* The public test data directory ($SYNCHRO_TESTDATA), or NULL when absent. */
 const char *sy_test_data_dir(void);
 /* The source tree ($SYNCHRO_SRCDIR, else "."). */
