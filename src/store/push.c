@@ -49,6 +49,7 @@ typedef struct {
 	char *lock_sql;
 	char *read_sql;
 	char *delete_sql;
+	char *reads_sql; /* read_sql for an array of keys ($2), a row each, in their order */
 } tinfo;
 
 typedef struct {
@@ -102,6 +103,7 @@ static void tinfo_free(tinfo *ti, size_t n)
 		sy_free(ti[i].lock_sql);
 		sy_free(ti[i].read_sql);
 		sy_free(ti[i].delete_sql);
+		sy_free(ti[i].reads_sql);
 	}
 	sy_free(ti);
 }
@@ -472,6 +474,14 @@ static char *dup_printf(sy_buf *b)
 }
 
 /* Quoted names and the fixed statements of every table of e (once per manifest). */
+/*
+ * Every source write names its mutation ($1) for the fence trigger in the same statement:
+ * the one-row function scan runs before the row is written, so the trigger (which fires
+ * after the row) reads it; a statement fewer per unit than a separate set_config.
+ */
+static const char with_mutation[] =
+        "pg_catalog.set_config('synchro.mutation_id', $1::text, true) AS sy_mutation";
+
 static bool man_tables(PGconn *c, man *e, sy_error *err)
 {
 	if (e->ti != NULL)
@@ -517,20 +527,32 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 		              x->rel, x->pk, pkt);
 		x->read_sql = dup_printf(&b);
 		sy_buf_free(&b);
+		sy_buf_printf(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
+		for (size_t j = 0; j < t->field_count; j++)
+			sy_buf_printf(&b, ", r.%s", x->cols[j]);
+		sy_buf_printf(&b,
+		              " FROM unnest($2::text[]) WITH ORDINALITY AS q(pk, i)"
+		              " LEFT JOIN synchro.row_fences f ON f.table_id = $1 AND f.pk = q.pk"
+		              " LEFT JOIN %s r ON r.%s = q.pk::%s ORDER BY q.i",
+		              x->rel, x->pk, pkt);
+		x->reads_sql = dup_printf(&b);
+		sy_buf_free(&b);
 		if (t->delete_mode == SY_DELETE_SOFT) {
 			char *del = sy_store_quote_ident(c, t->delete_column, err);
 			if (del == NULL)
 				goto fail;
 			/* ADR: a soft delete leaves the source tombstone (deleted column set). */
-			sy_buf_printf(&b, "UPDATE %s SET %s = now() WHERE %s = $1::%s", x->rel, del,
-			              x->pk, pkt);
+			sy_buf_printf(&b, "UPDATE %s SET %s = now() FROM %s WHERE %s = $2::%s",
+			              x->rel, del, with_mutation, x->pk, pkt);
 			sy_free(del);
 		} else {
-			sy_buf_printf(&b, "DELETE FROM %s WHERE %s = $1::%s", x->rel, x->pk, pkt);
+			sy_buf_printf(&b, "DELETE FROM %s USING %s WHERE %s = $2::%s", x->rel,
+			              with_mutation, x->pk, pkt);
 		}
 		x->delete_sql = dup_printf(&b);
 		sy_buf_free(&b);
-		if (x->lock_sql == NULL || x->read_sql == NULL || x->delete_sql == NULL) {
+		if (x->lock_sql == NULL || x->read_sql == NULL || x->reads_sql == NULL ||
+		    x->delete_sql == NULL) {
 			sy_error_set(err, SY_ERR_NOMEM, "out of memory");
 			goto fail;
 		}
@@ -605,6 +627,7 @@ typedef struct {
 	const char *version; /* NULL without a fence */
 	bool has_row;
 	const PGresult *r;
+	int row; /* of r */
 	int off; /* column of the first field */
 } rowst;
 
@@ -638,8 +661,6 @@ typedef struct {
 } ctx;
 
 static const char fence_sql[] = "SELECT state, version FROM synchro.lock_fence($1, $2)";
-static const char set_mutation_sql[] =
-        "SELECT pg_catalog.set_config('synchro.mutation_id', $1, true)";
 
 static const char schema_sql[] =
         "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1";
@@ -1370,22 +1391,36 @@ static int lock_state(const PGresult *row, const PGresult *fence, rowst *rs)
 	return RS_OK;
 }
 
-/* From one read (fence state and version, row presence, fields from column 3). */
-static int read_state(const PGresult *r, rowst *rs)
+/*
+ * From row i of a read (fence state and version, row presence, fields from column 3);
+ * a read of several identities has one row each, in the order they were named.
+ */
+static int read_state_at(const PGresult *r, int i, rowst *rs)
 {
 	memset(rs, 0, sizeof *rs);
-	if (PQntuples(r) != 1)
+	if (i >= PQntuples(r))
 		return RS_BROKEN;
 	rs->r = r;
+	rs->row = i;
 	rs->off = 3;
-	rs->has_row = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
-	if (PQgetisnull(r, 0, 0)) {
+	rs->has_row = strcmp(PQgetvalue(r, i, 2), "t") == 0;
+	if (PQgetisnull(r, i, 0)) {
 		rs->state = SY_ROW_ABSENT;
 		return rs->has_row ? RS_BROKEN : RS_OK;
 	}
-	rs->version = PQgetvalue(r, 0, 1);
-	rs->state = strcmp(PQgetvalue(r, 0, 0), "deleted") == 0 ? SY_ROW_DELETED : SY_ROW_LIVE;
+	rs->version = PQgetvalue(r, i, 1);
+	rs->state = strcmp(PQgetvalue(r, i, 0), "deleted") == 0 ? SY_ROW_DELETED : SY_ROW_LIVE;
 	return rs->state == SY_ROW_LIVE && !rs->has_row ? RS_BROKEN : RS_OK;
+}
+
+/* From a read of one identity. */
+static int read_state(const PGresult *r, rowst *rs)
+{
+	if (PQntuples(r) != 1) {
+		memset(rs, 0, sizeof *rs);
+		return RS_BROKEN;
+	}
+	return read_state_at(r, 0, rs);
 }
 
 /* server_version and server_row (every non-pk field as its canonical wire value). */
@@ -1408,12 +1443,12 @@ static xstatus fill_row(ctx *x, size_t k, const rowst *rs)
 		const sy_field *f = &ti->t->fields[i];
 		int col = rs->off + (int)i;
 		sy_json *v = NULL;
-		if (PQgetisnull(rs->r, 0, col)) {
+		if (PQgetisnull(rs->r, rs->row, col)) {
 			v = sy_json_new_null(x->doc);
 		} else {
-			sy_wire_status ws =
-			        sy_wire_decode_pg_text(x->doc, f->type, PQgetvalue(rs->r, 0, col),
-			                               (size_t)PQgetlength(rs->r, 0, col), &v);
+			sy_wire_status ws = sy_wire_decode_pg_text(
+			        x->doc, f->type, PQgetvalue(rs->r, rs->row, col),
+			        (size_t)PQgetlength(rs->r, rs->row, col), &v);
 			if (ws == SY_WIRE_INVALID) {
 				x->st = SY_STORE_FAILED;
 				return op_fail(x, "a stored value has no canonical wire form");
@@ -1458,7 +1493,8 @@ static xstatus classify(ctx *x, size_t k, const rowst *rs, bool *apply)
 	bool scoped = t->write == SY_POLICY_OWNER || t->read == SY_POLICY_OWNER;
 	if (scoped && rs->has_row && pr->ti->owner >= 0) {
 		int col = rs->off + pr->ti->owner;
-		if (PQgetisnull(rs->r, 0, col) || strcmp(PQgetvalue(rs->r, 0, col), x->user) != 0) {
+		if (PQgetisnull(rs->r, rs->row, col) ||
+		    strcmp(PQgetvalue(rs->r, rs->row, col), x->user) != 0) {
 			set_terminal(x, k, SY_CODE_POLICY_REJECTED, msg_policy);
 			return X_OK;
 		}
@@ -1482,11 +1518,11 @@ static xstatus classify(ctx *x, size_t k, const rowst *rs, bool *apply)
 	return fill_row(x, k, rs);
 }
 
-/* The applied outcome from the read after the unit. */
-static xstatus applied_from(ctx *x, size_t k, const PGresult *r)
+/* The applied outcome from the read after the unit (row i of it). */
+static xstatus applied_from(ctx *x, size_t k, const PGresult *r, int i)
 {
 	rowst rs;
-	if (read_state(r, &rs) != RS_OK || rs.version == NULL) {
+	if (read_state_at(r, i, &rs) != RS_OK || rs.version == NULL) {
 		x->st = SY_STORE_FAILED;
 		return op_fail(x, "an applied row has no fence");
 	}
@@ -1548,12 +1584,6 @@ static size_t queue_read(ctx *x, size_t k)
 	return pipe_query(&x->pp, pr->ti->read_sql, 2, p, PGRES_TUPLES_OK);
 }
 
-static void queue_set_mutation(ctx *x, size_t k)
-{
-	const char *p[] = {x->req->mutations[k].mutation_id};
-	pipe_query(&x->pp, set_mutation_sql, 1, p, PGRES_TUPLES_OK);
-}
-
 /* The source write: values as text parameters cast to the column's type. */
 static bool queue_dml(ctx *x, size_t k, size_t *idx)
 {
@@ -1561,11 +1591,12 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 	const pre *pr = &x->pre[k];
 	const tinfo *ti = pr->ti;
 	const sy_table *t = ti->t;
-	const char *params[SY_PUSH_MAX_COLUMNS + 2];
+	const char *params[SY_PUSH_MAX_COLUMNS + 3];
 	int np = 0;
 	sy_buf sql = SY_BUF_INIT;
 	const char *pkt = pg_type(t->pk.type);
 
+	params[np++] = m->mutation_id;
 	params[np++] = pr->pk_text;
 	switch (m->op) {
 	case SY_OP_INSERT:
@@ -1575,7 +1606,7 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 		/* PROTOCOL §4: the server sets the owner field to the caller on insert. */
 		if (ti->owner >= 0)
 			sy_buf_printf(&sql, ", %s", ti->cols[ti->owner]);
-		sy_buf_printf(&sql, ") VALUES ($1::%s", pkt);
+		sy_buf_printf(&sql, ") SELECT $2::%s", pkt);
 		for (size_t i = 0; i < m->column_count; i++) {
 			params[np] = pr->vals[i];
 			np++;
@@ -1585,7 +1616,7 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 			params[np++] = x->user;
 			sy_buf_printf(&sql, ", $%d::%s", np, pg_type(t->fields[ti->owner].type));
 		}
-		sy_buf_putc(&sql, ')');
+		sy_buf_printf(&sql, " FROM %s", with_mutation);
 		break;
 	case SY_OP_UPDATE:
 		sy_buf_printf(&sql, "UPDATE %s SET ", ti->rel);
@@ -1596,7 +1627,7 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 			              ti->cols[pr->fields[i] - t->fields], np,
 			              pg_type(pr->fields[i]->type));
 		}
-		sy_buf_printf(&sql, " WHERE %s = $1::%s", ti->pk, pkt);
+		sy_buf_printf(&sql, " FROM %s WHERE %s = $2::%s", with_mutation, ti->pk, pkt);
 		break;
 	case SY_OP_DELETE: sy_buf_puts(&sql, ti->delete_sql); break;
 	}
@@ -1705,12 +1736,60 @@ static bool queue_unit(ctx *x, size_t k, size_t *dml, size_t *imm, size_t *rd)
 {
 	pipe_command(&x->pp, "SAVEPOINT sy_unit");
 	pipe_command(&x->pp, "SET CONSTRAINTS ALL DEFERRED");
-	queue_set_mutation(x, k);
 	if (!queue_dml(x, k, dml))
 		return false;
 	*imm = pipe_command(&x->pp, "SET CONSTRAINTS ALL IMMEDIATE");
 	*rd = queue_read(x, k);
 	pipe_command(&x->pp, "RELEASE SAVEPOINT sy_unit");
+	return true;
+}
+
+/*
+ * A run of inserts as one subtransaction with every constraint checked at the end of
+ * each statement: for a unit whose only write is one INSERT that is the unit's own end
+ * check, so outcomes are those of one savepoint per unit, at a fraction of the
+ * statements. A failing insert rolls the whole run back; run_units then runs that
+ * mutation as a unit of its own (the ADR's) and the others again as runs.
+ */
+static bool queue_run(ctx *x, const size_t *chain, size_t len, size_t *dml, size_t *rd, int *rrow)
+{
+	pipe_command(&x->pp, "SAVEPOINT sy_run");
+	pipe_command(&x->pp, "SET CONSTRAINTS ALL IMMEDIATE");
+	for (size_t i = 0; i < len; i++)
+		if (!queue_dml(x, chain[i], &dml[i]))
+			return false;
+	/* the rows read again: one statement per table, one row per identity */
+	bool done[CHAIN_MAX] = {false};
+	sy_buf pks = SY_BUF_INIT;
+	for (size_t i = 0; i < len; i++) {
+		if (done[i])
+			continue;
+		const tinfo *ti = x->pre[chain[i]].ti;
+		int row = 0;
+		sy_buf_reset(&pks);
+		sy_buf_putc(&pks, '{');
+		for (size_t j = i; j < len; j++) {
+			const pre *pr = &x->pre[chain[j]];
+			if (done[j] || pr->ti != ti)
+				continue;
+			array_elem(&pks, pr->pk_text, strlen(pr->pk_text));
+			done[j] = true;
+			rrow[j] = row++;
+		}
+		sy_buf_putc(&pks, '}');
+		if (pks.failed) {
+			sy_buf_free(&pks);
+			x->pp.broken = x->pp.nomem = true;
+			return false;
+		}
+		const char *p[] = {ti->t->table_id, pks.data};
+		size_t idx = pipe_query(&x->pp, ti->reads_sql, 2, p, PGRES_TUPLES_OK);
+		for (size_t j = i; j < len; j++)
+			if (x->pre[chain[j]].ti == ti)
+				rd[j] = idx;
+	}
+	sy_buf_free(&pks);
+	pipe_command(&x->pp, "RELEASE SAVEPOINT sy_run");
 	return true;
 }
 
@@ -1737,25 +1816,36 @@ static xstatus unit_failed(ctx *x, size_t k, bool at_end)
  * A non-atomic request: one push unit per mutation (ADR "Push unit constraint
  * checks"): SAVEPOINT, constraints deferred, the locked compare-and-swap, the write,
  * constraints immediate, the row read again, RELEASE. An update or delete costs one
- * round trip (the next mutation's locks ride along with its unit); consecutive inserts
- * share one.
+ * round trip (the next mutation's locks ride along with its unit). Consecutive inserts
+ * share one as a run (queue_run); an insert that fails its run is settled from the
+ * state that refused it, read after the run was rolled back and done again without it.
  */
 static xstatus run_units(ctx *x)
 {
 	size_t n = x->req->mutation_count;
 	PGresult *lrow = NULL, *lfence = NULL;
 	xstatus ret = X_OK;
-	size_t chain[CHAIN_MAX], dml[CHAIN_MAX], imm[CHAIN_MAX], rd[CHAIN_MAX];
+	size_t chain[CHAIN_MAX], dml[CHAIN_MAX], rd[CHAIN_MAX];
+	int rrow[CHAIN_MAX];
+	size_t refused = n;    /* the insert that failed its run, settled after the rollback */
+	char refused_state[6]; /* ... with the SQLSTATE of its failure */
+	bool undo_run = false; /* the failed run's rollback, sent with the next statements */
 	size_t k = next_db(x, 0);
 	while (k < n) {
-		size_t len = 0, next = k, nr = 0, nf = 0;
+		size_t len = 0, next = k, nr = 0, nf = 0, settle_rd = 0, imm = 0;
+		bool run = false, settle = false;
 		if (lrow == NULL && chainable(x, k)) {
 			/* a run of inserts, in request order (pure outcomes between them are set)
 			 */
-			while (next < n && len < CHAIN_MAX && chainable(x, next)) {
+			while (next < n && len < CHAIN_MAX && chainable(x, next) &&
+			       next != refused) {
 				chain[len++] = next;
 				next = next_db(x, next + 1);
 			}
+			run = true;
+			settle = refused < n && next == refused;
+			if (settle)
+				next = next_db(x, refused + 1);
 		} else {
 			bool apply;
 			ret = lock_and_classify(x, k, &lrow, &lfence, &apply);
@@ -1772,50 +1862,84 @@ static xstatus run_units(ctx *x)
 			chain[len++] = k;
 		}
 		pipe_reset(&x->pp);
-		for (size_t i = 0; i < len; i++) {
-			if (!queue_unit(x, chain[i], &dml[i], &imm[i], &rd[i])) {
-				ret = nomem(x, "unit");
-				goto done;
-			}
+		if (undo_run) {
+			pipe_command(&x->pp, "ROLLBACK TO SAVEPOINT sy_run");
+			pipe_command(&x->pp, "RELEASE SAVEPOINT sy_run");
+			undo_run = false;
 		}
+		if (run && len > 0 && !queue_run(x, chain, len, dml, rd, rrow)) {
+			ret = nomem(x, "run");
+			goto done;
+		}
+		if (!run && !queue_unit(x, chain[0], &dml[0], &imm, &rd[0])) {
+			ret = nomem(x, "unit");
+			goto done;
+		}
+		/* the refused insert: what refused it, read after the rollback (and its run) */
+		if (settle)
+			settle_rd = queue_read(x, refused);
 		bool carry = next < n && !chainable(x, next);
 		if (carry)
 			queue_lock(x, next, &nr, &nf);
 		bool ok = pipe_run(&x->pp);
-		/* the units before the failure (all of them on success) are complete */
-		size_t i = 0;
-		for (; i < len; i++) {
-			if (!ok && x->pp.failed <= rd[i])
-				break;
-			size_t c = chain[i];
-			if (x->req->mutations[c].op != SY_OP_INSERT &&
-			    !dml_rows_ok(&x->pp, dml[i])) {
+		if (run && !ok) {
+			size_t at = len;
+			for (size_t i = 0; i < len && at == len; i++)
+				if (x->pp.failed == dml[i])
+					at = i;
+			if (at == len || x->pp.lost || x->pp.broken ||
+			    !unit_error(x->pp.sqlstate)) {
+				ret = op_fail(x, "run");
+				goto done;
+			}
+			/* again without it; then settled as its own unit would have failed */
+			undo_run = true;
+			refused = chain[at];
+			memcpy(refused_state, x->pp.sqlstate, sizeof refused_state);
+			k = chain[0];
+			continue;
+		}
+		if (run) {
+			for (size_t i = 0; i < len; i++)
+				if ((ret = applied_from(x, chain[i], res_of(&x->pp, rd[i]),
+				                        rrow[i])) != X_OK)
+					goto done;
+			if (settle) {
+				ret = reclassify(x, refused, refused_state,
+				                 res_of(&x->pp, settle_rd));
+				if (ret != X_OK)
+					goto done;
+				refused = n;
+			}
+		} else if (ok || x->pp.failed > rd[0]) {
+			if (x->req->mutations[chain[0]].op != SY_OP_INSERT &&
+			    !dml_rows_ok(&x->pp, dml[0])) {
 				x->st = SY_STORE_FAILED;
 				ret = op_fail(x, "a locked row did not take the write");
 				goto done;
 			}
-			if ((ret = applied_from(x, c, res_of(&x->pp, rd[i]))) != X_OK)
+			if ((ret = applied_from(x, chain[0], res_of(&x->pp, rd[0]), 0)) != X_OK)
 				goto done;
-		}
-		if (ok) {
-			if (carry) {
-				lrow = take(&x->pp, nr);
-				lfence = take(&x->pp, nf);
-			}
+		} else if (!x->pp.lost && !x->pp.broken &&
+		           (x->pp.failed == dml[0] || x->pp.failed == imm) &&
+		           unit_error(x->pp.sqlstate)) {
+			if ((ret = unit_failed(x, chain[0], x->pp.failed == imm)) != X_OK)
+				goto done;
 			k = next;
 			continue;
+		} else {
+			ret = op_fail(x, "unit");
+			goto done;
 		}
-		if (i < len && !x->pp.lost && !x->pp.broken &&
-		    (x->pp.failed == dml[i] || x->pp.failed == imm[i]) &&
-		    unit_error(x->pp.sqlstate)) {
-			if ((ret = unit_failed(x, chain[i], x->pp.failed == imm[i])) != X_OK)
-				goto done;
-			/* the units after the failed one did not run */
-			k = i + 1 < len ? chain[i + 1] : next;
-			continue;
+		if (!ok) {
+			ret = op_fail(x, "unit");
+			goto done;
 		}
-		ret = op_fail(x, "unit");
-		goto done;
+		if (carry) {
+			lrow = take(&x->pp, nr);
+			lfence = take(&x->pp, nf);
+		}
+		k = next;
 	}
 done:
 	PQclear(lrow);
@@ -1890,7 +2014,6 @@ static xstatus run_group(ctx *x)
 			pipe_reset(&x->pp);
 		started = true;
 		for (size_t i = k; i < k + len; i++) {
-			queue_set_mutation(x, i);
 			if (!queue_dml(x, i, &dml[i])) {
 				ret = nomem(x, "group");
 				goto done;
@@ -1923,8 +2046,8 @@ static xstatus run_group(ctx *x)
 				/* ADR: each accepted outcome reports the row after the group's
 				 * check. */
 				for (size_t j = 0; j < n; j++)
-					if ((ret = applied_from(x, j, res_of(&x->pp, reads[j]))) !=
-					    X_OK)
+					if ((ret = applied_from(x, j, res_of(&x->pp, reads[j]),
+					                        0)) != X_OK)
 						goto done;
 			}
 			k = end;

@@ -1040,6 +1040,111 @@ static void test_atomic_success(void)
 	result_free(r);
 }
 
+/*
+ * A run of inserts refused anywhere: each refused insert is settled as its own unit
+ * would have been (deferred label check, existing row, immediate check), every other
+ * one applied with its own mutation id on its fence, an update between runs.
+ */
+static void test_insert_run_refusals(void)
+{
+	char pa[32], pb[32], px[32], pc[32], pd[32], pe[32], pf[32], pg[32], vx[160], vd[160];
+	char b[64];
+	char ids[8][SY_UUID_LEN + 1];
+	make_item(px, "{\"qty\":1}", vx);
+	make_item(pd, "{\"qty\":2}", vd);
+	fresh_item(pa);
+	fresh_item(pb);
+	fresh_item(pc);
+	fresh_item(pe);
+	fresh_item(pf);
+	fresh_item(pg);
+	mspec ms[8] = {
+	        {.table = "item", .pk = pa, .op = "insert", .cols = "{\"label\":\"run-a\"}"},
+	        {.table = "item", .pk = pb, .op = "insert", .cols = "{\"label\":\"run-a\"}"},
+	        {.table = "item", .pk = px, .op = "update", .base = vx, .cols = "{\"qty\":5}"},
+	        {.table = "item", .pk = pc, .op = "insert", .cols = "{\"qty\":3}"},
+	        {.table = "item", .pk = pd, .op = "insert", .cols = "{\"qty\":9}"},
+	        {.table = "item", .pk = pe, .op = "insert", .cols = "{\"qty\":-1}"},
+	        {.table = "item", .pk = pf, .op = "insert", .cols = "{\"qty\":6}"},
+	        {.table = "item", .pk = pg, .op = "insert", .cols = "{\"qty\":7}"},
+	};
+	long long e0 = epoch(CA1);
+	result *r = run(ALICE, NULL, ms, 8, ids);
+	expect_200(r);
+	check(r, ids[0], "applied", NULL, true, true);
+	check(r, ids[1], "rejected_terminal", "validation_failed", false, false);
+	check(r, ids[2], "applied", NULL, true, true);
+	check(r, ids[3], "applied", NULL, true, true);
+	const sy_json *o = check(r, ids[4], "conflict", "row_already_exists", true, true);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), vd);
+	CHECK_ROW_VALUE(o, "qty", "2");
+	check(r, ids[5], "rejected_terminal", "validation_failed", false, false);
+	check(r, ids[6], "applied", NULL, true, true);
+	check(r, ids[7], "applied", NULL, true, true);
+	CU_ASSERT_EQUAL(r->a.applied, 5);
+	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
+	/* each written fence names the mutation that wrote it; refused ones wrote nothing */
+	const char *pks[] = {pa, px, pc, pf, pg};
+	const size_t who[] = {0, 2, 3, 6, 7};
+	for (size_t i = 0; i < 5; i++) {
+		char *m = fence_field("item", bare(pks[i], b), "mutation_id");
+		CU_ASSERT_STRING_EQUAL(m ? m : "", ids[who[i]]);
+		free(m);
+	}
+	char v[160];
+	fence_version("item", bare(pb, b), v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	fence_version("item", bare(pe, b), v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	CU_ASSERT_EQUAL(count("SELECT count(*) FROM item WHERE label = 'run-a'"), 1);
+	/*
+	 * lookup, start; [a b] refused at b, [a] + b settled, x's unit, [c d e f g] refused
+	 * at d, [c] + d settled, [e f g] refused at e, e settled, [f g], commit
+	 */
+	CU_ASSERT_EQUAL(r->a.round_trips, 11);
+	result_free(r);
+}
+
+/* One run over two tables: each applied outcome carries its own row and version. */
+static void test_insert_run_tables(void)
+{
+	char p1[32], p2[32], b[64], v[160];
+	todo_id t1, t2;
+	char ids[4][SY_UUID_LEN + 1];
+	fresh_item(p1);
+	fresh_item(p2);
+	fresh_todo(&t1);
+	fresh_todo(&t2);
+	mspec ms[4] = {
+	        {.table = "item", .pk = p1, .op = "insert", .cols = "{\"qty\":11}"},
+	        {.table = "todo", .pk = t1.json, .op = "insert", .cols = "{\"title\":\"t-one\"}"},
+	        {.table = "item", .pk = p2, .op = "insert", .cols = "{\"qty\":22}"},
+	        {.table = "todo", .pk = t2.json, .op = "insert", .cols = "{\"title\":\"t-two\"}"},
+	};
+	result *r = run(ALICE, NULL, ms, 4, ids);
+	expect_200(r);
+	const sy_json *o = check(r, ids[0], "applied", NULL, true, true);
+	CHECK_ROW_VALUE(o, "qty", "11");
+	fence_version("item", bare(p1, b), v);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	o = check(r, ids[1], "applied", NULL, true, true);
+	CHECK_ROW_VALUE(o, "title", "\"t-one\"");
+	CHECK_ROW_VALUE(o, "owner", "\"alice\"");
+	fence_version("todo", t1.id, v);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	o = check(r, ids[2], "applied", NULL, true, true);
+	CHECK_ROW_VALUE(o, "qty", "22");
+	fence_version("item", bare(p2, b), v);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	o = check(r, ids[3], "applied", NULL, true, true);
+	CHECK_ROW_VALUE(o, "title", "\"t-two\"");
+	fence_version("todo", t2.id, v);
+	CU_ASSERT_STRING_EQUAL(str(o, "server_version"), v);
+	/* lookup, start, the run, commit */
+	CU_ASSERT_EQUAL(r->a.round_trips, 4);
+	result_free(r);
+}
+
 /* In a non-atomic batch the unit boundary checks the deferred constraint per mutation. */
 static void test_nonatomic_deferred(void)
 {
@@ -2190,6 +2295,8 @@ int main(void)
 	        {"matrix on item (soft delete)", test_matrix_item},
 	        {"one batch evaluates in order", test_sequential_batch},
 	        {"runs of inserts", test_insert_run},
+	        {"runs of inserts refused anywhere", test_insert_run_refusals},
+	        {"a run of inserts over two tables", test_insert_run_tables},
 	        {"every portable type round-trips", test_types},
 	        {"exact replay and batch idempotency", test_replay},
 	        {"cross-batch mutation replay and idempotency", test_cross_batch},
