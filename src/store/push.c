@@ -527,14 +527,21 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 		              x->rel, x->pk, pkt);
 		x->read_sql = dup_printf(&b);
 		sy_buf_free(&b);
+		/*
+		 * One primary-key probe per key, whatever the statistics said when the plan
+		 * was cached (LATERAL ... LIMIT 1: never a hash join over a table scan).
+		 */
 		sy_buf_printf(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
 		for (size_t j = 0; j < t->field_count; j++)
 			sy_buf_printf(&b, ", r.%s", x->cols[j]);
-		sy_buf_printf(&b,
-		              " FROM unnest($2::text[]) WITH ORDINALITY AS q(pk, i)"
-		              " LEFT JOIN synchro.row_fences f ON f.table_id = $1 AND f.pk = q.pk"
-		              " LEFT JOIN %s r ON r.%s = q.pk::%s ORDER BY q.i",
-		              x->rel, x->pk, pkt);
+		sy_buf_printf(
+		        &b,
+		        " FROM unnest($2::text[]) WITH ORDINALITY AS q(pk, i)"
+		        " LEFT JOIN LATERAL (SELECT f.state, f.version FROM synchro.row_fences f"
+		        "   WHERE f.table_id = $1 AND f.pk = q.pk LIMIT 1) f ON true"
+		        " LEFT JOIN LATERAL (SELECT * FROM %s s WHERE s.%s = q.pk::%s LIMIT 1) r"
+		        "   ON true ORDER BY q.i",
+		        x->rel, x->pk, pkt);
 		x->reads_sql = dup_printf(&b);
 		sy_buf_free(&b);
 		if (t->delete_mode == SY_DELETE_SOFT) {
