@@ -70,6 +70,12 @@ bool sy_buf_append(sy_buf *b, const void *p, size_t n)
 
 bool sy_buf_putc(sy_buf *b, char c)
 {
+	/* the common case, without the general path's checks (room for c and the NUL) */
+	if (!b->failed && b->len + 1 < b->cap) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+		return true;
+	}
 	return sy_buf_append(b, &c, 1);
 }
 

@@ -305,13 +305,21 @@ fail:
 	return NULL;
 }
 
-bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o, sy_error *err)
+bool sy_outcome_response_add_write(sy_outcome_response *r, const sy_outcome *o, sy_buf *out,
+                                   sy_error *err)
 {
 	sy_json *v = sy_outcome_to_json(r->doc, o, err);
 	if (v == NULL)
 		return false;
 	sy_json *arr = o->status == SY_STATUS_APPLIED ? r->accepted : r->rejected;
-	return sy_json_array_push(r->doc, arr, v) || nomem(err);
+	if (!sy_json_array_push(r->doc, arr, v))
+		return nomem(err);
+	return out == NULL || sy_jcs_write(out, v, err);
+}
+
+bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o, sy_error *err)
+{
+	return sy_outcome_response_add_write(r, o, NULL, err);
 }
 
 bool sy_outcome_response_add_json(sy_outcome_response *r, const sy_json *outcome, sy_error *err)

@@ -413,11 +413,16 @@ static void array_elem(sy_buf *b, const char *s, size_t len)
 		return;
 	}
 	sy_buf_putc(b, '"');
+	/* runs between the characters to escape, appended whole */
+	size_t from = 0;
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '"' || s[i] == '\\')
-			sy_buf_putc(b, '\\');
-		sy_buf_putc(b, s[i]);
+		if (s[i] != '"' && s[i] != '\\')
+			continue;
+		sy_buf_append(b, s + from, i - from);
+		sy_buf_putc(b, '\\');
+		from = i;
 	}
+	sy_buf_append(b, s + from, len - from);
 	sy_buf_putc(b, '"');
 }
 
@@ -1591,6 +1596,28 @@ static size_t queue_read(ctx *x, size_t k)
 	return pipe_query(&x->pp, pr->ti->read_sql, 2, p, PGRES_TUPLES_OK);
 }
 
+/* sep "$n::type": a statement text per mutation, without two vsnprintf passes per piece */
+static void put_param(sy_buf *b, const char *sep, int n, const char *type)
+{
+	char d[12];
+	size_t i = sizeof d;
+	do {
+		d[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n > 0 && i > 0);
+	sy_buf_puts(b, sep);
+	sy_buf_putc(b, '$');
+	sy_buf_append(b, d + i, sizeof d - i);
+	sy_buf_puts(b, "::");
+	sy_buf_puts(b, type);
+}
+
+static void put_names(sy_buf *b, const char *a, const char *c)
+{
+	sy_buf_puts(b, a);
+	sy_buf_puts(b, c);
+}
+
 /* The source write: values as text parameters cast to the column's type. */
 static bool queue_dml(ctx *x, size_t k, size_t *idx)
 {
@@ -1607,34 +1634,37 @@ static bool queue_dml(ctx *x, size_t k, size_t *idx)
 	params[np++] = pr->pk_text;
 	switch (m->op) {
 	case SY_OP_INSERT:
-		sy_buf_printf(&sql, "INSERT INTO %s (%s", ti->rel, ti->pk);
+		put_names(&sql, "INSERT INTO ", ti->rel);
+		put_names(&sql, " (", ti->pk);
 		for (size_t i = 0; i < m->column_count; i++)
-			sy_buf_printf(&sql, ", %s", ti->cols[pr->fields[i] - t->fields]);
+			put_names(&sql, ", ", ti->cols[pr->fields[i] - t->fields]);
 		/* PROTOCOL §4: the server sets the owner field to the caller on insert. */
 		if (ti->owner >= 0)
-			sy_buf_printf(&sql, ", %s", ti->cols[ti->owner]);
-		sy_buf_printf(&sql, ") SELECT $2::%s", pkt);
+			put_names(&sql, ", ", ti->cols[ti->owner]);
+		put_param(&sql, ") SELECT ", 2, pkt);
 		for (size_t i = 0; i < m->column_count; i++) {
 			params[np] = pr->vals[i];
 			np++;
-			sy_buf_printf(&sql, ", $%d::%s", np, pg_type(pr->fields[i]->type));
+			put_param(&sql, ", ", np, pg_type(pr->fields[i]->type));
 		}
 		if (ti->owner >= 0) {
 			params[np++] = x->user;
-			sy_buf_printf(&sql, ", $%d::%s", np, pg_type(t->fields[ti->owner].type));
+			put_param(&sql, ", ", np, pg_type(t->fields[ti->owner].type));
 		}
-		sy_buf_printf(&sql, " FROM %s", with_mutation);
+		put_names(&sql, " FROM ", with_mutation);
 		break;
 	case SY_OP_UPDATE:
-		sy_buf_printf(&sql, "UPDATE %s SET ", ti->rel);
+		put_names(&sql, "UPDATE ", ti->rel);
+		sy_buf_puts(&sql, " SET ");
 		for (size_t i = 0; i < m->column_count; i++) {
 			params[np] = pr->vals[i];
 			np++;
-			sy_buf_printf(&sql, "%s%s = $%d::%s", i ? ", " : "",
-			              ti->cols[pr->fields[i] - t->fields], np,
-			              pg_type(pr->fields[i]->type));
+			put_names(&sql, i ? ", " : "", ti->cols[pr->fields[i] - t->fields]);
+			put_param(&sql, " = ", np, pg_type(pr->fields[i]->type));
 		}
-		sy_buf_printf(&sql, " FROM %s WHERE %s = $2::%s", with_mutation, ti->pk, pkt);
+		put_names(&sql, " FROM ", with_mutation);
+		put_names(&sql, " WHERE ", ti->pk);
+		put_param(&sql, " = ", 2, pkt);
 		break;
 	case SY_OP_DELETE: sy_buf_puts(&sql, ti->delete_sql); break;
 	}
@@ -2178,9 +2208,13 @@ static void elem_str(sy_buf *b, const char *s)
 
 static void elem_u64(sy_buf *b, unsigned long long v)
 {
-	char tmp[24];
-	snprintf(tmp, sizeof tmp, "%llu", v);
-	elem_str(b, tmp);
+	char d[24];
+	size_t i = sizeof d;
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	array_elem(b, d + i, sizeof d - i);
 }
 
 /*
@@ -2217,9 +2251,8 @@ static xstatus finish(ctx *x)
 		if (rr->stored != NULL) {
 			ok = sy_outcome_response_add_json(resp, rr->stored, x->err);
 		} else {
-			ok = sy_outcome_response_add(resp, &rr->o, x->err);
 			sy_buf_reset(&tmp);
-			ok = ok && sy_outcome_write(&tmp, &rr->o, x->err);
+			ok = sy_outcome_response_add_write(resp, &rr->o, &tmp, x->err);
 		}
 		if (!ok) {
 			ret = x->err->code == SY_ERR_NOMEM

@@ -518,6 +518,30 @@ static void test_response_bytes(void)
 	CU_ASSERT_TRUE(sy_outcome_response_write(r, &again, &err));
 	CU_ASSERT_STRING_EQUAL(again.data, want);
 	sy_outcome_response_free(r);
+
+	/* add_write: the bytes it appends are the outcome's own encoding, and the body the same */
+	r = sy_outcome_response_new(BATCH, TIME, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	sy_buf one = SY_BUF_INIT, alone = SY_BUF_INIT;
+	for (size_t i = 0; i < 6; i++) {
+		if (i == 4) {
+			CU_ASSERT_TRUE(
+			        sy_outcome_response_add_json(r, fixture_json(&f, E_R5), &err));
+			continue;
+		}
+		sy_buf_reset(&one);
+		sy_buf_reset(&alone);
+		CU_ASSERT_TRUE(sy_outcome_response_add_write(r, &f.o[i], &one, &err));
+		CU_ASSERT_TRUE(sy_outcome_write(&alone, &f.o[i], &err));
+		CU_ASSERT_EQUAL(one.len, alone.len);
+		CU_ASSERT_STRING_EQUAL(one.data, alone.data);
+	}
+	sy_buf_reset(&again);
+	CU_ASSERT_TRUE(sy_outcome_response_write(r, &again, &err));
+	CU_ASSERT_STRING_EQUAL(again.data, want);
+	sy_buf_free(&one);
+	sy_buf_free(&alone);
+	sy_outcome_response_free(r);
 	sy_outcome_response_free(NULL);
 
 	CU_ASSERT_PTR_NULL(sy_outcome_response_new("not-a-uuid", TIME, &err));

@@ -101,6 +101,12 @@ void sy_outcome_response_free(sy_outcome_response *r);
 SY_MUST_CHECK bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o,
                                            sy_error *err);
 /*
+ * The same, and appends the outcome's own JCS bytes (what the mutation ledger keeps,
+ * byte for byte the outcome inside the body) to out: encoded once for both.
+ */
+SY_MUST_CHECK bool sy_outcome_response_add_write(sy_outcome_response *r, const sy_outcome *o,
+                                                 sy_buf *out, sy_error *err);
+/*
  * Adds a stored outcome object verbatim (cross-batch mutation replay); it is
  * copied, and filed by its "status" member.
  */
