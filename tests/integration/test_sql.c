@@ -204,6 +204,17 @@ static void test_migrations(void)
 	CU_ASSERT_STRING_EQUAL(got, expect);
 	free(got);
 
+	/* Migration 10: batch responses compressed with lz4 when the server has it. */
+	char *lz4 = pgt_value(db,
+	                      "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_settings WHERE name ="
+	                      " 'default_toast_compression' AND 'lz4' = ANY (enumvals))"
+	                      " THEN 'l' ELSE '' END = attcompression::text"
+	                      "  FROM pg_attribute WHERE attrelid = 'synchro.batches'::regclass"
+	                      "   AND attname = 'response'",
+	                      0, NULL);
+	CU_ASSERT_STRING_EQUAL(lz4 ? lz4 : "", "t");
+	free(lz4);
+
 	CU_ASSERT_EQUAL(pgt_migrate(db, sy_sql_migrations, sy_sql_migration_count), 0);
 	CU_ASSERT_EQUAL(pgt_int(db, "SELECT count(*) FROM synchro.migrations", 0, NULL),
 	                (long long)sy_sql_migration_count);
