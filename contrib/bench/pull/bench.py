@@ -153,7 +153,7 @@ class PullWatch:
                                       "-i", str(POLL_MS), "-d", "600", "-o", self.out],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
-        self.seen, self.errors, self.pages, self.stats = {}, [], 0, {}
+        self.seen, self.errors, self.pages, self.stats, self.page_log = {}, [], 0, {}, []
 
     def start(self):
         pass
@@ -170,8 +170,11 @@ class PullWatch:
             self.errors.append("%s errors: %s" % (self.stats["errors"], err[:300]))
         with open(self.out) as f:
             for line in f:
-                pk, at = line.split()
-                self.seen.setdefault(pk, float(at))
+                x = line.split()
+                if x[0] == "page":
+                    self.page_log.append((float(x[1]), float(x[2]), int(x[3])))
+                else:
+                    self.seen.setdefault(x[0], float(x[1]))
 
 
 class Poller(threading.Thread):
@@ -318,6 +321,12 @@ class PullBench:
         if poller.errors:
             self.invalid.append("%s: pull poller errors: %s" % (name, poller.errors[:3]))
         ps = poller.stats
+        # How much of the load window the poller spent waiting for answers, and how full its
+        # pages were: near 100 % busy with full pages means one client cannot take the changes
+        # any faster than they come (its latency is then queueing behind its own pages).
+        w1 = w0 + (t1 - t0)
+        inside = [p for p in getattr(poller, "page_log", []) if p[1] > w0 and p[0] < w1]
+        busy = sum(min(p[1], w1) - max(p[0], w0) for p in inside)
         return {"name": name, "rows": rows, "load_rate": load_rate, "extra": extra, "window": t1 - t0,
                 "materialized_rate": materialized_in_window / (t1 - t0), "catch_up_ms": 1000 * (done - t1),
                 "walsync_cpu_us": 1e6 * walsync_cpu / max(1, materialized_in_window),
@@ -331,6 +340,9 @@ class PullBench:
                 "page_conn_p99": pct([p[1] for p in pages], 99),
                 "page_up_p50": pct([p[2] for p in pages], 50), "page_up_p99": pct([p[2] for p in pages], 99),
                 "page_up_max": max([p[2] for p in pages]) if pages else float("nan"), "nginx_pages": len(pages),
+                "poll_busy": 100.0 * busy / (t1 - t0) if inside else float("nan"),
+                "poll_full": sum(1 for p in inside if p[2] >= 1000), "poll_inside": len(inside),
+                "poll_changes": sum(p[2] for p in inside),
                 "ws_busy": 100.0 * int(w["ws_busy"]) / max(1, int(w["ws_samples"])),
                 "ws_lock": 100.0 * int(w["ws_lock"]) / max(1, int(w["ws_samples"]))}
 
@@ -493,6 +505,10 @@ def show_loaded(r):
           "in nginx's log)" % (r["page_client_p50"], r["page_client_p99"], r["page_nginx_p50"], r["page_nginx_p99"],
                               r["page_up_p50"], r["page_up_p99"], r["page_up_max"], r["page_conn_p99"],
                               r["nginx_pages"]), flush=True)
+    if r["poll_inside"]:
+        print("    during the load the poller waited for answers %.0f%% of the time; %d of its %d pages were full "
+              "(1000 changes; %.0f changes a page on average)" % (r["poll_busy"], r["poll_full"], r["poll_inside"],
+                                                                  r["poll_changes"] / r["poll_inside"]), flush=True)
 
 
 def show_drain(label, d):

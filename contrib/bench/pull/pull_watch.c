@@ -240,6 +240,12 @@ typedef struct {
 	double at;
 } seen;
 
+/* One answer: when the request was sent and the answer read (wall clock), its changes. */
+typedef struct {
+	double sent, at;
+	size_t changes;
+} page;
+
 int main(int argc, char **argv)
 {
 	const char *auth = NULL, *client = NULL, *hash = NULL, *table = "item", *out = NULL;
@@ -271,11 +277,12 @@ int main(int argc, char **argv)
 	size_t nseen = 0, capseen = 65536, npages = 0, cappages = 4096;
 	seen *sv = malloc(capseen * sizeof *sv);
 	double *rtt = malloc(cappages * sizeof *rtt);
+	page *pv = malloc(cappages * sizeof *pv);
 	growbuf req = {0}, body = {0};
 	long long changes = 0, errors = 0, empty = 0;
 	bool draining = false;
 	double start = mono();
-	if (sv == NULL || rtt == NULL)
+	if (sv == NULL || rtt == NULL || pv == NULL)
 		return 1;
 	while (mono() - start < max_s) {
 		if (!draining)
@@ -300,7 +307,7 @@ int main(int argc, char **argv)
 		req.len = 0;
 		if (!put(&req, head, (size_t)hl) || !put(&req, json, (size_t)jl))
 			return 1;
-		double t0 = mono();
+		double t0 = mono(), sent = wall();
 		int status = 0;
 		bool keep = false;
 		if (!write_all(c.fd, req.data, req.len) || !read_answer(&c, &status, &body, &keep)) {
@@ -333,10 +340,13 @@ int main(int argc, char **argv)
 		if (npages == cappages) {
 			cappages *= 2;
 			double *r = realloc(rtt, cappages * sizeof *r);
-			if (r == NULL)
+			page *q = realloc(pv, cappages * sizeof *q);
+			if (r == NULL || q == NULL)
 				return 1;
 			rtt = r;
+			pv = q;
 		}
+		pv[npages] = (page){sent, at, ch->u.array.count};
 		rtt[npages++] = 1000.0 * (t1 - t0);
 		changes += (long long)ch->u.array.count;
 		for (size_t i = 0; i < ch->u.array.count; i++) {
@@ -379,6 +389,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nseen; i++)
 		fprintf(f, "%s %.6f\n", sv[i].pk, sv[i].at);
+	for (size_t i = 0; i < npages; i++)
+		fprintf(f, "page %.6f %.6f %zu\n", pv[i].sent, pv[i].at, pv[i].changes);
 	if (fclose(f) != 0)
 		return 1;
 	qsort(rtt, npages, sizeof *rtt, cmp_double);
@@ -393,7 +405,8 @@ usage:
 	      "       -H SCHEMA_HASH -k CURSOR -o FILE [-l LIMIT] [-i POLL_MS] [-d MAX_SECONDS]\n"
 	      "       [-t TABLE]\n"
 	      "Pulls until a line (or EOF) on stdin, then until an answer has has_more false.\n"
-	      "FILE gets \"pk epoch_seconds\" per change of TABLE (first arrival); stdout one\n"
+	      "FILE gets \"pk epoch_seconds\" per change of TABLE (first arrival), then\n"
+	      "\"page sent_epoch answered_epoch changes\" per answer; stdout one\n"
 	      "key=value line: pages, changes, page round-trip percentiles, the last cursor.\n",
 	      stderr);
 	return 2;
