@@ -64,9 +64,11 @@ int main(int argc, char **argv)
 		case 'c': conninfo = optarg; break;
 		case 's': sample_ms = atof(optarg); break;
 		default:
-			fputs("usage: changelog_watch [-d SECONDS] [-i POLL_MS] [-c CONNINFO] [-s SAMPLE_MS]\n"
+			fputs("usage: changelog_watch [-d SECONDS] [-i POLL_MS] [-c CONNINFO] [-s "
+			      "SAMPLE_MS]\n"
 			      "Prints key=value: transactions and changes that became visible in\n"
-			      "synchro.changelog, and commit-to-visible latency percentiles; with -s,\n"
+			      "synchro.changelog, and commit-to-visible latency percentiles; with "
+			      "-s,\n"
 			      "how often walsync's SQL session was active or waiting for a lock.\n",
 			      stderr);
 			return 2;

@@ -299,18 +299,20 @@ int main(int argc, char **argv)
 		                  "\"cursor\":\"%s\",\"limit\":%d}",
 		                  client, generation, version, hash, cursor, limit);
 		char head[512];
-		int hl = snprintf(head, sizeof head,
-		                  "POST /v3/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\n"
-		                  "Synchro-Protocol: 3\r\nContent-Type: application/json\r\n"
-		                  "Content-Length: %d\r\n\r\n",
-		                  auth, jl);
+		int hl = snprintf(
+		        head, sizeof head,
+		        "POST /v3/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\n"
+		        "Synchro-Protocol: 3\r\nContent-Type: application/json\r\n"
+		        "Content-Length: %d\r\n\r\n",
+		        auth, jl);
 		req.len = 0;
 		if (!put(&req, head, (size_t)hl) || !put(&req, json, (size_t)jl))
 			return 1;
 		double t0 = mono(), sent = wall();
 		int status = 0;
 		bool keep = false;
-		if (!write_all(c.fd, req.data, req.len) || !read_answer(&c, &status, &body, &keep)) {
+		if (!write_all(c.fd, req.data, req.len) ||
+		    !read_answer(&c, &status, &body, &keep)) {
 			errors++;
 			conn_close(&c);
 			continue;
@@ -332,8 +334,10 @@ int main(int argc, char **argv)
 		const sy_json *cur = sy_json_get(root, "cursor");
 		const sy_json *more = sy_json_get(root, "has_more");
 		if (ch == NULL || ch->type != SY_JSON_ARRAY || cur == NULL ||
-		    cur->type != SY_JSON_STRING || cur->u.string.len >= sizeof cursor || more == NULL) {
-			fprintf(stderr, "pull_watch: an answer without changes/cursor/has_more: %s\n",
+		    cur->type != SY_JSON_STRING || cur->u.string.len >= sizeof cursor ||
+		    more == NULL) {
+			fprintf(stderr,
+			        "pull_watch: an answer without changes/cursor/has_more: %s\n",
 			        err.message);
 			return 1;
 		}
@@ -353,8 +357,8 @@ int main(int argc, char **argv)
 			const sy_json *x = ch->u.array.items[i];
 			const sy_json *t = sy_json_get(x, "table");
 			const sy_json *pk = sy_json_get(sy_json_get(x, "pk"), "value");
-			if (t == NULL || t->type != SY_JSON_STRING || strcmp(t->u.string.data, table) ||
-			    pk == NULL)
+			if (t == NULL || t->type != SY_JSON_STRING ||
+			    strcmp(t->u.string.data, table) || pk == NULL)
 				continue;
 			if (nseen == capseen) {
 				capseen *= 2;
@@ -363,8 +367,8 @@ int main(int argc, char **argv)
 					return 1;
 				sv = s;
 			}
-			const char *pt = pk->type == SY_JSON_NUMBER ? pk->u.number.text
-			                                            : pk->u.string.data;
+			const char *pt =
+			        pk->type == SY_JSON_NUMBER ? pk->u.number.text : pk->u.string.data;
 			sv[nseen].pk = strdup(pt ? pt : "");
 			sv[nseen++].at = at;
 		}
@@ -401,7 +405,8 @@ int main(int argc, char **argv)
 	       npages ? rtt[npages - 1] : 0.0, cursor);
 	return 0;
 usage:
-	fputs("usage: pull_watch -p PORT -a AUTHORIZATION -C CLIENT_ID -G GENERATION -V SCHEMA_VERSION\n"
+	fputs("usage: pull_watch -p PORT -a AUTHORIZATION -C CLIENT_ID -G GENERATION -V "
+	      "SCHEMA_VERSION\n"
 	      "       -H SCHEMA_HASH -k CURSOR -o FILE [-l LIMIT] [-i POLL_MS] [-d MAX_SECONDS]\n"
 	      "       [-t TABLE]\n"
 	      "Pulls until a line (or EOF) on stdin, then until an answer has has_more false.\n"
