@@ -29,7 +29,7 @@ bench-core: contrib/bench/core/bench_core
 # make bench-push / make bench-pull: through nginx on a throwaway PostgreSQL, each figure beside
 # its baseline measured in the same run (needs wrk and nginx; contrib/bench/push/bench.py).
 EXTRA_PROGRAMS += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
-	contrib/bench/pull/changelog_watch
+	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
 contrib_bench_push_plain_sql_SOURCES = contrib/bench/push/plain_sql.c
 contrib_bench_push_plain_sql_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS) -pthread
 contrib_bench_push_plain_sql_LDADD = $(LIBPQ_LIBS) -lpthread
@@ -38,14 +38,18 @@ contrib_bench_push_trivial_fcgi_LDADD = $(FCGI_LIBS)
 contrib_bench_pull_changelog_watch_SOURCES = contrib/bench/pull/changelog_watch.c
 contrib_bench_pull_changelog_watch_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
 contrib_bench_pull_changelog_watch_LDADD = $(LIBPQ_LIBS)
+contrib_bench_pull_pull_watch_SOURCES = contrib/bench/pull/pull_watch.c
+contrib_bench_pull_pull_watch_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
 CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
-	contrib/bench/pull/changelog_watch
+	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
 EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/push/push.lua \
-	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua
+	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
+	contrib/bench/pull/paced_push.lua
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
 		src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/push/run $(abs_top_builddir)
-bench-pull: contrib/bench/push/plain_sql contrib/bench/pull/changelog_watch src/fcgi/synchro-fcgi \
+bench-pull: contrib/bench/push/plain_sql contrib/bench/pull/changelog_watch \
+		contrib/bench/pull/pull_watch src/fcgi/synchro-fcgi \
 		src/walsync/synchro-walsync src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/pull/run $(abs_top_builddir)
 .PHONY: bench-push bench-pull

@@ -23,6 +23,14 @@ static const char poll_sql[] =
         "  FROM synchro.changelog WHERE commit_lsn > $1::pg_lsn "
         " GROUP BY commit_lsn ORDER BY commit_lsn";
 
+/* What walsync's SQL session (not its replication stream) is doing: sampled on this
+ * connection rather than by a psql started every few milliseconds beside the load. */
+static const char sample_sql[] =
+        "SELECT count(*) FILTER (WHERE state = 'active'),"
+        "       count(*) FILTER (WHERE wait_event_type = 'Lock'), count(*)"
+        "  FROM pg_stat_activity WHERE application_name LIKE 'synchro-walsync%'"
+        "   AND backend_type = 'client backend'";
+
 static double now(void)
 {
 	struct timespec ts;
@@ -46,18 +54,22 @@ static double pct(const double *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-	double seconds = 10, interval_ms = 5;
+	double seconds = 10, interval_ms = 5, sample_ms = 0;
 	const char *conninfo = "";
 	int opt;
-	while ((opt = getopt(argc, argv, "d:i:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:c:s:")) != -1) {
 		switch (opt) {
 		case 'd': seconds = atof(optarg); break;
 		case 'i': interval_ms = atof(optarg); break;
 		case 'c': conninfo = optarg; break;
+		case 's': sample_ms = atof(optarg); break;
 		default:
-			fputs("usage: changelog_watch [-d SECONDS] [-i POLL_MS] [-c CONNINFO]\n"
+			fputs("usage: changelog_watch [-d SECONDS] [-i POLL_MS] [-c CONNINFO] [-s "
+			      "SAMPLE_MS]\n"
 			      "Prints key=value: transactions and changes that became visible in\n"
-			      "synchro.changelog, and commit-to-visible latency percentiles.\n",
+			      "synchro.changelog, and commit-to-visible latency percentiles; with "
+			      "-s,\n"
+			      "how often walsync's SQL session was active or waiting for a lock.\n",
 			      stderr);
 			return 2;
 		}
@@ -82,6 +94,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	PQclear(r);
+	r = PQprepare(c, "sample", sample_sql, 0, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
+		return 1;
+	}
+	PQclear(r);
+	long long ws_samples = 0, ws_busy = 0, ws_lock = 0;
+	double next_sample = 0;
 	size_t n = 0, cap = 65536;
 	double *lat = malloc(cap * sizeof *lat);
 	long long changes = 0, polls = 0;
@@ -117,6 +137,18 @@ int main(int argc, char **argv)
 		if (rows > 0)
 			snprintf(cursor, sizeof cursor, "%s", PQgetvalue(r, rows - 1, 0));
 		PQclear(r);
+		if (sample_ms > 0 && now() >= next_sample) {
+			next_sample = now() + sample_ms / 1000.0;
+			r = PQexecPrepared(c, "sample", 0, NULL, NULL, NULL, 0);
+			if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+				fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
+				return 1;
+			}
+			ws_busy += atoll(PQgetvalue(r, 0, 0));
+			ws_lock += atoll(PQgetvalue(r, 0, 1));
+			ws_samples += atoll(PQgetvalue(r, 0, 2));
+			PQclear(r);
+		}
 		struct timespec ts = {0, (long)(interval_ms * 1e6)};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
@@ -124,9 +156,10 @@ int main(int argc, char **argv)
 	PQfinish(c);
 	qsort(lat, n, sizeof *lat, cmp_double);
 	printf("transactions=%zu changes=%lld polls=%lld poll_ms=%g visible_span_s=%.3f "
-	       "p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
+	       "p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f ws_samples=%lld ws_busy=%lld "
+	       "ws_lock=%lld\n",
 	       n, changes, polls, interval_ms, last - first, pct(lat, n, 50), pct(lat, n, 90),
-	       pct(lat, n, 99), n ? lat[n - 1] : 0.0);
+	       pct(lat, n, 99), n ? lat[n - 1] : 0.0, ws_samples, ws_busy, ws_lock);
 	free(lat);
 	return 0;
 }
