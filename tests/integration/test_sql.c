@@ -659,6 +659,7 @@ static void insert_client(PGconn *c, const char *client_id, const char *user)
 #define APP_BATCH2 "b0000000-0000-4000-8000-0000000000a2"
 #define APP_BATCH3 "b0000000-0000-4000-8000-0000000000a3"
 #define APP_MUT    "a0000000-0000-4000-8000-0000000000a1"
+#define APP_MUT2   "a0000000-0000-4000-8000-0000000000a2"
 
 /* The responders' role: the ledgers are append-only for it, a claim completes once. */
 static void test_app_role(void)
@@ -686,6 +687,15 @@ static void test_app_role(void)
 	pgt_exec(app, "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
 	              " response = '{\"ok\":1}', completed_at = now()"
 	              " WHERE batch_id = '" APP_BATCH "'");
+	/* A mutation row names a batch of its own client (migration 11, per statement). */
+	pgt_fails(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2, APP_BATCH2), "23503");
+	pgt_fails(app, MUTATION_INSERT("bob", APP_CLIENT, APP_MUT2, APP_BATCH), "23503");
+	/* ... and that batch stays while they do, even for a retired client (rolled back). */
+	pgt_exec(db, "BEGIN");
+	pgt_exec(db, "INSERT INTO synchro.retirements (client_id, user_id, retirement_id)"
+	             " VALUES ('" APP_CLIENT "', 'alice', gen_random_uuid())");
+	pgt_fails(db, "DELETE FROM synchro.batches WHERE batch_id = '" APP_BATCH "'", "23503");
+	pgt_exec(db, "ROLLBACK");
 	/* Complete is final, for any column. */
 	pgt_fails(app, "UPDATE synchro.batches SET response = 'x' WHERE batch_id = '" APP_BATCH "'",
 	          "SY002");
