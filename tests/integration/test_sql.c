@@ -365,21 +365,6 @@ static void test_transitions(void)
 	CU_ASSERT_STRING_EQUAL(f.user_id, "alice");
 	memcpy(seen[nseen++], f.version, sizeof f.version);
 
-	/*
-	 * One statement writing several pushed rows (migration 12): the setting names each
-	 * row's mutation by table and hex key; a row without an entry records none.
-	 */
-	pgt_exec(db, "BEGIN");
-	pgt_exec(db, "SELECT set_config('synchro.mutation_id', E'\\nitem\\t' ||"
-	             " encode('801', 'hex') || E'\\t" MUT1 "\\ntodo\\t' || encode('802', 'hex') ||"
-	             " E'\\t" MUT2 "\\nitem\\t' || encode('802', 'hex') || E'\\t" MUT2 "', true)");
-	pgt_exec(db, "INSERT INTO item (id) VALUES (801), (802), (803)");
-	pgt_exec(db, "COMMIT");
-	CU_ASSERT_STRING_EQUAL(get_fence("item", "801").mutation_id, MUT1);
-	CU_ASSERT_STRING_EQUAL(get_fence("item", "802").mutation_id, MUT2);
-	CU_ASSERT_STRING_EQUAL(get_fence("item", "803").mutation_id, "<null>");
-	pgt_exec(db, "DELETE FROM item WHERE id IN (801, 802, 803)");
-
 	/* The next direct write, in another transaction on the same session, records none. */
 	pgt_exec(db, "UPDATE todo SET note = 'n' WHERE id = '" TODO1 "'");
 	f = get_fence("todo", TODO1);
