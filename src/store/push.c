@@ -412,18 +412,21 @@ static void array_elem(sy_buf *b, const char *s, size_t len)
 		sy_buf_puts(b, "NULL");
 		return;
 	}
-	sy_buf_putc(b, '"');
-	/* runs between the characters to escape, appended whole */
-	size_t from = 0;
+	/* worst case reserved once: every character escaped, and the quotes */
+	if (len > (SIZE_MAX - 3) / 2)
+		b->failed = true;
+	if (b->failed || !sy_buf_reserve(b, 2 * len + 2))
+		return;
+	char *o = b->data + b->len;
+	*o++ = '"';
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] != '"' && s[i] != '\\')
-			continue;
-		sy_buf_append(b, s + from, i - from);
-		sy_buf_putc(b, '\\');
-		from = i;
+		if (s[i] == '"' || s[i] == '\\')
+			*o++ = '\\';
+		*o++ = s[i];
 	}
-	sy_buf_append(b, s + from, len - from);
-	sy_buf_putc(b, '"');
+	*o++ = '"';
+	*o = '\0';
+	b->len = (size_t)(o - b->data);
 }
 
 static bool sqlstate_class(const char *state, const char *cls)
