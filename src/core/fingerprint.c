@@ -268,9 +268,16 @@ bool sy_fp_mutation(const sy_push_request *req, const sy_mutation *m, const char
 bool sy_fp_push(const sy_push_request *req, const char *user, size_t user_len,
                 sy_fingerprint *batch, sy_fingerprint *mutations, sy_error *err)
 {
+	return sy_fp_batch(req, user, user_len, batch, err) &&
+	       sy_fp_mutations(req, user, user_len, mutations, err);
+}
+
+bool sy_fp_mutations(const sy_push_request *req, const char *user, size_t user_len,
+                     sy_fingerprint *mutations, sy_error *err)
+{
 	sy_buf pre = SY_BUF_INIT;
 	sink s = {NULL, NULL};
-	bool ok = sy_fp_batch(req, user, user_len, batch, err) &&
+	bool ok = sy_fp_user_valid(user, user_len, err) &&
 	          scope_prefix(&pre, req, user, user_len, err);
 	/* One digest context for every mutation: a context costs an allocation and a free. */
 	for (size_t i = 0; ok && i < req->mutation_count; i++)

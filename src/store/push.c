@@ -624,6 +624,7 @@ typedef struct {
 	char sqlstate[6];
 	sy_fingerprint bfp;
 	char bfp_hex[SY_FP_HEX_LEN + 1];
+	bool ledger_ready; /* mfp, by_id and ids are set (ledger_inputs()) */
 	sy_fingerprint *mfp;
 	size_t *by_id; /* request indexes sorted by mutation_id */
 	char *ids;     /* uuid[] literal of every mutation id */
@@ -956,9 +957,51 @@ static bool read_ledger(ctx *x, const PGresult *rm)
 	return true;
 }
 
+/*
+ * What reading and writing the mutation ledger needs: the mutation fingerprints, the
+ * ids sorted and as a uuid[] literal. An exact replay needs none of them, so they are
+ * made only before the ledger is first read.
+ */
+static xstatus ledger_inputs(ctx *x)
+{
+	const sy_push_request *req = x->req;
+	size_t n = req->mutation_count;
+	sy_error fe = {0};
+	if (x->ledger_ready)
+		return X_OK;
+	x->mfp = sy_calloc(n, sizeof *x->mfp);
+	x->by_id = sy_calloc(n, sizeof *x->by_id);
+	if (x->mfp == NULL || x->by_id == NULL)
+		return nomem(x, "request");
+	/* The user was checked by the batch fingerprint: only memory can fail here. */
+	if (!sy_fp_mutations(req, x->user, strlen(x->user), x->mfp, &fe))
+		return nomem(x, "fingerprints");
+	for (size_t i = 0; i < n; i++)
+		x->by_id[i] = i;
+	sort_ids(x->by_id, n, req);
+	sy_buf ids = SY_BUF_INIT;
+	sy_buf_putc(&ids, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			sy_buf_putc(&ids, ',');
+		sy_buf_puts(&ids, req->mutations[i].mutation_id);
+	}
+	sy_buf_putc(&ids, '}');
+	if (ids.failed) {
+		sy_buf_free(&ids);
+		return nomem(x, "request");
+	}
+	x->ids = ids.data;
+	x->ledger_ready = true;
+	return X_OK;
+}
+
 /* Reads the mutation ledger after a lookup that did not (one round trip). */
 static xstatus probe(ctx *x)
 {
+	xstatus s = ledger_inputs(x);
+	if (s != X_OK)
+		return s;
 	pipe_reset(&x->pp);
 	size_t idx = queue_probe(x);
 	if (!pipe_run(&x->pp))
@@ -2412,15 +2455,14 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 	notice_connection(p, c);
 
 	sy_error fe = {0};
-	x.mfp = sy_calloc(n, sizeof *x.mfp);
-	x.by_id = sy_calloc(n, sizeof *x.by_id);
 	x.res = sy_calloc(n, sizeof *x.res);
 	x.doc = sy_json_doc_new();
-	if (x.mfp == NULL || x.by_id == NULL || x.res == NULL || x.doc == NULL) {
+	if (x.res == NULL || x.doc == NULL) {
 		nomem(&x, "request");
 		goto done;
 	}
-	if (!sy_fp_push(req, x.user, strlen(x.user), &x.bfp, x.mfp, &fe)) {
+	/* The mutation fingerprints wait for the mutation ledger (ledger_inputs()). */
+	if (!sy_fp_batch(req, x.user, strlen(x.user), &x.bfp, &fe)) {
 		if (fe.code == SY_ERR_NOMEM)
 			nomem(&x, "fingerprints");
 		else
@@ -2428,20 +2470,6 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		goto done;
 	}
 	sy_fp_hex(x.bfp.digest, x.bfp_hex);
-	for (size_t i = 0; i < n; i++)
-		x.by_id[i] = i;
-	sort_ids(x.by_id, n, req);
-	sy_buf ids = SY_BUF_INIT;
-	sy_buf_putc(&ids, '{');
-	for (size_t i = 0; i < n; i++)
-		sy_buf_printf(&ids, "%s%s", i ? "," : "", req->mutations[i].mutation_id);
-	sy_buf_putc(&ids, '}');
-	if (ids.failed) {
-		sy_buf_free(&ids);
-		nomem(&x, "request");
-		goto done;
-	}
-	x.ids = ids.data;
 
 	if (PQenterPipelineMode(c) != 1) {
 		x.st = SY_STORE_FAILED;
@@ -2503,6 +2531,8 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 			break;
 		}
 		admitted = true;
+		if (ledger_inputs(&x) != X_OK)
+			break;
 		if (!x.prepared && prepare(&x) != X_OK)
 			break;
 		for (int attempt = 0;; attempt++) {
