@@ -612,6 +612,7 @@ typedef struct {
 	int http_status;
 	char *response; /* sy_free */
 	size_t response_len;
+	bool probed; /* the mutation ledger was read (led and nled hold what it has) */
 	ledgered *led;
 	size_t nled;
 } lookup;
@@ -646,7 +647,8 @@ typedef struct {
 	int off; /* column of the first field */
 } rowst;
 
-typedef enum { X_OK, X_DONE, X_FAIL, X_RETRY, X_RESTART } xstatus;
+/* X_PROBE: the gates need the mutation ledger before they can answer. */
+typedef enum { X_OK, X_DONE, X_FAIL, X_RETRY, X_RESTART, X_PROBE } xstatus;
 
 typedef struct {
 	sy_store_push *p;
@@ -660,6 +662,7 @@ typedef struct {
 	char sqlstate[6];
 	sy_fingerprint bfp;
 	char bfp_hex[SY_FP_HEX_LEN + 1];
+	bool ledger_ready; /* mfp, by_id and ids are set (ledger_inputs()) */
 	sy_fingerprint *mfp;
 	size_t *by_id; /* request indexes sorted by mutation_id */
 	char *ids;     /* uuid[] literal of every mutation id */
@@ -886,10 +889,19 @@ static bool fp_stored_equal(const sy_fingerprint *fp, const PGresult *r, int row
 	                     PQgetvalue(r, row, col + 2), digest, sizeof digest);
 }
 
+static size_t queue_probe(ctx *x)
+{
+	const char *pm[] = {x->user, x->req->client_id, x->ids, x->req->batch_id};
+	return pipe_query(&x->pp, mutations_sql, 4, pm, PGRES_TUPLES_OK);
+}
+
 /*
  * Queues the lookup: idx[0..2] receive the results holding the client, the latest
  * schema and the batch (one statement before the transaction, three inside it, where the
- * client row is locked), idx[3] the mutation ledger rows.
+ * client row is locked), idx[3] the mutation ledger rows (inside the transaction only).
+ * Before the transaction the mutation ledger is not read: an exact replay needs only
+ * head_sql, and a first execution reads the ledger again under the client's lock anyway
+ * (probe() reads it first when a gate after the ledger's would refuse the request).
  */
 static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 {
@@ -897,15 +909,15 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 	const char *pc[] = {req->client_id};
 	const char *pb[] = {x->user, req->client_id, req->batch_id};
 	const char *ph[] = {req->client_id, x->user, req->batch_id};
-	const char *pm[] = {x->user, req->client_id, x->ids, req->batch_id};
 	if (locked) {
 		idx[0] = pipe_query(&x->pp, client_lock_sql, 1, pc, PGRES_TUPLES_OK);
 		idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
 		idx[2] = pipe_query(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
+		idx[3] = queue_probe(x);
 	} else {
 		idx[0] = idx[1] = idx[2] = pipe_query(&x->pp, head_sql, 3, ph, PGRES_TUPLES_OK);
+		idx[3] = SIZE_MAX;
 	}
-	idx[3] = pipe_query(&x->pp, mutations_sql, 4, pm, PGRES_TUPLES_OK);
 }
 
 /* Whether result r has a row whose column col is not NULL. */
@@ -914,12 +926,15 @@ static bool present(const PGresult *r, int col)
 	return PQntuples(r) == 1 && !PQgetisnull(r, 0, col);
 }
 
+static bool read_ledger(ctx *x, const PGresult *rm);
+
 static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 {
 	lookup *lk = &x->lk;
 	lookup_clear(lk);
 	const PGresult *rc = res_of(&x->pp, idx[0]), *rs = res_of(&x->pp, idx[1]),
-	               *rb = res_of(&x->pp, idx[2]), *rm = res_of(&x->pp, idx[3]);
+	               *rb = res_of(&x->pp, idx[2]);
+	const PGresult *rm = locked ? res_of(&x->pp, idx[3]) : NULL;
 	/* columns of the schema and batch parts in their results */
 	int sc = locked ? 0 : 3, bc = locked ? 0 : 5;
 	if (present(rc, 0)) {
@@ -947,7 +962,15 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 				return false;
 		}
 	}
+	return !locked || read_ledger(x, rm);
+}
+
+/* The mutation ledger rows of the request's ids (from mutations_sql) into x->lk. */
+static bool read_ledger(ctx *x, const PGresult *rm)
+{
+	lookup *lk = &x->lk;
 	int n = PQntuples(rm);
+	lk->probed = true;
 	if (n > 0) {
 		lk->led = sy_calloc((size_t)n, sizeof *lk->led);
 		if (lk->led == NULL)
@@ -971,8 +994,65 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 }
 
 /*
+ * What reading and writing the mutation ledger needs: the mutation fingerprints, the
+ * ids sorted and as a uuid[] literal. An exact replay needs none of them, so they are
+ * made only before the ledger is first read.
+ */
+static xstatus ledger_inputs(ctx *x)
+{
+	const sy_push_request *req = x->req;
+	size_t n = req->mutation_count;
+	sy_error fe = {0};
+	if (x->ledger_ready)
+		return X_OK;
+	x->mfp = sy_calloc(n, sizeof *x->mfp);
+	x->by_id = sy_calloc(n, sizeof *x->by_id);
+	if (x->mfp == NULL || x->by_id == NULL)
+		return nomem(x, "request");
+	/* The user was checked by the batch fingerprint: only memory can fail here. */
+	if (!sy_fp_mutations(req, x->user, strlen(x->user), x->mfp, &fe))
+		return nomem(x, "fingerprints");
+	for (size_t i = 0; i < n; i++)
+		x->by_id[i] = i;
+	sort_ids(x->by_id, n, req);
+	sy_buf ids = SY_BUF_INIT;
+	sy_buf_putc(&ids, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			sy_buf_putc(&ids, ',');
+		sy_buf_puts(&ids, req->mutations[i].mutation_id);
+	}
+	sy_buf_putc(&ids, '}');
+	if (ids.failed) {
+		sy_buf_free(&ids);
+		return nomem(x, "request");
+	}
+	x->ids = ids.data;
+	x->ledger_ready = true;
+	return X_OK;
+}
+
+/* Reads the mutation ledger after a lookup that did not (one round trip). */
+static xstatus probe(ctx *x)
+{
+	xstatus s = ledger_inputs(x);
+	if (s != X_OK)
+		return s;
+	pipe_reset(&x->pp);
+	size_t idx = queue_probe(x);
+	if (!pipe_run(&x->pp))
+		return op_fail(x, "mutation ledger lookup");
+	if (!read_ledger(x, res_of(&x->pp, idx)))
+		return nomem(x, "mutation ledger lookup");
+	return X_OK;
+}
+
+/*
  * The gates after the structural ones, in the ADR's order. X_OK: first execution may
- * proceed; X_DONE: *x->out holds the answer (an error or an exact replay).
+ * proceed; X_DONE: *x->out holds the answer (an error or an exact replay); X_PROBE: the
+ * mutation ledger was not read and a later gate refuses the request, so the ledger's
+ * answer (which precedes it) must be known first. X_OK without the ledger read is only
+ * a go-ahead to the transaction, whose lookup reads it and decides again.
  */
 static xstatus decide(ctx *x)
 {
@@ -1004,6 +1084,12 @@ static xstatus decide(ctx *x)
 		if (!sy_buf_append(&x->out->body, lk->response, lk->response_len))
 			return nomem(x, "replay");
 		return X_DONE;
+	}
+	if (!lk->probed) {
+		bool refused = (long long)req->client_generation != lk->generation ||
+		               req->schema.version != (uint64_t)x->cur->version ||
+		               strcmp(req->schema.hash, x->cur->hash) != 0;
+		return refused ? X_PROBE : X_OK;
 	}
 	for (size_t i = 0; i < lk->nled; i++) {
 		if (!lk->led[i].fp_equal) {
@@ -2535,15 +2621,14 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 	notice_connection(p, c);
 
 	sy_error fe = {0};
-	x.mfp = sy_calloc(n, sizeof *x.mfp);
-	x.by_id = sy_calloc(n, sizeof *x.by_id);
 	x.res = sy_calloc(n, sizeof *x.res);
 	x.doc = sy_json_doc_new();
-	if (x.mfp == NULL || x.by_id == NULL || x.res == NULL || x.doc == NULL) {
+	if (x.res == NULL || x.doc == NULL) {
 		nomem(&x, "request");
 		goto done;
 	}
-	if (!sy_fp_push(req, x.user, strlen(x.user), &x.bfp, x.mfp, &fe)) {
+	/* The mutation fingerprints wait for the mutation ledger (ledger_inputs()). */
+	if (!sy_fp_batch(req, x.user, strlen(x.user), &x.bfp, &fe)) {
 		if (fe.code == SY_ERR_NOMEM)
 			nomem(&x, "fingerprints");
 		else
@@ -2551,20 +2636,6 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		goto done;
 	}
 	sy_fp_hex(x.bfp.digest, x.bfp_hex);
-	for (size_t i = 0; i < n; i++)
-		x.by_id[i] = i;
-	sort_ids(x.by_id, n, req);
-	sy_buf ids = SY_BUF_INIT;
-	sy_buf_putc(&ids, '{');
-	for (size_t i = 0; i < n; i++)
-		sy_buf_printf(&ids, "%s%s", i ? "," : "", req->mutations[i].mutation_id);
-	sy_buf_putc(&ids, '}');
-	if (ids.failed) {
-		sy_buf_free(&ids);
-		nomem(&x, "request");
-		goto done;
-	}
-	x.ids = ids.data;
 
 	if (PQenterPipelineMode(c) != 1) {
 		x.st = SY_STORE_FAILED;
@@ -2611,15 +2682,23 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 				answer_error(&x, SY_ERR_INVALID_REQUEST, "%s", ce.message);
 			break;
 		}
-		if ((s = decide(&x)) != X_OK)
+		s = decide(&x);
+		if (s == X_PROBE && (s = probe(&x)) == X_OK)
+			s = decide(&x);
+		if (s != X_OK)
 			break;
 		if (!admitted && prm->admit != NULL &&
 		    !prm->admit(prm->admit_arg, req->client_id)) {
+			/* A refusal of the mutation ledger precedes admission control. */
+			if (!x.lk.probed && ((s = probe(&x)) != X_OK || (s = decide(&x)) != X_OK))
+				break;
 			answer_error(&x, SY_ERR_RETRY_LATER,
 			             "too many pushes in flight; retry later");
 			break;
 		}
 		admitted = true;
+		if (ledger_inputs(&x) != X_OK)
+			break;
 		if (!x.prepared && prepare(&x) != X_OK)
 			break;
 		for (int attempt = 0;; attempt++) {

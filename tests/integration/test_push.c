@@ -1613,6 +1613,86 @@ static void test_admission(void)
 }
 
 /*
+ * The mutation ledger's answers (409 idempotency_conflict, the atomic 400s) precede the
+ * generation, schema and admission gates, whichever round trip reads the ledger.
+ */
+static void test_ledger_precedence(void)
+{
+	todo_id a, b;
+	char mid[SY_UUID_LEN + 1];
+	fresh_todo(&a);
+	fresh_todo(&b);
+	fresh(mid, 'a');
+	mspec m1 = {.id = mid,
+	            .table = "todo",
+	            .pk = a.json,
+	            .op = "insert",
+	            .cols = "{\"title\":\"ledgered\"}"};
+	result *r = run(ALICE, NULL, &m1, 1, NULL);
+	expect_200(r);
+	result_free(r);
+	long long gen = client_generation(CA1);
+	sy_schema_ref wrong = cur;
+	wrong.hash[0] = wrong.hash[0] == 'a' ? 'b' : 'a';
+	rspec stale = {.gen = gen + 1};
+	rspec ws = {.schema = &wrong};
+	mspec changed = m1;
+	changed.cols = "{\"title\":\"other\"}";
+	mspec fresh_b = {
+	        .table = "todo", .pk = b.json, .op = "insert", .cols = "{\"title\":\"b\"}"};
+	long long muts = count("SELECT count(*) FROM synchro.mutations");
+
+	/* changed content under a ledgered id: 409 idempotency_conflict before 409/422 */
+	mspec ms[2] = {fresh_b, changed};
+	r = run(ALICE, &stale, ms, 2, NULL);
+	expect_error(r, SY_ERR_IDEMPOTENCY_CONFLICT);
+	result_free(r);
+	r = run(ALICE, &ws, ms, 2, NULL);
+	expect_error(r, SY_ERR_IDEMPOTENCY_CONFLICT);
+	result_free(r);
+	/* an atomic request naming a ledgered mutation: 400 before the generation gate */
+	rspec at_stale = {.gen = gen + 1, .atomic = true};
+	mspec ms2[2] = {fresh_b, m1};
+	r = run(ALICE, &at_stale, ms2, 2, NULL);
+	expect_error(r, SY_ERR_INVALID_REQUEST);
+	result_free(r);
+	/* unchanged content in a new non-atomic batch: nothing against it, the gate answers */
+	r = run(ALICE, &stale, ms2, 2, NULL);
+	expect_error(r, SY_ERR_CLIENT_GENERATION_EXPIRED);
+	result_free(r);
+
+	/* admission refuses: the conflict still answers first, and nothing is admitted */
+	char *json = build(&(rspec){0}, ms, 2, NULL);
+	sy_error e = {0};
+	sy_push_request *req = sy_push_parse(json, strlen(json), &e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+	sy_store_push_params prm = {.user = ALICE, .req = req, .admit = refuse, .leave = left};
+	sy_store_push_answer ans;
+	memset(&ans, 0, sizeof ans);
+	admits = leaves = 0;
+	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
+	CU_ASSERT_EQUAL(ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
+	CU_ASSERT_EQUAL(ans.http_status, 409);
+	CU_ASSERT_EQUAL(leaves, 0);
+	/* admitted, the conflict is found under the client's lock: 409, admission left */
+	prm.admit = allow;
+	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
+	CU_ASSERT_EQUAL(ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
+	CU_ASSERT_EQUAL(ans.http_status, 409);
+	CU_ASSERT_EQUAL(admits, 2);
+	CU_ASSERT_EQUAL(leaves, 1);
+	CU_ASSERT_EQUAL(PQtransactionStatus(app), PQTRANS_IDLE);
+	sy_store_push_answer_clear(&ans);
+	sy_push_request_free(req);
+	free(json);
+
+	char v[160];
+	fence_version("todo", b.id, v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	CU_ASSERT_EQUAL(count("SELECT count(*) FROM synchro.mutations"), muts);
+}
+
+/*
  * Deadlocks and serialization failures retry the whole transaction (three times at
  * most); past that the request is a 503 with nothing committed. A trigger fails the
  * first inserts of labels 'retry-N' with SQLSTATE 40001 / 40P01 (a sequence counts
@@ -2309,6 +2389,8 @@ int main(void)
 	        {"accepted_write_epoch", test_epoch},
 	        {"gates and their order", test_gates},
 	        {"admission after the gates", test_admission},
+	        {"the mutation ledger precedes generation, schema, admission",
+	         test_ledger_precedence},
 	        {"statements the session lost", test_lost_statements},
 	        {"deadlock and serialization retries", test_retry},
 	        {"20 concurrent updates of one base", test_concurrent_updates},

@@ -72,6 +72,12 @@ static void test_vectors(void)
 		sy_error err;
 		sy_fingerprint batch, *fps = calloc(req->mutation_count, sizeof *fps);
 		CU_ASSERT_TRUE_FATAL(sy_fp_push(req, user, strlen(user), &batch, fps, &err));
+		/* the mutation fingerprints alone are those of sy_fp_push */
+		sy_fingerprint *alone = calloc(req->mutation_count, sizeof *alone);
+		CU_ASSERT_TRUE_FATAL(sy_fp_mutations(req, user, strlen(user), alone, &err));
+		for (size_t i = 0; i < req->mutation_count; i++)
+			CU_ASSERT_TRUE(sy_fp_equal(&alone[i], &fps[i]));
+		free(alone);
 
 		size_t len;
 		char *text = read_in(vector_dir(""), names[v], ".expected", &len);
@@ -429,6 +435,8 @@ static void test_user_validation(void)
 	CU_ASSERT_EQUAL(err.code, SY_ERR_AUTH_REQUIRED);
 	CU_ASSERT_FALSE(sy_fp_batch(req, "a\n", 2, &b, &err));
 	CU_ASSERT_FALSE(sy_fp_mutation(req, &req->mutations[0], "a\n", 2, &m, &err));
+	CU_ASSERT_FALSE(sy_fp_mutations(req, "a\n", 2, &m, &err));
+	CU_ASSERT_EQUAL(err.code, SY_ERR_AUTH_REQUIRED);
 	CU_ASSERT_FALSE(sy_fp_batch_preimage(req, "a\n", 2, &pre, &err));
 	CU_ASSERT_FALSE(sy_fp_mutation_preimage(req, &req->mutations[0], "a\n", 2, &pre, &err));
 	CU_ASSERT_EQUAL(pre.len, 0);

@@ -49,6 +49,9 @@ SY_MUST_CHECK bool sy_fp_batch(const sy_push_request *req, const char *user, siz
 SY_MUST_CHECK bool sy_fp_mutation(const sy_push_request *req, const sy_mutation *m,
                                   const char *user, size_t user_len, sy_fingerprint *out,
                                   sy_error *err);
+/* mutations[i] for every i < req->mutation_count (same errors; the caller provides the array). */
+SY_MUST_CHECK bool sy_fp_mutations(const sy_push_request *req, const char *user, size_t user_len,
+                                   sy_fingerprint *mutations, sy_error *err);
 /*
  * Both at once: *batch and mutations[i] for every i < req->mutation_count
  * (the caller provides the array).
