@@ -731,19 +731,11 @@ static const char manifests_sql[] = "SELECT version, hash, manifest FROM synchro
                                     " WHERE version = ANY ($1::bigint[])";
 static const char synced_sql[] =
         "SELECT table_id FROM synchro.synced_tables WHERE table_id = ANY ($1::text[])";
-/*
- * Transaction-local settings. Generic plans: every statement of the transaction is a
- * key lookup or a write by key (array probes are LATERAL ... LIMIT 1), and with custom
- * plans PostgreSQL planned the array probes again at every execution (custom plans
- * looked cheaper than the generic plan's guess of 10 array elements): ~140-180 us each
- * per push in contrib/bench/push.
- */
 static const char settings_sql[] =
         "SELECT pg_catalog.set_config('lock_timeout', $1, true),"
         "       pg_catalog.set_config('synchro.client_id', $2, true),"
         "       pg_catalog.set_config('synchro.user_id', $3, true),"
-        "       pg_catalog.set_config('synchro.no_resurrection', 'on', true),"
-        "       pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true)";
+        "       pg_catalog.set_config('synchro.no_resurrection', 'on', true)";
 static const char claim_sql[] =
         "INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"
         "       client_generation, schema_version, schema_hash, fp_algorithm, fp_version,"
