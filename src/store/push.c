@@ -705,6 +705,14 @@ static const char client_lock_sql[] =
         "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
         "       now()"
         "  FROM synchro.clients c WHERE c.client_id = $1::uuid FOR NO KEY UPDATE OF c";
+/*
+ * Retirement again, in a statement of its own after the client lock: the lock statement
+ * reads the client row as it is once the lock is granted, but its other tables as they
+ * were when it started waiting (READ COMMITTED), so a retirement that committed during
+ * the wait is seen only here.
+ */
+static const char retired_sql[] =
+        "SELECT EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = $1::uuid)";
 static const char batch_sql[] =
         "SELECT b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
         "       b.http_status, convert_from(b.response, 'UTF8')"
@@ -736,12 +744,21 @@ static const char settings_sql[] =
         "       pg_catalog.set_config('synchro.client_id', $2, true),"
         "       pg_catalog.set_config('synchro.user_id', $3, true),"
         "       pg_catalog.set_config('synchro.no_resurrection', 'on', true)";
-static const char claim_sql[] =
+/*
+ * The batch ledger row, written complete with its response just before the mutation
+ * rows, in the first execution's one transaction. Its identity is claimed by the
+ * client row lock the transaction took first: every first execution of a client holds
+ * it, and the lookup statements after it see any batch committed while it waited. So
+ * no row is ever visible in a state but complete, and a separate claim and UPDATE of
+ * the tens of kilobytes of response (two row versions, the update trigger) are saved.
+ */
+static const char batch_row_sql[] =
         "INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"
         "       client_generation, schema_version, schema_hash, fp_algorithm, fp_version,"
-        "       fp_domain, fingerprint, atomic, state)"
+        "       fp_domain, fingerprint, atomic, state, http_status, response, completed_at)"
         " VALUES ($1, $2::uuid, $3::uuid, " PROTOCOL_VERSION ", $4::bigint, $5::bigint, $6, $7,"
-        "         $8::int, $9, decode($10, 'hex'), $11::bool, 'claimed')";
+        "         $8::int, $9, decode($10, 'hex'), $11::bool, 'complete', 200,"
+        "         convert_to($12, 'UTF8'), clock_timestamp())";
 static const char ledger_sql[] =
         "INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm, fp_version,"
         "       fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"
@@ -758,11 +775,6 @@ static const char ledger_sql[] =
 static const char epoch_sql[] =
         "UPDATE synchro.clients SET accepted_write_epoch = accepted_write_epoch + 1"
         " WHERE client_id = $1::uuid";
-static const char complete_sql[] =
-        "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
-        "       response = convert_to($4, 'UTF8'), completed_at = clock_timestamp()"
-        " WHERE user_id = $1 AND client_id = $2::uuid AND batch_id = $3::uuid AND state = "
-        "'claimed'";
 
 static const char msg_version_conflict[] = "base_version is not the current version of the row";
 static const char msg_exists[] = "the row already exists";
@@ -903,7 +915,7 @@ static size_t queue_probe(ctx *x)
  * head_sql, and a first execution reads the ledger again under the client's lock anyway
  * (probe() reads it first when a gate after the ledger's would refuse the request).
  */
-static void queue_lookup(ctx *x, bool locked, size_t idx[4])
+static void queue_lookup(ctx *x, bool locked, size_t idx[5])
 {
 	const sy_push_request *req = x->req;
 	const char *pc[] = {req->client_id};
@@ -914,9 +926,10 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[4])
 		idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
 		idx[2] = pipe_query(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
 		idx[3] = queue_probe(x);
+		idx[4] = pipe_query(&x->pp, retired_sql, 1, pc, PGRES_TUPLES_OK);
 	} else {
 		idx[0] = idx[1] = idx[2] = pipe_query(&x->pp, head_sql, 3, ph, PGRES_TUPLES_OK);
-		idx[3] = SIZE_MAX;
+		idx[3] = idx[4] = SIZE_MAX;
 	}
 }
 
@@ -928,7 +941,7 @@ static bool present(const PGresult *r, int col)
 
 static bool read_ledger(ctx *x, const PGresult *rm);
 
-static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
+static bool read_lookup(ctx *x, bool locked, const size_t idx[5])
 {
 	lookup *lk = &x->lk;
 	lookup_clear(lk);
@@ -945,6 +958,9 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[4])
 		if (locked)
 			sy_store_format_time(PQgetvalue(rc, 0, 3), lk->now);
 	}
+	const PGresult *rr = locked ? res_of(&x->pp, idx[4]) : NULL;
+	if (rr != NULL && present(rr, 0) && strcmp(PQgetvalue(rr, 0, 0), "t") == 0)
+		lk->retired = true;
 	if (present(rs, sc)) {
 		lk->schema_found = true;
 		lk->schema_version = atoll(PQgetvalue(rs, 0, sc));
@@ -2392,10 +2408,26 @@ static xstatus finish(ctx *x)
 		goto done;
 	}
 
-	char fpv[16], sv[24];
+	char fpv[16], sv[24], gen[24], bfpv[16];
 	snprintf(fpv, sizeof fpv, "%d", x->mfp[0].version);
 	snprintf(sv, sizeof sv, "%llu", (unsigned long long)req->schema.version);
+	snprintf(gen, sizeof gen, "%llu", (unsigned long long)req->client_generation);
+	snprintf(bfpv, sizeof bfpv, "%d", x->bfp.version);
 	pipe_reset(&x->pp);
+	/* the batch row first: the mutation rows name it (migration 11) */
+	const char *pb[] = {x->user,
+	                    req->client_id,
+	                    req->batch_id,
+	                    gen,
+	                    sv,
+	                    req->schema.hash,
+	                    x->bfp.algorithm,
+	                    bfpv,
+	                    x->bfp.domain,
+	                    x->bfp_hex,
+	                    req->atomic ? "true" : "false",
+	                    x->out->body.data};
+	size_t done_idx = pipe_query(&x->pp, batch_row_sql, 12, pb, PGRES_COMMAND_OK);
 	if (fresh > 0) {
 		const char *pl[] = {x->user,
 		                    req->client_id,
@@ -2424,8 +2456,6 @@ static xstatus finish(ctx *x)
 		const char *pe[] = {req->client_id};
 		pipe_query(&x->pp, epoch_sql, 1, pe, PGRES_COMMAND_OK);
 	}
-	const char *pc[] = {x->user, req->client_id, req->batch_id, x->out->body.data};
-	size_t done_idx = pipe_query(&x->pp, complete_sql, 4, pc, PGRES_COMMAND_OK);
 	size_t commit = pipe_command(&x->pp, "COMMIT");
 	if (!pipe_run(&x->pp)) {
 		ret = op_fail(x, "commit");
@@ -2434,7 +2464,7 @@ static xstatus finish(ctx *x)
 	if (strcmp(PQcmdTuples(res_of(&x->pp, done_idx)), "1") != 0 ||
 	    strcmp(PQcmdStatus(res_of(&x->pp, commit)), "COMMIT") != 0) {
 		x->st = SY_STORE_FAILED;
-		ret = op_fail(x, "the batch claim did not complete");
+		ret = op_fail(x, "the batch row was not written");
 		goto done;
 	}
 	x->out->error = SY_ERR_NONE;
@@ -2486,7 +2516,7 @@ static xstatus execute(ctx *x)
 {
 	const sy_push_request *req = x->req;
 	size_t n = req->mutation_count;
-	char timeout[24], gen[24], sv[24], fpv[16];
+	char timeout[24];
 	xstatus s;
 
 	memset(x->res, 0, n * sizeof *x->res);
@@ -2494,36 +2524,17 @@ static xstatus execute(ctx *x)
 	x->out->attempts++;
 	snprintf(timeout, sizeof timeout, "%dms",
 	         x->prm->lock_timeout_ms > 0 ? x->prm->lock_timeout_ms : 0);
-	snprintf(gen, sizeof gen, "%llu", (unsigned long long)req->client_generation);
-	snprintf(sv, sizeof sv, "%llu", (unsigned long long)req->schema.version);
-	snprintf(fpv, sizeof fpv, "%d", x->bfp.version);
 
-	size_t idx[4];
+	size_t idx[5];
 	pipe_reset(&x->pp);
 	pipe_command(&x->pp, "BEGIN ISOLATION LEVEL READ COMMITTED");
 	const char *ps[] = {timeout, req->client_id, x->user};
 	pipe_query(&x->pp, settings_sql, 3, ps, PGRES_TUPLES_OK);
 	queue_lookup(x, true, idx);
-	/* The claim rides along: if the batch exists it fails, and the lookup says why. */
-	const char *pcl[] = {x->user,
-	                     req->client_id,
-	                     req->batch_id,
-	                     gen,
-	                     sv,
-	                     req->schema.hash,
-	                     x->bfp.algorithm,
-	                     fpv,
-	                     x->bfp.domain,
-	                     x->bfp_hex,
-	                     req->atomic ? "true" : "false"};
-	size_t claim = pipe_query(&x->pp, claim_sql, 11, pcl, PGRES_COMMAND_OK);
-	bool ok = pipe_run(&x->pp);
-	if (!ok && (x->pp.lost || x->pp.broken || x->pp.failed < claim)) {
+	if (!pipe_run(&x->pp)) {
 		s = op_fail(x, "transaction start");
 		goto fail;
 	}
-	char claim_state[6];
-	snprintf(claim_state, sizeof claim_state, "%s", ok ? "" : x->pp.sqlstate);
 	if (!read_lookup(x, true, idx)) {
 		s = nomem(x, "lookup");
 		goto fail;
@@ -2537,16 +2548,6 @@ static xstatus execute(ctx *x)
 	if (s != X_OK) {
 		rollback(x);
 		return s;
-	}
-	if (!ok) {
-		if (strcmp(claim_state, "SY004") == 0) {
-			/* retired while this request waited for the client's row */
-			rollback(x);
-			answer_error(x, SY_ERR_CLIENT_RETIRED, "the client is retired");
-			return X_DONE;
-		}
-		s = op_fail(x, "batch claim");
-		goto fail;
 	}
 	if (!sy_server_time_valid(x->server_time, strlen(x->server_time))) {
 		x->st = SY_STORE_FAILED;
@@ -2643,7 +2644,7 @@ sy_store_status sy_store_push_handle(sy_store_push *p, PGconn *c, const sy_store
 		goto done;
 	}
 	for (int round = 0;; round++) {
-		size_t idx[4];
+		size_t idx[5];
 		xstatus s;
 		if (round >= 3) {
 			x.st = SY_STORE_FAILED;
