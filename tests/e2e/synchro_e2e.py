@@ -47,6 +47,10 @@ def canonical(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+# Stacks started and not yet stopped: a failing case shows their logs and keeps their directory.
+_live = []
+
+
 class Stack:
     def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None):
         self.server = server
@@ -63,6 +67,8 @@ class Stack:
 
     # --- lifecycle ---------------------------------------------------------
     def start(self):
+        self.keep = False
+        _live.append(self)
         self.write_conf()
         self.ctl("init")
         self.psql_file(os.path.join(SRC, "contrib/example/schema.sql"))
@@ -78,7 +84,24 @@ class Stack:
     def stop(self):
         for name in list(self.procs):
             self.stop_proc(name)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self in _live:
+            _live.remove(self)
+        if getattr(self, "keep", False):
+            print("kept for inspection after a failure: %s" % self.dir, flush=True)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def show_logs(self, lines=40):
+        """The tails of the responders' and the web server's logs (they never hold bodies)."""
+        for name in ("fcgi", "nginx-error", "apache-error"):
+            path = os.path.join(self.dir, name + ".log")
+            if not os.path.exists(path):
+                continue
+            with open(path, "rb") as f:
+                tail = f.read().decode("utf-8", "replace").splitlines()[-lines:]
+            print("---- %s (last %d lines)" % (path, len(tail)), flush=True)
+            for line in tail:
+                print("  | " + line, flush=True)
 
     def __enter__(self):
         return self.start()
@@ -310,6 +333,9 @@ class Runner:
             self.failures.append(name)
             print("FAIL %s: %r" % (name, e), flush=True)
             traceback.print_exc()
+            for st in list(_live):
+                st.keep = True
+                st.show_logs()
 
     def finish(self):
         print("%d cases, %d failed" % (self.ran, len(self.failures)))
