@@ -1091,7 +1091,7 @@ static xstatus decide(ctx *x)
 		}
 		if (!lk->batch_complete || lk->response == NULL) {
 			x->st = SY_STORE_FAILED;
-			return op_fail(x, "a visible batch claim is not complete");
+			return op_fail(x, "a visible batch row is not complete");
 		}
 		x->out->error = SY_ERR_NONE;
 		x->out->http_status = lk->http_status;
