@@ -429,6 +429,19 @@ static void array_elem(sy_buf *b, const char *s, size_t len)
 	b->len = (size_t)(o - b->data);
 }
 
+/* The decimal digits of v, written backwards from the end of d (no snprintf on hot paths). */
+#define DECIMAL_MAX 24
+static const char *decimal(char d[DECIMAL_MAX], unsigned long long v, size_t *len)
+{
+	size_t i = DECIMAL_MAX;
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	*len = DECIMAL_MAX - i;
+	return d + i;
+}
+
 static bool sqlstate_class(const char *state, const char *cls)
 {
 	return strncmp(state, cls, 2) == 0;
@@ -481,7 +494,6 @@ static char *dup_printf(sy_buf *b)
 	return sy_buf_steal(b, &len);
 }
 
-/* Quoted names and the fixed statements of every table of e (once per manifest). */
 /*
  * Every source write names its mutation ($1) for the fence trigger in the same statement:
  * the one-row function scan runs before the row is written, so the trigger (which fires
@@ -490,6 +502,15 @@ static char *dup_printf(sy_buf *b)
 static const char with_mutation[] =
         "pg_catalog.set_config('synchro.mutation_id', $1::text, true) AS sy_mutation";
 
+/* The select list of a read after a write: fence state and version, row presence, fields. */
+static void read_columns(sy_buf *b, const tinfo *x)
+{
+	sy_buf_printf(b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
+	for (size_t j = 0; j < x->t->field_count; j++)
+		sy_buf_printf(b, ", r.%s", x->cols[j]);
+}
+
+/* Quoted names and the fixed statements of every table of e (once per manifest). */
 static bool man_tables(PGconn *c, man *e, sy_error *err)
 {
 	if (e->ti != NULL)
@@ -525,9 +546,7 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 		              pkt);
 		x->lock_sql = dup_printf(&b);
 		sy_buf_free(&b);
-		sy_buf_printf(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
-		for (size_t j = 0; j < t->field_count; j++)
-			sy_buf_printf(&b, ", r.%s", x->cols[j]);
+		read_columns(&b, x);
 		sy_buf_printf(&b,
 		              " FROM (SELECT 1) one"
 		              " LEFT JOIN synchro.row_fences f ON f.table_id = $1 AND f.pk = $2"
@@ -539,9 +558,7 @@ static bool man_tables(PGconn *c, man *e, sy_error *err)
 		 * One primary-key probe per key, whatever the statistics said when the plan
 		 * was cached (LATERAL ... LIMIT 1: never a hash join over a table scan).
 		 */
-		sy_buf_printf(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
-		for (size_t j = 0; j < t->field_count; j++)
-			sy_buf_printf(&b, ", r.%s", x->cols[j]);
+		read_columns(&b, x);
 		sy_buf_printf(
 		        &b,
 		        " FROM unnest($2::text[]) WITH ORDINALITY AS q(pk, i)"
@@ -701,15 +718,13 @@ static const char head_sql[] =
 /* ADR: concurrent requests of one client serialize here; the row lock also orders a push
  * against connect (new generation) and retirement, which update or lock this row. */
 static const char client_lock_sql[] =
-        "SELECT c.user_id, c.generation,"
-        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
-        "       now()"
+        "SELECT c.user_id, c.generation, now()"
         "  FROM synchro.clients c WHERE c.client_id = $1::uuid FOR NO KEY UPDATE OF c";
 /*
- * Retirement again, in a statement of its own after the client lock: the lock statement
- * reads the client row as it is once the lock is granted, but its other tables as they
- * were when it started waiting (READ COMMITTED), so a retirement that committed during
- * the wait is seen only here.
+ * Retirement under the lock, in a statement of its own after client_lock_sql: that
+ * statement reads the client row as it is once the lock is granted, but any other table
+ * as it was when it started waiting (READ COMMITTED), so a retirement that committed
+ * during the wait would be missed there.
  */
 static const char retired_sql[] =
         "SELECT EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = $1::uuid)";
@@ -954,13 +969,15 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[5])
 		lk->client_found = true;
 		lk->bound = strcmp(PQgetvalue(rc, 0, 0), x->user) == 0;
 		lk->generation = atoll(PQgetvalue(rc, 0, 1));
-		lk->retired = strcmp(PQgetvalue(rc, 0, 2), "t") == 0;
 		if (locked)
-			sy_store_format_time(PQgetvalue(rc, 0, 3), lk->now);
+			sy_store_format_time(PQgetvalue(rc, 0, 2), lk->now);
+		else
+			lk->retired = strcmp(PQgetvalue(rc, 0, 2), "t") == 0;
 	}
+	/* under the lock, retirement has a statement of its own (retired_sql) */
 	const PGresult *rr = locked ? res_of(&x->pp, idx[4]) : NULL;
-	if (rr != NULL && present(rr, 0) && strcmp(PQgetvalue(rr, 0, 0), "t") == 0)
-		lk->retired = true;
+	if (rr != NULL && present(rr, 0))
+		lk->retired = strcmp(PQgetvalue(rr, 0, 0), "t") == 0;
 	if (present(rs, sc)) {
 		lk->schema_found = true;
 		lk->schema_version = atoll(PQgetvalue(rs, 0, sc));
@@ -1704,15 +1721,12 @@ static size_t queue_read(ctx *x, size_t k)
 /* sep "$n::type": a statement text per mutation, without two vsnprintf passes per piece */
 static void put_param(sy_buf *b, const char *sep, int n, const char *type)
 {
-	char d[12];
-	size_t i = sizeof d;
-	do {
-		d[--i] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n > 0 && i > 0);
+	char d[DECIMAL_MAX];
+	size_t len;
+	const char *digits = decimal(d, (unsigned long long)n, &len);
 	sy_buf_puts(b, sep);
 	sy_buf_putc(b, '$');
-	sy_buf_append(b, d + i, sizeof d - i);
+	sy_buf_append(b, digits, len);
 	sy_buf_puts(b, "::");
 	sy_buf_puts(b, type);
 }
@@ -1890,8 +1904,8 @@ static bool queue_unit(ctx *x, size_t k, size_t *dml, size_t *imm, size_t *rd)
  * A run of inserts as one subtransaction with every constraint checked at the end of
  * each statement: for a unit whose only write is one INSERT that is the unit's own end
  * check, so outcomes are those of one savepoint per unit, at a fraction of the
- * statements. A failing insert rolls the whole run back; run_units then runs that
- * mutation as a unit of its own (the ADR's) and the others again as runs.
+ * statements. A failing insert rolls the whole run back; run_units does the run again
+ * without it and settles it from the state read right after the inserts before it.
  */
 static bool queue_run(ctx *x, const size_t *chain, size_t len, size_t *dml, size_t *rd, int *rrow)
 {
@@ -2313,13 +2327,10 @@ static void elem_str(sy_buf *b, const char *s)
 
 static void elem_u64(sy_buf *b, unsigned long long v)
 {
-	char d[24];
-	size_t i = sizeof d;
-	do {
-		d[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	array_elem(b, d + i, sizeof d - i);
+	char d[DECIMAL_MAX];
+	size_t len;
+	const char *digits = decimal(d, v, &len);
+	array_elem(b, digits, len);
 }
 
 /*
