@@ -18,7 +18,7 @@ fuzz:
 
 # Benchmarks: make bench-core (or contrib/bench/core/run BUILD_DIR).
 EXTRA_PROGRAMS = contrib/bench/core/bench_core
-contrib_bench_core_bench_core_SOURCES = contrib/bench/core/bench_core.c
+contrib_bench_core_bench_core_SOURCES = contrib/bench/core/bench_core.c contrib/bench/bench.h
 contrib_bench_core_bench_core_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
 CLEANFILES += contrib/bench/core/bench_core contrib/fuzz/fuzz_push
 EXTRA_DIST += contrib/bench/core/run
@@ -30,15 +30,15 @@ bench-core: contrib/bench/core/bench_core
 # its baseline measured in the same run (needs wrk and nginx; contrib/bench/push/bench.py).
 EXTRA_PROGRAMS += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
-contrib_bench_push_plain_sql_SOURCES = contrib/bench/push/plain_sql.c
+contrib_bench_push_plain_sql_SOURCES = contrib/bench/push/plain_sql.c contrib/bench/bench.h
 contrib_bench_push_plain_sql_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS) -pthread
 contrib_bench_push_plain_sql_LDADD = $(LIBPQ_LIBS) -lpthread
 contrib_bench_push_trivial_fcgi_SOURCES = contrib/bench/push/trivial_fcgi.c
 contrib_bench_push_trivial_fcgi_LDADD = $(FCGI_LIBS)
-contrib_bench_pull_changelog_watch_SOURCES = contrib/bench/pull/changelog_watch.c
+contrib_bench_pull_changelog_watch_SOURCES = contrib/bench/pull/changelog_watch.c contrib/bench/bench.h
 contrib_bench_pull_changelog_watch_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
 contrib_bench_pull_changelog_watch_LDADD = $(LIBPQ_LIBS)
-contrib_bench_pull_pull_watch_SOURCES = contrib/bench/pull/pull_watch.c
+contrib_bench_pull_pull_watch_SOURCES = contrib/bench/pull/pull_watch.c contrib/bench/bench.h
 contrib_bench_pull_pull_watch_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
 CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch

@@ -16,12 +16,7 @@
 #include "synchro/manifest.h"
 #include "synchro/push.h"
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "../bench.h"
 
 /* A deterministic pseudo-random uuid-shaped string. */
 static void fake_uuid(unsigned long long seed, char out[37])
@@ -90,7 +85,7 @@ int main(int argc, char **argv)
 	double best = 1e9, total = 0;
 	size_t canonical = 0;
 	for (int it = 0; it < iterations; it++) {
-		double t0 = now();
+		double t0 = bench_mono();
 		sy_push_request *r = sy_push_parse(req.data, req.len, &err);
 		if (r == NULL) {
 			fprintf(stderr, "bench_core: request of %zu octets refused: %s\n", req.len,
@@ -103,7 +98,7 @@ int main(int argc, char **argv)
 		}
 		canonical = r->canonical_len;
 		sy_push_request_free(r);
-		double dt = now() - t0;
+		double dt = bench_mono() - t0;
 		total += dt;
 		if (dt < best)
 			best = dt;

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench.h"
+
 /*
  * walsync writes whole transactions in commit order, so the commit LSN alone is a cursor.
  * committed_at is the source commit timestamp from the stream; clock_timestamp() is read by
@@ -30,27 +32,6 @@ static const char sample_sql[] =
         "       count(*) FILTER (WHERE wait_event_type = 'Lock'), count(*)"
         "  FROM pg_stat_activity WHERE application_name LIKE 'synchro-walsync%'"
         "   AND backend_type = 'client backend'";
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	if (n == 0)
-		return 0;
-	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
-}
 
 int main(int argc, char **argv)
 {
@@ -105,10 +86,10 @@ int main(int argc, char **argv)
 	size_t n = 0, cap = 65536;
 	double *lat = malloc(cap * sizeof *lat);
 	long long changes = 0, polls = 0;
-	double start = now(), first = 0, last = 0;
+	double start = bench_mono(), first = 0, last = 0;
 	if (lat == NULL)
 		return 1;
-	while (now() - start < seconds) {
+	while (bench_mono() - start < seconds) {
 		const char *p[1] = {cursor};
 		r = PQexecPrepared(c, "poll", 1, p, NULL, NULL, 0);
 		polls++;
@@ -118,7 +99,7 @@ int main(int argc, char **argv)
 		}
 		int rows = PQntuples(r);
 		if (rows > 0) {
-			double t = now();
+			double t = bench_mono();
 			if (first == 0)
 				first = t;
 			last = t;
@@ -137,8 +118,8 @@ int main(int argc, char **argv)
 		if (rows > 0)
 			snprintf(cursor, sizeof cursor, "%s", PQgetvalue(r, rows - 1, 0));
 		PQclear(r);
-		if (sample_ms > 0 && now() >= next_sample) {
-			next_sample = now() + sample_ms / 1000.0;
+		if (sample_ms > 0 && bench_mono() >= next_sample) {
+			next_sample = bench_mono() + sample_ms / 1000.0;
 			r = PQexecPrepared(c, "sample", 0, NULL, NULL, NULL, 0);
 			if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 				fprintf(stderr, "changelog_watch: %s", PQresultErrorMessage(r));
@@ -154,12 +135,13 @@ int main(int argc, char **argv)
 			;
 	}
 	PQfinish(c);
-	qsort(lat, n, sizeof *lat, cmp_double);
+	qsort(lat, n, sizeof *lat, bench_cmp_double);
 	printf("transactions=%zu changes=%lld polls=%lld poll_ms=%g visible_span_s=%.3f "
 	       "p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f ws_samples=%lld ws_busy=%lld "
 	       "ws_lock=%lld\n",
-	       n, changes, polls, interval_ms, last - first, pct(lat, n, 50), pct(lat, n, 90),
-	       pct(lat, n, 99), n ? lat[n - 1] : 0.0, ws_samples, ws_busy, ws_lock);
+	       n, changes, polls, interval_ms, last - first, bench_pct(lat, n, 50),
+	       bench_pct(lat, n, 90), bench_pct(lat, n, 99), n ? lat[n - 1] : 0.0, ws_samples,
+	       ws_busy, ws_lock);
 	free(lat);
 	return 0;
 }

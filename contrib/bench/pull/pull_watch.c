@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "synchro/alloc.h"
+#include "synchro/buf.h"
 #include "synchro/json.h"
+
+#include "../bench.h"
 
 /*
  * The Python poller this replaces parsed a 600 kB page in tens of milliseconds and shared its
@@ -27,68 +30,11 @@
  * timestamps on the same machine.
  */
 
-typedef struct {
-	char *data;
-	size_t len, cap;
-} growbuf;
-
-static bool grow(growbuf *b, size_t need)
-{
-	if (b->len + need <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 65536;
-	while (cap < b->len + need)
-		cap *= 2;
-	char *d = realloc(b->data, cap);
-	if (d == NULL)
-		return false;
-	b->data = d;
-	b->cap = cap;
-	return true;
-}
-
-static bool put(growbuf *b, const char *s, size_t n)
-{
-	if (!grow(b, n))
-		return false;
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	return true;
-}
-
-static double wall(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	if (n == 0)
-		return 0;
-	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
-}
-
 /* The connection: a socket and what was read past the last answer. */
 typedef struct {
 	int fd;
 	int port;
-	growbuf in;
+	sy_buf in;
 	size_t off; /* start of unconsumed bytes in in */
 } conn;
 
@@ -106,7 +52,8 @@ static bool conn_open(conn *c)
 		c->fd = -1;
 		return false;
 	}
-	c->in.len = c->off = 0;
+	sy_buf_reset(&c->in);
+	c->off = 0;
 	return true;
 }
 
@@ -120,15 +67,16 @@ static void conn_close(conn *c)
 /* Reads more bytes into c->in; false on EOF or error. */
 static bool fill(conn *c)
 {
-	if (!grow(&c->in, 65536))
+	if (!sy_buf_reserve(&c->in, 65536))
 		return false;
 	ssize_t n;
-	do
-		n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+	do /* the buffer keeps room for its NUL */
+		n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return false;
 	c->in.len += (size_t)n;
+	c->in.data[c->in.len] = '\0';
 	return true;
 }
 
@@ -153,10 +101,12 @@ static bool need(conn *c, size_t n)
 }
 
 /* Reads one answer: status and body (Content-Length or chunked). */
-static bool read_answer(conn *c, int *status, growbuf *body, bool *keep)
+static bool read_answer(conn *c, int *status, sy_buf *body, bool *keep)
 {
-	if (c->off == c->in.len)
-		c->in.len = c->off = 0; /* only between answers: offsets stay valid within one */
+	if (c->off == c->in.len) { /* only between answers: offsets stay valid within one */
+		sy_buf_reset(&c->in);
+		c->off = 0;
+	}
 	size_t e = line_end(c, c->off);
 	if (e == 0 || sscanf(c->in.data + c->off, "HTTP/1.%*d %d", status) != 1)
 		return false;
@@ -181,10 +131,10 @@ static bool read_answer(conn *c, int *status, growbuf *body, bool *keep)
 			*keep = memmem(h, hl, "close", 5) == NULL;
 	}
 	c->off = pos;
-	body->len = 0;
+	sy_buf_reset(body);
 	if (!chunked) {
 		if (clen < 0 || !need(c, (size_t)clen) ||
-		    !put(body, c->in.data + c->off, (size_t)clen))
+		    !sy_buf_append(body, c->in.data + c->off, (size_t)clen))
 			return false;
 		c->off += (size_t)clen;
 		return true;
@@ -202,7 +152,7 @@ static bool read_answer(conn *c, int *status, growbuf *body, bool *keep)
 			c->off = e;
 			return true;
 		}
-		if (!need(c, n + 2) || !put(body, c->in.data + c->off, n))
+		if (!need(c, n + 2) || !sy_buf_append(body, c->in.data + c->off, n))
 			return false;
 		c->off += n + 2;
 	}
@@ -278,13 +228,13 @@ int main(int argc, char **argv)
 	seen *sv = malloc(capseen * sizeof *sv);
 	double *rtt = malloc(cappages * sizeof *rtt);
 	page *pv = malloc(cappages * sizeof *pv);
-	growbuf req = {0}, body = {0};
+	sy_buf req = SY_BUF_INIT, body = SY_BUF_INIT;
 	long long changes = 0, errors = 0, empty = 0;
 	bool draining = false;
-	double start = mono();
+	double start = bench_mono();
 	if (sv == NULL || rtt == NULL || pv == NULL)
 		return 1;
-	while (mono() - start < max_s) {
+	while (bench_mono() - start < max_s) {
 		if (!draining)
 			draining = stop_asked();
 		if (c.fd < 0 && !conn_open(&c)) {
@@ -305,10 +255,11 @@ int main(int argc, char **argv)
 		        "Synchro-Protocol: 3\r\nContent-Type: application/json\r\n"
 		        "Content-Length: %d\r\n\r\n",
 		        auth, jl);
-		req.len = 0;
-		if (!put(&req, head, (size_t)hl) || !put(&req, json, (size_t)jl))
+		sy_buf_reset(&req);
+		if (!sy_buf_append(&req, head, (size_t)hl) ||
+		    !sy_buf_append(&req, json, (size_t)jl))
 			return 1;
-		double t0 = mono(), sent = wall();
+		double t0 = bench_mono(), sent = bench_wall();
 		int status = 0;
 		bool keep = false;
 		if (!write_all(c.fd, req.data, req.len) ||
@@ -317,7 +268,7 @@ int main(int argc, char **argv)
 			conn_close(&c);
 			continue;
 		}
-		double at = wall(), t1 = mono();
+		double at = bench_wall(), t1 = bench_mono();
 		if (!keep)
 			conn_close(&c);
 		if (status != 200) {
@@ -397,11 +348,11 @@ int main(int argc, char **argv)
 		fprintf(f, "page %.6f %.6f %zu\n", pv[i].sent, pv[i].at, pv[i].changes);
 	if (fclose(f) != 0)
 		return 1;
-	qsort(rtt, npages, sizeof *rtt, cmp_double);
+	qsort(rtt, npages, sizeof *rtt, bench_cmp_double);
 	printf("pages=%zu empty=%lld changes=%lld seen=%zu errors=%lld drained=%d "
 	       "page_p50_ms=%.2f page_p90_ms=%.2f page_p99_ms=%.2f page_max_ms=%.2f cursor=%s\n",
-	       npages, empty, changes, nseen, errors, draining && mono() - start < max_s,
-	       pct(rtt, npages, 50), pct(rtt, npages, 90), pct(rtt, npages, 99),
+	       npages, empty, changes, nseen, errors, draining && bench_mono() - start < max_s,
+	       bench_pct(rtt, npages, 50), bench_pct(rtt, npages, 90), bench_pct(rtt, npages, 99),
 	       npages ? rtt[npages - 1] : 0.0, cursor);
 	return 0;
 usage:

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench.h"
+
 /*
  * Row values follow contrib/bench/push/push.lua exactly (ids, labels, every column), so that
  * both sides write the same rows into public.item, through the same version-fence trigger.
@@ -40,16 +42,9 @@ typedef struct {
 	char errmsg[256];
 } worker;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_until(double t)
 {
-	double d = t - now();
+	double d = t - bench_mono();
 	if (d <= 0)
 		return;
 	struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
@@ -186,16 +181,16 @@ static void *run_worker(void *arg)
 	}
 	long n = 0;
 	double next = w->start;
-	while (now() < w->deadline) {
+	while (bench_mono() < w->deadline) {
 		if (w->interval > 0) {
 			sleep_until(next);
 			next += w->interval;
-			if (now() >= w->deadline)
+			if (bench_mono() >= w->deadline)
 				break;
 		}
-		double t0 = now();
+		double t0 = bench_mono();
 		bool ok = w->pipeline ? batch_pipelined(c, w, n) : batch_serial(c, w, n);
-		double t1 = now();
+		double t1 = bench_mono();
 		n += w->batch;
 		if (!ok) {
 			w->errors++;
@@ -218,20 +213,6 @@ static void *run_worker(void *arg)
 	}
 	PQfinish(c);
 	return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	if (n == 0)
-		return 0;
-	size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
 }
 
 static void usage(void)
@@ -283,7 +264,7 @@ int main(int argc, char **argv)
 	pthread_t *th = calloc((size_t)workers, sizeof *th);
 	if (ws == NULL || th == NULL)
 		return 1;
-	double start = now();
+	double start = bench_mono();
 	for (int i = 0; i < workers; i++) {
 		ws[i] = (worker){.conninfo = conninfo,
 		                 .worker = i + 1,
@@ -322,14 +303,14 @@ int main(int argc, char **argv)
 		k += ws[i].nlat;
 		free(ws[i].lat);
 	}
-	qsort(lat, nlat, sizeof *lat, cmp_double);
+	qsort(lat, nlat, sizeof *lat, bench_cmp_double);
 	double secs = end - start;
 	printf("workers=%d batch=%ld pipeline=%d units=%d seconds=%.3f batches=%ld rows=%ld "
 	       "errors=%ld "
 	       "rows_per_s=%.1f batches_per_s=%.1f p50_ms=%.3f p99_ms=%.3f\n",
 	       workers, batch, pipeline ? 1 : 0, units ? 1 : 0, secs, batches, rows, errors,
 	       secs > 0 ? (double)rows / secs : 0, secs > 0 ? (double)batches / secs : 0,
-	       pct(lat, nlat, 50) * 1e3, pct(lat, nlat, 99) * 1e3);
+	       bench_pct(lat, nlat, 50) * 1e3, bench_pct(lat, nlat, 99) * 1e3);
 	free(lat);
 	free(ws);
 	free(th);
