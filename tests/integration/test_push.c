@@ -1577,39 +1577,64 @@ static void left(void *arg)
 	leaves++;
 }
 
+/* A request of alice built from ms, pushed through the store with admission callbacks. */
+typedef struct {
+	char *json;
+	sy_push_request *req;
+	sy_store_push_params prm;
+	sy_store_push_answer ans;
+	sy_error e;
+} admitted;
+
+/* Opens d for ms[0..n), admission refused at first; the counters start at zero. */
+static void admitted_open(admitted *d, const mspec *ms, size_t n)
+{
+	memset(d, 0, sizeof *d);
+	d->json = build(&(rspec){0}, ms, n, NULL);
+	d->req = sy_push_parse(d->json, strlen(d->json), &d->e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d->req);
+	d->prm = (sy_store_push_params){
+	        .user = ALICE, .req = d->req, .admit = refuse, .leave = left};
+	admits = leaves = 0;
+}
+
+static sy_store_status admitted_push(admitted *d)
+{
+	return sy_store_push_handle(pstate, app, &d->prm, &d->ans, &d->e);
+}
+
+static void admitted_close(admitted *d)
+{
+	sy_store_push_answer_clear(&d->ans);
+	sy_push_request_free(d->req);
+	free(d->json);
+}
+
 static void test_admission(void)
 {
 	todo_id a;
 	fresh_todo(&a);
 	mspec m = {.table = "todo", .pk = a.json, .op = "insert", .cols = "{\"title\":\"adm\"}"};
-	char *json = build(&(rspec){0}, &m, 1, NULL);
-	sy_error e = {0};
-	sy_push_request *req = sy_push_parse(json, strlen(json), &e);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-	sy_store_push_params prm = {.user = ALICE, .req = req, .admit = refuse, .leave = left};
-	sy_store_push_answer ans;
-	memset(&ans, 0, sizeof ans);
-	admits = leaves = 0;
-	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
-	CU_ASSERT_EQUAL(ans.error, SY_ERR_RETRY_LATER);
-	CU_ASSERT_EQUAL(ans.http_status, 429);
+	admitted d;
+	admitted_open(&d, &m, 1);
+	CU_ASSERT_EQUAL(admitted_push(&d), SY_STORE_OK);
+	CU_ASSERT_EQUAL(d.ans.error, SY_ERR_RETRY_LATER);
+	CU_ASSERT_EQUAL(d.ans.http_status, 429);
 	CU_ASSERT_EQUAL(admits, 1);
 	CU_ASSERT_EQUAL(leaves, 0);
 	char v[160];
 	fence_version("todo", a.id, v);
 	CU_ASSERT_STRING_EQUAL(v, "");
-	prm.admit = allow;
-	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
-	CU_ASSERT_EQUAL(ans.http_status, 200);
+	d.prm.admit = allow;
+	CU_ASSERT_EQUAL(admitted_push(&d), SY_STORE_OK);
+	CU_ASSERT_EQUAL(d.ans.http_status, 200);
 	CU_ASSERT_EQUAL(admits, 2);
 	CU_ASSERT_EQUAL(leaves, 1);
 	/* a replay is not a first execution: no admission */
-	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
-	CU_ASSERT_TRUE(ans.replay);
+	CU_ASSERT_EQUAL(admitted_push(&d), SY_STORE_OK);
+	CU_ASSERT_TRUE(d.ans.replay);
 	CU_ASSERT_EQUAL(admits, 2);
-	sy_store_push_answer_clear(&ans);
-	sy_push_request_free(req);
-	free(json);
+	admitted_close(&d);
 }
 
 /*
@@ -1662,29 +1687,21 @@ static void test_ledger_precedence(void)
 	result_free(r);
 
 	/* admission refuses: the conflict still answers first, and nothing is admitted */
-	char *json = build(&(rspec){0}, ms, 2, NULL);
-	sy_error e = {0};
-	sy_push_request *req = sy_push_parse(json, strlen(json), &e);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-	sy_store_push_params prm = {.user = ALICE, .req = req, .admit = refuse, .leave = left};
-	sy_store_push_answer ans;
-	memset(&ans, 0, sizeof ans);
-	admits = leaves = 0;
-	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
-	CU_ASSERT_EQUAL(ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
-	CU_ASSERT_EQUAL(ans.http_status, 409);
+	admitted d;
+	admitted_open(&d, ms, 2);
+	CU_ASSERT_EQUAL(admitted_push(&d), SY_STORE_OK);
+	CU_ASSERT_EQUAL(d.ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
+	CU_ASSERT_EQUAL(d.ans.http_status, 409);
 	CU_ASSERT_EQUAL(leaves, 0);
 	/* admitted, the conflict is found under the client's lock: 409, admission left */
-	prm.admit = allow;
-	CU_ASSERT_EQUAL(sy_store_push_handle(pstate, app, &prm, &ans, &e), SY_STORE_OK);
-	CU_ASSERT_EQUAL(ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
-	CU_ASSERT_EQUAL(ans.http_status, 409);
+	d.prm.admit = allow;
+	CU_ASSERT_EQUAL(admitted_push(&d), SY_STORE_OK);
+	CU_ASSERT_EQUAL(d.ans.error, SY_ERR_IDEMPOTENCY_CONFLICT);
+	CU_ASSERT_EQUAL(d.ans.http_status, 409);
 	CU_ASSERT_EQUAL(admits, 2);
 	CU_ASSERT_EQUAL(leaves, 1);
 	CU_ASSERT_EQUAL(PQtransactionStatus(app), PQTRANS_IDLE);
-	sy_store_push_answer_clear(&ans);
-	sy_push_request_free(req);
-	free(json);
+	admitted_close(&d);
 
 	char v[160];
 	fence_version("todo", b.id, v);
