@@ -78,6 +78,11 @@ bool sy_http_read_body(sy_http *h, size_t max, sy_error *err)
 	if (got != len)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		                    "request body: shorter than Content-Length");
+	/* The end of stdin follows the body at once: read it, so that the responder knows
+	 * the web server has sent everything (it may then close without waiting). */
+	if (FCGX_GetChar(h->fcgx->in) != EOF)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "request body: longer than Content-Length");
 	return true;
 }
 
