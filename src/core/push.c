@@ -540,6 +540,9 @@ static bool parse_envelope(sy_push_request *req, const sy_json *root, sy_error *
 	return true;
 }
 
+/* An upper bound of JCS(request) octets per raw octet (see sy_push_parse). */
+enum { CANONICAL_GROWTH_MAX = 6 };
+
 sy_push_request *sy_push_parse(const char *body, size_t len, sy_error *err)
 {
 	sy_push_request *req = NULL;
@@ -561,14 +564,23 @@ sy_push_request *sy_push_parse(const char *body, size_t len, sy_error *err)
 	const sy_json *root = sy_json_doc_root(req->doc);
 	if (!parse_envelope(req, root, err) || !check_repeats(req, err))
 		goto fail;
-	if (!sy_jcs_write(&canon, root, err))
-		goto fail;
-	req->canonical_len = canon.len;
-	sy_buf_free(&canon);
-	if (req->canonical_len > SY_PUSH_MAX_BODY) {
-		sy_error_set(err, SY_ERR_INVALID_REQUEST,
-		             "(root): canonical request exceeds %d octets", SY_PUSH_MAX_BODY);
-		goto fail;
+	/*
+	 * The canonical form is wanted for its length only. JCS writes no token longer
+	 * than its raw text except a number: at most 21 octets for at least 4 ("1e20").
+	 * A body of at most a sixth of the limit cannot reach it, so only a larger one is
+	 * written out to be measured (most requests are far smaller: a 1-mutation push
+	 * spent a third of its parsing here).
+	 */
+	if (len > SY_PUSH_MAX_BODY / CANONICAL_GROWTH_MAX) {
+		if (!sy_jcs_write(&canon, root, err))
+			goto fail;
+		if (canon.len > SY_PUSH_MAX_BODY) {
+			sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			             "(root): canonical request exceeds %d octets",
+			             SY_PUSH_MAX_BODY);
+			goto fail;
+		}
+		sy_buf_free(&canon);
 	}
 	return req;
 fail:

@@ -62,7 +62,6 @@ typedef struct {
 	bool atomic;
 	sy_mutation *mutations; /* in request order */
 	size_t mutation_count;
-	size_t canonical_len; /* octets of JCS(request) */
 } sy_push_request;
 
 /*
