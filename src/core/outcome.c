@@ -263,11 +263,20 @@ bool sy_outcome_atomic_failed_group(const sy_push_request *req, size_t failing,
 
 /* ---- the 200 body ---- */
 
+/*
+ * The body as a tree (what the validator reads) and as bytes: the JCS bytes of each
+ * outcome, written once when it is added (the mutation ledger keeps them too), joined
+ * per array. The body's JCS is those arrays between its two strings, in JCS member
+ * order ("accepted" < "batch_id" < "rejected" < "server_time"), so it is never
+ * serialized a second time.
+ */
 struct sy_outcome_response {
 	sy_json_doc *doc;
 	sy_json *root;
 	sy_json *accepted;
 	sy_json *rejected;
+	const sy_json *batch_id, *server_time; /* strings of root */
+	sy_buf acc, rej;                    /* JCS bytes of the arrays' items, comma-joined */
 };
 
 void sy_outcome_response_free(sy_outcome_response *r)
@@ -275,6 +284,8 @@ void sy_outcome_response_free(sy_outcome_response *r)
 	if (r == NULL)
 		return;
 	sy_json_doc_free(r->doc);
+	sy_buf_free(&r->acc);
+	sy_buf_free(&r->rej);
 	sy_free(r);
 }
 
@@ -289,6 +300,8 @@ sy_outcome_response *sy_outcome_response_new(const char *batch_id, const char *s
 	sy_outcome_response *r = sy_calloc(1, sizeof *r);
 	if (r == NULL || (r->doc = sy_json_doc_new()) == NULL)
 		goto fail;
+	sy_buf_init(&r->acc);
+	sy_buf_init(&r->rej);
 	sy_json_doc *doc = r->doc;
 	r->root = sy_json_new_object(doc);
 	r->accepted = sy_json_new_array(doc);
@@ -298,6 +311,8 @@ sy_outcome_response *sy_outcome_response_new(const char *batch_id, const char *s
 	    !put(doc, r->root, "accepted", r->accepted) ||
 	    !put(doc, r->root, "rejected", r->rejected))
 		goto fail;
+	r->batch_id = sy_json_get(r->root, "batch_id");
+	r->server_time = sy_json_get(r->root, "server_time");
 	return r;
 fail:
 	sy_outcome_response_free(r);
@@ -311,10 +326,19 @@ bool sy_outcome_response_add_write(sy_outcome_response *r, const sy_outcome *o, 
 	sy_json *v = sy_outcome_to_json(r->doc, o, err);
 	if (v == NULL)
 		return false;
-	sy_json *arr = o->status == SY_STATUS_APPLIED ? r->accepted : r->rejected;
-	if (!sy_json_array_push(r->doc, arr, v))
+	bool applied = o->status == SY_STATUS_APPLIED;
+	if (!sy_json_array_push(r->doc, applied ? r->accepted : r->rejected, v))
 		return nomem(err);
-	return out == NULL || sy_jcs_write(out, v, err);
+	sy_buf *items = applied ? &r->acc : &r->rej;
+	if (out == NULL)
+		return (items->len == 0 || sy_buf_putc(items, ',')) && sy_jcs_write(items, v, err);
+	size_t at = out->len;
+	if (!sy_jcs_write(out, v, err))
+		return false;
+	if ((items->len > 0 && !sy_buf_putc(items, ',')) ||
+	    !sy_buf_append(items, out->data + at, out->len - at))
+		return nomem(err);
+	return true;
 }
 
 bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o, sy_error *err)
@@ -329,13 +353,28 @@ bool sy_outcome_response_add_json(sy_outcome_response *r, const sy_json *outcome
 	if (st == NULL || st->type != SY_JSON_STRING ||
 	    !sy_status_from_name(st->u.string.data, st->u.string.len, &status))
 		return BAD("response: a stored outcome has no valid status");
-	sy_json *arr = status == SY_STATUS_APPLIED ? r->accepted : r->rejected;
-	return sy_json_array_push(r->doc, arr, sy_json_copy(r->doc, outcome)) || nomem(err);
+	bool applied = status == SY_STATUS_APPLIED;
+	sy_json *v = sy_json_copy(r->doc, outcome);
+	if (v == NULL || !sy_json_array_push(r->doc, applied ? r->accepted : r->rejected, v))
+		return nomem(err);
+	sy_buf *items = applied ? &r->acc : &r->rej;
+	return (items->len == 0 || sy_buf_putc(items, ',')) && sy_jcs_write(items, v, err);
 }
 
 bool sy_outcome_response_write(const sy_outcome_response *r, sy_buf *out, sy_error *err)
 {
-	return sy_jcs_write(out, r->root, err);
+	if (r->acc.failed || r->rej.failed)
+		return nomem(err);
+	if (!sy_buf_puts(out, "{\"accepted\":[") || !sy_buf_append(out, r->acc.data, r->acc.len) ||
+	    !sy_buf_puts(out, "],\"batch_id\":") ||
+	    !sy_jcs_write_string(out, r->batch_id->u.string.data, r->batch_id->u.string.len) ||
+	    !sy_buf_puts(out, ",\"rejected\":[") || !sy_buf_append(out, r->rej.data, r->rej.len) ||
+	    !sy_buf_puts(out, "],\"server_time\":") ||
+	    !sy_jcs_write_string(out, r->server_time->u.string.data,
+	                        r->server_time->u.string.len) ||
+	    !sy_buf_putc(out, '}'))
+		return nomem(err);
+	return true;
 }
 
 bool sy_outcome_write_response(sy_buf *out, const char *batch_id, const char *server_time,
@@ -435,6 +474,7 @@ typedef struct {
 	bool *seen;                /* by request ordinal */
 	sy_buf a, b;               /* JCS scratch for pk comparisons */
 	size_t failing;            /* outcomes whose code is not atomic_batch_rejected */
+	bool own_checksums;        /* the builder's own body: checksums not computed again */
 	sy_error *err;
 } vctx;
 
@@ -702,7 +742,7 @@ static bool check_outcome(vctx *c, const char *p, const sy_json *o, bool in_acce
 		return VBAD("%s.outcome_schema: not a valid schema reference", p);
 	if (!check_fields(c, p, m, status, mut, &outcome_schema))
 		return false;
-	if (m[M_SERVER_ROW] != NULL)
+	if (m[M_SERVER_ROW] != NULL && !c->own_checksums)
 		return check_checksum(c, p, m, mut, &outcome_schema);
 	return true;
 }
@@ -768,10 +808,10 @@ static bool check_response(vctx *c, const sy_json *resp)
 	return true;
 }
 
-bool sy_outcome_validate_response(const sy_push_request *req, const sy_json *response,
-                                  sy_error *err)
+static bool validate(const sy_push_request *req, const sy_json *response, bool own_checksums,
+                     sy_error *err)
 {
-	vctx c = {.req = req, .err = err};
+	vctx c = {.req = req, .own_checksums = own_checksums, .err = err};
 	sy_buf_init(&c.a);
 	sy_buf_init(&c.b);
 	bool ok = false;
@@ -792,4 +832,16 @@ fail:
 	sy_buf_free(&c.a);
 	sy_buf_free(&c.b);
 	return ok;
+}
+
+bool sy_outcome_validate_response(const sy_push_request *req, const sy_json *response,
+                                  sy_error *err)
+{
+	return validate(req, response, false, err);
+}
+
+bool sy_outcome_response_check(const sy_outcome_response *r, const sy_push_request *req,
+                               sy_error *err)
+{
+	return validate(req, r->root, true, err);
 }

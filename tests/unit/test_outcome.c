@@ -539,10 +539,24 @@ static void test_response_bytes(void)
 	sy_buf_reset(&again);
 	CU_ASSERT_TRUE(sy_outcome_response_write(r, &again, &err));
 	CU_ASSERT_STRING_EQUAL(again.data, want);
+	/* the builder's own check: the validator's rules on the tree the bytes come from */
+	CU_ASSERT_TRUE(sy_outcome_response_check(r, f.req, &err));
 	sy_buf_free(&one);
 	sy_buf_free(&alone);
 	sy_outcome_response_free(r);
 	sy_outcome_response_free(NULL);
+
+	/* ... which refuses a body that does not partition the request */
+	r = sy_outcome_response_new(BATCH, TIME, &err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	for (size_t i = 0; i < 5; i++)
+		if (i != 4)
+			CU_ASSERT_TRUE(sy_outcome_response_add(r, &f.o[i], &err));
+	CU_ASSERT_FALSE(sy_outcome_response_check(r, f.req, &err));
+	CU_ASSERT_NOT_EQUAL(err.message[0], '\0');
+	CU_ASSERT_TRUE(sy_outcome_response_add(r, &f.o[0], &err));
+	CU_ASSERT_FALSE(sy_outcome_response_check(r, f.req, &err));
+	sy_outcome_response_free(r);
 
 	CU_ASSERT_PTR_NULL(sy_outcome_response_new("not-a-uuid", TIME, &err));
 	CU_ASSERT_PTR_NULL(sy_outcome_response_new(BATCH, "2026-07-18T10:00:00Z", &err));

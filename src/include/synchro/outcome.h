@@ -115,6 +115,15 @@ SY_MUST_CHECK bool sy_outcome_response_add_json(sy_outcome_response *r, const sy
 /* Appends the JCS bytes of the body. */
 SY_MUST_CHECK bool sy_outcome_response_write(const sy_outcome_response *r, sy_buf *out,
                                              sy_error *err);
+/*
+ * sy_outcome_validate_response on the body being built, every rule but one: the row
+ * checksums are not computed again, since the builder computed each from the very row
+ * it encodes (a stored outcome's from its row when it was first answered). What is
+ * checked is the tree the bytes are written from; that they are its JCS form is the
+ * writer's own contract (its tests).
+ */
+SY_MUST_CHECK bool sy_outcome_response_check(const sy_outcome_response *r,
+                                             const sy_push_request *req, sy_error *err);
 
 /* One call: the body of outcomes[0..n) (request order). */
 SY_MUST_CHECK bool sy_outcome_write_response(sy_buf *out, const char *batch_id,
