@@ -276,7 +276,7 @@ struct sy_outcome_response {
 	sy_json *accepted;
 	sy_json *rejected;
 	const sy_json *batch_id, *server_time; /* strings of root */
-	sy_buf acc, rej;                    /* JCS bytes of the arrays' items, comma-joined */
+	sy_buf acc, rej;                       /* JCS bytes of the arrays' items, comma-joined */
 };
 
 void sy_outcome_response_free(sy_outcome_response *r)
@@ -371,7 +371,7 @@ bool sy_outcome_response_write(const sy_outcome_response *r, sy_buf *out, sy_err
 	    !sy_buf_puts(out, ",\"rejected\":[") || !sy_buf_append(out, r->rej.data, r->rej.len) ||
 	    !sy_buf_puts(out, "],\"server_time\":") ||
 	    !sy_jcs_write_string(out, r->server_time->u.string.data,
-	                        r->server_time->u.string.len) ||
+	                         r->server_time->u.string.len) ||
 	    !sy_buf_putc(out, '}'))
 		return nomem(err);
 	return true;
