@@ -267,9 +267,12 @@ static bool add_step(pq_pipe *pp, int kind, ExecStatusType expect, stmt *prep, s
 	return true;
 }
 
-/* Queues sql with text parameters as a named statement (prepared on first use). */
-static size_t pipe_query(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
-                         ExecStatusType expect)
+/*
+ * Queues sql as a named statement (prepared on first use); parameter i is binary when
+ * formats (may be NULL: all text) says 1, lengths[i] octets long.
+ */
+static size_t pipe_query_fmt(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
+                             const int *lengths, const int *formats, ExecStatusType expect)
 {
 	size_t idx = 0;
 	if (pp->broken)
@@ -284,14 +287,23 @@ static size_t pipe_query(pq_pipe *pp, const char *sql, int nparams, const char *
 		if (!add_step(pp, STEP_PREPARE, PGRES_COMMAND_OK, s, NULL))
 			return 0;
 	}
-	int ok = s != NULL ? PQsendQueryPrepared(pp->c, s->name, nparams, params, NULL, NULL, 0)
-	                   : PQsendQueryParams(pp->c, sql, nparams, NULL, params, NULL, NULL, 0);
+	int ok =
+	        s != NULL
+	                ? PQsendQueryPrepared(pp->c, s->name, nparams, params, lengths, formats, 0)
+	                : PQsendQueryParams(pp->c, sql, nparams, NULL, params, lengths, formats, 0);
 	if (!ok) {
 		pp->broken = true;
 		return 0;
 	}
 	add_step(pp, STEP_QUERY, expect, NULL, &idx);
 	return idx;
+}
+
+/* pipe_query_fmt with text parameters. */
+static size_t pipe_query(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
+                         ExecStatusType expect)
+{
+	return pipe_query_fmt(pp, sql, nparams, params, NULL, NULL, expect);
 }
 
 /* Queues a statement that takes no parameters and is not worth preparing (utilities). */
@@ -792,12 +804,12 @@ static const char ledger_sql[] =
         "       fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"
         "       authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"
         "       pk, operation, status, code, outcome, outcome_schema_version, outcome_schema_hash)"
-        " SELECT $1, $2::uuid, u.mutation_id, $3, $4::int, $5, decode(u.fp, 'hex'), $6::uuid,"
+        " SELECT $1, $2::uuid, u.mutation_id, $3, $4::int, $5, u.fp, $6::uuid,"
         "        u.ordinal, u.av, u.ah, $7::bigint, $8, u.table_id, u.pk, u.op, u.status, u.code,"
-        "        convert_to(u.outcome, 'UTF8'), u.ov, u.oh"
-        "   FROM unnest($9::uuid[], $10::text[], $11::int[], $12::bigint[], $13::text[],"
+        "        u.outcome, u.ov, u.oh"
+        "   FROM unnest($9::uuid[], $10::bytea[], $11::int[], $12::bigint[], $13::text[],"
         "               $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],"
-        "               $19::text[], $20::bigint[], $21::text[])"
+        "               $19::bytea[], $20::bigint[], $21::text[])"
         "        AS u(mutation_id, fp, ordinal, av, ah, table_id, pk, op, status, code, outcome,"
         "             ov, oh)";
 static const char epoch_sql[] =
@@ -2334,54 +2346,150 @@ done:
 
 /* ---- completing the first execution ---- */
 
+/*
+ * The mutation ledger's columns as arrays in PostgreSQL's binary format (array_recv):
+ * no literal to escape or parse, and the fingerprints and outcomes go as the bytes they
+ * are stored as (no hex, no text conversion).
+ */
+enum { OID_BYTEA = 17, OID_INT8 = 20, OID_INT4 = 23, OID_TEXT = 25, OID_UUID = 2950 };
+
 typedef struct {
-	sy_buf ids, fps, ords, avs, ahs, tables, pks, ops, statuses, codes, outcomes, ovs, ohs;
+	sy_buf b;
+	uint32_t n;
+	bool nulls;
+} bin_array;
+
+enum { LEDGER_ARRAYS = 13 };
+
+typedef struct {
+	bin_array a[LEDGER_ARRAYS];
 } ledger_arrays;
 
-static void ledger_free(ledger_arrays *l)
+/* The element types of ledger_sql's $9..$21, in order. */
+static const uint32_t ledger_oids[LEDGER_ARRAYS] = {
+        OID_UUID, OID_BYTEA, OID_INT4, OID_INT8,  OID_TEXT, OID_TEXT, OID_TEXT,
+        OID_TEXT, OID_TEXT,  OID_TEXT, OID_BYTEA, OID_INT8, OID_TEXT};
+enum {
+	L_IDS,
+	L_FPS,
+	L_ORDS,
+	L_AVS,
+	L_AHS,
+	L_TABLES,
+	L_PKS,
+	L_OPS,
+	L_STATUSES,
+	L_CODES,
+	L_OUTCOMES,
+	L_OVS,
+	L_OHS
+};
+
+static void put_u32(sy_buf *b, uint32_t v)
 {
-	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
-	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs, &l->ohs};
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-		sy_buf_free(all[i]);
+	unsigned char o[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+	                      (unsigned char)(v >> 8), (unsigned char)v};
+	sy_buf_append(b, o, sizeof o);
 }
 
-static bool ledger_close(ledger_arrays *l)
+static void set_u32(sy_buf *b, size_t at, uint32_t v)
 {
-	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
-	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs, &l->ohs};
-	bool ok = true;
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-		sy_buf_putc(all[i], '}');
-		ok = ok && !all[i]->failed;
+	if (b->failed)
+		return;
+	b->data[at] = (char)(v >> 24);
+	b->data[at + 1] = (char)(v >> 16);
+	b->data[at + 2] = (char)(v >> 8);
+	b->data[at + 3] = (char)v;
+}
+
+/* Header: one dimension, the null flag and the length (set by bin_close), lower bound 1. */
+static void bin_open(bin_array *a, uint32_t oid)
+{
+	sy_buf_init(&a->b);
+	a->n = 0;
+	a->nulls = false;
+	put_u32(&a->b, 1);
+	put_u32(&a->b, 0);
+	put_u32(&a->b, oid);
+	put_u32(&a->b, 0);
+	put_u32(&a->b, 1);
+}
+
+/* An element of len octets; NULL when p is. */
+static void bin_elem(bin_array *a, const void *p, size_t len)
+{
+	a->n++;
+	if (p == NULL) {
+		a->nulls = true;
+		put_u32(&a->b, UINT32_MAX);
+		return;
 	}
-	return ok;
+	if (len > INT32_MAX) {
+		a->b.failed = true;
+		return;
+	}
+	put_u32(&a->b, (uint32_t)len);
+	sy_buf_append(&a->b, p, len);
+}
+
+static void bin_str(bin_array *a, const char *s)
+{
+	bin_elem(a, s, s != NULL ? strlen(s) : 0);
+}
+
+static void bin_int(bin_array *a, uint64_t v, size_t octets)
+{
+	unsigned char o[8];
+	for (size_t i = 0; i < octets; i++)
+		o[i] = (unsigned char)(v >> (8 * (octets - 1 - i)));
+	bin_elem(a, o, octets);
+}
+
+/* A canonical (lowercase, validated) UUID as its 16 octets. */
+static void bin_uuid(bin_array *a, const char *uuid)
+{
+	unsigned char o[16];
+	size_t k = 0;
+	for (const char *p = uuid; *p != '\0' && k < 16; p++) {
+		if (*p == '-')
+			continue;
+		int hi = *p <= '9' ? *p - '0' : *p - 'a' + 10;
+		p++;
+		int lo = *p <= '9' ? *p - '0' : *p - 'a' + 10;
+		o[k++] = (unsigned char)(hi << 4 | lo);
+	}
+	if (k != 16) {
+		a->b.failed = true;
+		return;
+	}
+	bin_elem(a, o, sizeof o);
+}
+
+static bool bin_close(bin_array *a)
+{
+	set_u32(&a->b, 4, a->nulls ? 1 : 0);
+	set_u32(&a->b, 12, a->n);
+	return !a->b.failed;
 }
 
 static void ledger_open(ledger_arrays *l)
 {
-	sy_buf *all[] = {&l->ids,      &l->fps, &l->ords, &l->avs,      &l->ahs,
-	                 &l->tables,   &l->pks, &l->ops,  &l->statuses, &l->codes,
-	                 &l->outcomes, &l->ovs, &l->ohs};
-	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-		sy_buf_init(all[i]);
-		sy_buf_putc(all[i], '{');
-	}
+	for (size_t i = 0; i < LEDGER_ARRAYS; i++)
+		bin_open(&l->a[i], ledger_oids[i]);
 }
 
-static void elem_str(sy_buf *b, const char *s)
+static bool ledger_close(ledger_arrays *l)
 {
-	array_elem(b, s, s ? strlen(s) : 0);
+	bool ok = true;
+	for (size_t i = 0; i < LEDGER_ARRAYS; i++)
+		ok = bin_close(&l->a[i]) && ok;
+	return ok;
 }
 
-static void elem_u64(sy_buf *b, unsigned long long v)
+static void ledger_free(ledger_arrays *l)
 {
-	char d[DECIMAL_MAX];
-	size_t len;
-	const char *digits = decimal(d, v, &len);
-	array_elem(b, digits, len);
+	for (size_t i = 0; i < LEDGER_ARRAYS; i++)
+		sy_buf_free(&l->a[i].b);
 }
 
 /*
@@ -2430,21 +2538,19 @@ static xstatus finish(ctx *x)
 			continue;
 		const sy_mutation *m = &req->mutations[k];
 		const sy_outcome *o = &rr->o;
-		char hex[SY_FP_HEX_LEN + 1];
-		sy_fp_hex(x->mfp[k].digest, hex);
-		elem_str(&l.ids, m->mutation_id);
-		elem_str(&l.fps, hex);
-		elem_u64(&l.ords, m->ordinal);
-		elem_u64(&l.avs, m->authored_schema.version);
-		elem_str(&l.ahs, m->authored_schema.hash);
-		array_elem(&l.tables, m->table_id, m->table_len);
-		array_elem(&l.pks, m->pk_canonical, m->pk_canonical_len);
-		elem_str(&l.ops, sy_op_name(m->op));
-		elem_str(&l.statuses, sy_status_name(o->status));
-		elem_str(&l.codes, sy_code_name(o->code));
-		array_elem(&l.outcomes, tmp.data, tmp.len);
-		elem_u64(&l.ovs, o->outcome_schema.version);
-		elem_str(&l.ohs, o->outcome_schema.hash);
+		bin_uuid(&l.a[L_IDS], m->mutation_id);
+		bin_elem(&l.a[L_FPS], x->mfp[k].digest, sizeof x->mfp[k].digest);
+		bin_int(&l.a[L_ORDS], m->ordinal, 4);
+		bin_int(&l.a[L_AVS], m->authored_schema.version, 8);
+		bin_str(&l.a[L_AHS], m->authored_schema.hash);
+		bin_elem(&l.a[L_TABLES], m->table_id, m->table_len);
+		bin_elem(&l.a[L_PKS], m->pk_canonical, m->pk_canonical_len);
+		bin_str(&l.a[L_OPS], sy_op_name(m->op));
+		bin_str(&l.a[L_STATUSES], sy_status_name(o->status));
+		bin_str(&l.a[L_CODES], sy_code_name(o->code));
+		bin_elem(&l.a[L_OUTCOMES], tmp.data, tmp.len);
+		bin_int(&l.a[L_OVS], o->outcome_schema.version, 8);
+		bin_str(&l.a[L_OHS], o->outcome_schema.hash);
 		fresh++;
 	}
 	if (!sy_outcome_response_write(resp, &x->out->body, x->err)) {
@@ -2490,28 +2596,18 @@ static xstatus finish(ctx *x)
 	                    x->out->body.data};
 	size_t done_idx = pipe_query(&x->pp, batch_row_sql, 12, pb, PGRES_COMMAND_OK);
 	if (fresh > 0) {
-		const char *pl[] = {x->user,
-		                    req->client_id,
-		                    SY_FP_ALGORITHM,
-		                    fpv,
-		                    SY_FP_MUTATION_DOMAIN,
-		                    req->batch_id,
-		                    sv,
-		                    req->schema.hash,
-		                    l.ids.data,
-		                    l.fps.data,
-		                    l.ords.data,
-		                    l.avs.data,
-		                    l.ahs.data,
-		                    l.tables.data,
-		                    l.pks.data,
-		                    l.ops.data,
-		                    l.statuses.data,
-		                    l.codes.data,
-		                    l.outcomes.data,
-		                    l.ovs.data,
-		                    l.ohs.data};
-		pipe_query(&x->pp, ledger_sql, 21, pl, PGRES_COMMAND_OK);
+		const char *pl[8 + LEDGER_ARRAYS] = {
+		        x->user, req->client_id,        SY_FP_ALGORITHM,
+		        fpv,     SY_FP_MUTATION_DOMAIN, req->batch_id,
+		        sv,      req->schema.hash};
+		int len[8 + LEDGER_ARRAYS] = {0}, fmt[8 + LEDGER_ARRAYS] = {0};
+		for (size_t i = 0; i < LEDGER_ARRAYS; i++) {
+			pl[8 + i] = l.a[i].b.data;
+			len[8 + i] = (int)l.a[i].b.len;
+			fmt[8 + i] = 1;
+		}
+		pipe_query_fmt(&x->pp, ledger_sql, 8 + LEDGER_ARRAYS, pl, len, fmt,
+		               PGRES_COMMAND_OK);
 	}
 	if (x->applied > 0) {
 		const char *pe[] = {req->client_id};
