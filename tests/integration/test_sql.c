@@ -690,6 +690,16 @@ static void test_app_role(void)
 	/* A mutation row names a batch of its own client (migration 11, per statement). */
 	pgt_fails(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2, APP_BATCH2), "23503");
 	pgt_fails(app, MUTATION_INSERT("bob", APP_CLIENT, APP_MUT2, APP_BATCH), "23503");
+	/* Checked for every batch a statement names, not only its first row's (migration 12). */
+	pgt_fails(app,
+	          MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2,
+	                          APP_BATCH) ", ('alice', '" APP_CLIENT "', gen_random_uuid(),"
+	                                     " 'sha256', 1,"
+	                                     " 'synchro:v3:push-mutation-fingerprint:v1', " FP32
+	                                     ", '" APP_BATCH2 "', 1, 1, '" HASH64 "', 1, '" HASH64
+	                                     "', 'item', '2', 'insert',"
+	                                     " 'applied', NULL, '{}', 1, '" HASH64 "')",
+	          "23503");
 	/* ... and that batch stays while they do, even for a retired client (rolled back). */
 	pgt_exec(db, "BEGIN");
 	pgt_exec(db, "INSERT INTO synchro.retirements (client_id, user_id, retirement_id)"
