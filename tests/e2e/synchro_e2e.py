@@ -181,7 +181,9 @@ class Stack:
     def start_walsync(self, name="walsync", wait=True, **walsync):
         """Starts synchro-walsync (process name `name`) with the stack's configuration plus a
         [walsync] section: writer_id = name and these options (e.g. lease_s=5). With wait,
-        returns once it holds the writer lease (a standby: wait=False)."""
+        returns once it holds the writer lease and streams from the slot (a standby:
+        wait=False): a write committed while the slot is still being created is never
+        decoded, so tests must not write before."""
         opts = {"writer_id": name}
         opts.update({k: str(v) for k, v in walsync.items()})
         conf = os.path.join(self.dir, name + ".conf")
@@ -196,8 +198,12 @@ class Stack:
                 if proc.poll() is not None:
                     raise AssertionError("synchro-walsync %s exited (%s): %s" % (name, proc.returncode, self.log(name)))
                 return self.psql("SELECT writer_id FROM synchro.writer_lease"
-                                 " WHERE lease_until > now()", check=False) == name
-            wait_for(holds, what="synchro-walsync %s to hold the writer lease" % name)
+                                 " WHERE lease_until > now()", check=False) == name and \
+                    self.psql("SELECT EXISTS (SELECT 1 FROM pg_replication_slots s"
+                              " JOIN pg_stat_replication r ON r.pid = s.active_pid"
+                              " WHERE s.slot_name = 'synchro' AND r.state <> 'startup')",
+                              check=False) == "t"
+            wait_for(holds, what="synchro-walsync %s to hold the writer lease and stream" % name)
         return proc
 
     # --- the PostgreSQL of tests/integration/with-pg -------------------------

@@ -272,12 +272,19 @@ static bool wait_log(const char *name, const char *text, int ms)
 }
 
 /* Waits until writer_id holds the lease and streams the slot; its epoch, or -1. */
+/*
+ * Until writer_id holds the lease and streams from the slot. An active slot alone is not
+ * enough: the walsender that creates it holds it too, before its consistent point, and a
+ * write committed then is never decoded (the test's first write went missing that way on
+ * a loaded machine). A walsender past 'startup' has run START_REPLICATION.
+ */
 static long long wait_leader(const char *writer_id)
 {
 	if (!wait_true(WAIT_TAKEOVER,
 	               "SELECT EXISTS (SELECT 1 FROM synchro.writer_lease l,"
-	               " pg_replication_slots s WHERE l.role = 'walsync' AND l.writer_id = '%s'"
-	               " AND s.slot_name = 'synchro' AND s.active)",
+	               " pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid"
+	               " WHERE l.role = 'walsync' AND l.writer_id = '%s'"
+	               " AND s.slot_name = 'synchro' AND s.active AND r.state <> 'startup')",
 	               writer_id))
 		return -1;
 	return peek_int("SELECT writer_epoch FROM synchro.writer_lease WHERE role = 'walsync'");
