@@ -63,7 +63,12 @@ struct sy_store_push {
 	const PGconn *conn;
 	int pid;
 	unsigned long names;
-	stmt *stmts; /* open addressing, stmt_cap slots (a power of two) */
+	/*
+	 * Open addressing, stmt_cap slots (a power of two), each statement allocated on its
+	 * own: a pipeline keeps pointers to the statements it prepares while later ones are
+	 * added, and growing the table must not move them.
+	 */
+	stmt **stmts;
 	size_t stmt_cap, stmt_count;
 	man *mans;
 	size_t man_count, man_cap;
@@ -82,8 +87,11 @@ static uint64_t fnv1a(const char *s)
 
 static void stmts_clear(sy_store_push *p)
 {
-	for (size_t i = 0; i < p->stmt_cap; i++)
-		sy_free(p->stmts[i].sql);
+	for (size_t i = 0; i < p->stmt_cap; i++) {
+		if (p->stmts[i] != NULL)
+			sy_free(p->stmts[i]->sql);
+		sy_free(p->stmts[i]);
+	}
 	sy_free(p->stmts);
 	p->stmts = NULL;
 	p->stmt_cap = p->stmt_count = 0;
@@ -142,7 +150,7 @@ static void notice_connection(sy_store_push *p, PGconn *c)
 	p->pid = PQbackendPID(c);
 }
 
-/* The slot of sql (found or free); NULL when the table is full or memory runs out. */
+/* The statement of sql (found or added); NULL when the table is full or memory runs out. */
 static stmt *stmt_slot(sy_store_push *p, const char *sql)
 {
 	if (p->stmt_cap == 0) {
@@ -154,8 +162,8 @@ static stmt *stmt_slot(sy_store_push *p, const char *sql)
 	uint64_t h = fnv1a(sql);
 	size_t mask = p->stmt_cap - 1;
 	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-		stmt *s = &p->stmts[i];
-		if (s->sql == NULL)
+		stmt *s = p->stmts[i];
+		if (s == NULL)
 			break;
 		if (s->hash == h && strcmp(s->sql, sql) == 0)
 			return s;
@@ -164,14 +172,14 @@ static stmt *stmt_slot(sy_store_push *p, const char *sql)
 		return NULL;
 	if ((p->stmt_count + 1) * 2 > p->stmt_cap) {
 		size_t ncap = p->stmt_cap * 2;
-		stmt *n = sy_calloc(ncap, sizeof *n);
+		stmt **n = sy_calloc(ncap, sizeof *n);
 		if (n == NULL)
 			return NULL;
 		for (size_t i = 0; i < p->stmt_cap; i++) {
-			if (p->stmts[i].sql == NULL)
+			if (p->stmts[i] == NULL)
 				continue;
-			size_t j = (size_t)p->stmts[i].hash & (ncap - 1);
-			while (n[j].sql != NULL)
+			size_t j = (size_t)p->stmts[i]->hash & (ncap - 1);
+			while (n[j] != NULL)
 				j = (j + 1) & (ncap - 1);
 			n[j] = p->stmts[i];
 		}
@@ -180,16 +188,21 @@ static stmt *stmt_slot(sy_store_push *p, const char *sql)
 		p->stmt_cap = ncap;
 		mask = ncap - 1;
 	}
-	size_t i = (size_t)h & mask;
-	while (p->stmts[i].sql != NULL)
-		i = (i + 1) & mask;
-	stmt *s = &p->stmts[i];
-	s->sql = sy_strndup(sql, strlen(sql));
-	if (s->sql == NULL)
+	stmt *s = sy_calloc(1, sizeof *s);
+	if (s == NULL)
 		return NULL;
+	s->sql = sy_strndup(sql, strlen(sql));
+	if (s->sql == NULL) {
+		sy_free(s);
+		return NULL;
+	}
 	s->hash = h;
 	s->state = STMT_NONE;
 	snprintf(s->name, sizeof s->name, "sy_push_%lu", ++p->names);
+	size_t i = (size_t)h & mask;
+	while (p->stmts[i] != NULL)
+		i = (i + 1) & mask;
+	p->stmts[i] = s;
 	p->stmt_count++;
 	return s;
 }

@@ -1105,6 +1105,52 @@ static void test_insert_run_refusals(void)
 	result_free(r);
 }
 
+/*
+ * One run of 40 inserts, each with its own set of columns, so its own statement, on a
+ * push state that starts empty: the statement table grows while the pipeline holds the
+ * statements it prepares (they were moved by the growth once; AddressSanitizer saw the
+ * pipeline write to the freed table).
+ */
+static void test_insert_run_statements(void)
+{
+	static const char *const cols[] = {"\"qty\":1",
+	                                   "\"price\":\"1.5\"",
+	                                   "\"weight\":2.5",
+	                                   "\"due\":\"2026-12-01\"",
+	                                   "\"seen_at\":\"2026-11-29T10:11:12.123456Z\"",
+	                                   "\"blob\":\"AAECAw==\""};
+	enum { N = 40 };
+	char pks[N][32], json[N][256], ids[N][SY_UUID_LEN + 1];
+	mspec ms[N];
+	for (unsigned i = 0; i < N; i++) {
+		fresh_item(pks[i]);
+		size_t len = 0;
+		json[i][len++] = '{';
+		for (unsigned c = 0; c < 6; c++)
+			if ((i + 1) & (1u << c))
+				len += (size_t)snprintf(json[i] + len, sizeof json[i] - len, "%s%s",
+				                        len > 1 ? "," : "", cols[c]);
+		snprintf(json[i] + len, sizeof json[i] - len, "}");
+		ms[i] = (mspec){.table = "item", .pk = pks[i], .op = "insert", .cols = json[i]};
+	}
+	/* its own session: statement names are per push state */
+	sy_error e = {0};
+	PGconn *own = sy_store_connect("user=" APP_ROLE, "test_push", &e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(own);
+	sy_store_push *fresh = sy_store_push_new();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
+	char *body = build(&(rspec){0}, ms, N, ids);
+	result *r = push_on(own, fresh, ALICE, body, 5000);
+	expect_200(r);
+	CU_ASSERT_EQUAL(r->a.applied, N);
+	for (unsigned i = 0; i < N; i++)
+		check(r, ids[i], "applied", NULL, true, true);
+	result_free(r);
+	free(body);
+	sy_store_push_free(fresh);
+	sy_store_disconnect(own);
+}
+
 /* One run over two tables: each applied outcome carries its own row and version. */
 static void test_insert_run_tables(void)
 {
@@ -2401,6 +2447,7 @@ int main(void)
 	        {"runs of inserts", test_insert_run},
 	        {"runs of inserts refused anywhere", test_insert_run_refusals},
 	        {"a run of inserts over two tables", test_insert_run_tables},
+	        {"a run of 40 statements on an empty push state", test_insert_run_statements},
 	        {"every portable type round-trips", test_types},
 	        {"exact replay and batch idempotency", test_replay},
 	        {"cross-batch mutation replay and idempotency", test_cross_batch},
