@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* contrib/bench/push/trivial_fcgi: the web stack's limit for the push benchmark: preforked
- * FastCGI responders that read each request body and answer one fixed 200 JSON body. */
+ * FastCGI responders that read each request body and answer one fixed 200 JSON body. With a
+ * third argument, each responder also runs that statement once per request on its own
+ * PostgreSQL connection (libpq's environment): the web stack plus one database round trip,
+ * the least an exact replay can cost (the ADR checks retirement in the database first). */
 #include "config.h"
 
 #include <fcgiapp.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +28,36 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
-static void serve(int fd)
+static void serve(int fd, const char *sql)
 {
 	FCGX_Request rq;
 	char buf[65536];
+	PGconn *pg = NULL;
+	if (sql != NULL) {
+		pg = PQconnectdb("");
+		if (PQstatus(pg) != CONNECTION_OK) {
+			fprintf(stderr, "trivial_fcgi: %s", PQerrorMessage(pg));
+			_exit(1);
+		}
+		PGresult *r = PQprepare(pg, "q", sql, 0, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			fprintf(stderr, "trivial_fcgi: %s", PQerrorMessage(pg));
+			_exit(1);
+		}
+		PQclear(r);
+	}
 	if (FCGX_InitRequest(&rq, fd, 0) != 0)
 		_exit(1);
 	while (!stopping && FCGX_Accept_r(&rq) >= 0) {
 		/* Read the whole body, as a real responder does before it answers. */
 		while (FCGX_GetStr(buf, sizeof buf, rq.in) > 0)
 			;
+		if (pg != NULL) {
+			PGresult *r = PQexecPrepared(pg, "q", 0, NULL, NULL, NULL, 0);
+			if (PQresultStatus(r) != PGRES_TUPLES_OK)
+				_exit(1);
+			PQclear(r);
+		}
 		FCGX_FPrintF(rq.out,
 		             "Status: 200 OK\r\nContent-Type: application/json\r\n"
 		             "Content-Length: %d\r\n\r\n",
@@ -46,8 +70,8 @@ static void serve(int fd)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES\n", stderr);
+	if (argc != 3 && argc != 4) {
+		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT]\n", stderr);
 		return 2;
 	}
 	int procs = atoi(argv[2]);
@@ -76,7 +100,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < procs; i++) {
 		kids[i] = fork();
 		if (kids[i] == 0)
-			serve(fd);
+			serve(fd, argc == 4 ? argv[3] : NULL);
 		if (kids[i] < 0) {
 			perror("trivial_fcgi: fork");
 			return 1;
