@@ -320,25 +320,32 @@ fail:
 	return NULL;
 }
 
+/* Files outcome v (in r->doc) under its status, in the tree and as bytes; its JCS bytes
+ * are also appended to out unless out is NULL. */
+static bool add_item(sy_outcome_response *r, sy_json *v, bool applied, sy_buf *out, sy_error *err)
+{
+	if (!sy_json_array_push(r->doc, applied ? r->accepted : r->rejected, v))
+		return nomem(err);
+	sy_buf *items = applied ? &r->acc : &r->rej;
+	size_t before = items->len;
+	if (before > 0 && !sy_buf_putc(items, ','))
+		return nomem(err);
+	size_t at = items->len;
+	if (!sy_jcs_write(items, v, err)) {
+		if (!items->failed && items->data != NULL) {
+			items->len = before; /* nothing of a value JCS cannot write */
+			items->data[before] = '\0';
+		}
+		return false;
+	}
+	return out == NULL || sy_buf_append(out, items->data + at, items->len - at) || nomem(err);
+}
+
 bool sy_outcome_response_add_write(sy_outcome_response *r, const sy_outcome *o, sy_buf *out,
                                    sy_error *err)
 {
 	sy_json *v = sy_outcome_to_json(r->doc, o, err);
-	if (v == NULL)
-		return false;
-	bool applied = o->status == SY_STATUS_APPLIED;
-	if (!sy_json_array_push(r->doc, applied ? r->accepted : r->rejected, v))
-		return nomem(err);
-	sy_buf *items = applied ? &r->acc : &r->rej;
-	if (out == NULL)
-		return (items->len == 0 || sy_buf_putc(items, ',')) && sy_jcs_write(items, v, err);
-	size_t at = out->len;
-	if (!sy_jcs_write(out, v, err))
-		return false;
-	if ((items->len > 0 && !sy_buf_putc(items, ',')) ||
-	    !sy_buf_append(items, out->data + at, out->len - at))
-		return nomem(err);
-	return true;
+	return v != NULL && add_item(r, v, o->status == SY_STATUS_APPLIED, out, err);
 }
 
 bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o, sy_error *err)
@@ -353,12 +360,10 @@ bool sy_outcome_response_add_json(sy_outcome_response *r, const sy_json *outcome
 	if (st == NULL || st->type != SY_JSON_STRING ||
 	    !sy_status_from_name(st->u.string.data, st->u.string.len, &status))
 		return BAD("response: a stored outcome has no valid status");
-	bool applied = status == SY_STATUS_APPLIED;
 	sy_json *v = sy_json_copy(r->doc, outcome);
-	if (v == NULL || !sy_json_array_push(r->doc, applied ? r->accepted : r->rejected, v))
+	if (v == NULL)
 		return nomem(err);
-	sy_buf *items = applied ? &r->acc : &r->rej;
-	return (items->len == 0 || sy_buf_putc(items, ',')) && sy_jcs_write(items, v, err);
+	return add_item(r, v, status == SY_STATUS_APPLIED, NULL, err);
 }
 
 bool sy_outcome_response_write(const sy_outcome_response *r, sy_buf *out, sy_error *err)
