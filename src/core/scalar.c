@@ -132,6 +132,22 @@ bool sy_uuid_text_valid(const char *s, size_t len)
 	return uuid_shape(s, len);
 }
 
+bool sy_uuid_octets(const char *s, size_t len, uint8_t out[16])
+{
+	if (!uuid_shape(s, len))
+		return false;
+	size_t k = 0;
+	for (size_t i = 0; i < len; i += s[i] == '-' ? 1 : 2) {
+		if (s[i] == '-')
+			continue;
+		/* uuid_shape allowed lowercase hex digits only */
+		int hi = s[i] <= '9' ? s[i] - '0' : s[i] - 'a' + 10;
+		int lo = s[i + 1] <= '9' ? s[i + 1] - '0' : s[i + 1] - 'a' + 10;
+		out[k++] = (uint8_t)(hi << 4 | lo);
+	}
+	return k == 16;
+}
+
 bool sy_uuid_valid(const char *s, size_t len)
 {
 	if (!uuid_shape(s, len))

@@ -2476,20 +2476,11 @@ static void bin_int(bin_array *a, uint64_t v, size_t octets)
 	bin_elem(a, o, octets);
 }
 
-/* A canonical (lowercase, validated) UUID as its 16 octets. */
+/* A UUID as its 16 octets (the request's ids are canonical; anything else fails the array). */
 static void bin_uuid(bin_array *a, const char *uuid)
 {
-	unsigned char o[16];
-	size_t k = 0;
-	for (const char *p = uuid; *p != '\0' && k < 16; p++) {
-		if (*p == '-')
-			continue;
-		int hi = *p <= '9' ? *p - '0' : *p - 'a' + 10;
-		p++;
-		int lo = *p <= '9' ? *p - '0' : *p - 'a' + 10;
-		o[k++] = (unsigned char)(hi << 4 | lo);
-	}
-	if (k != 16) {
+	uint8_t o[16];
+	if (!sy_uuid_octets(uuid, strlen(uuid), o)) {
 		a->b.failed = true;
 		return;
 	}

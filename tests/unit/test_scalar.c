@@ -74,6 +74,17 @@ static void test_uuid(void)
 	/* Length is explicit: an embedded NUL is a byte like any other. */
 	CU_ASSERT_FALSE(sy_uuid_valid("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1\0", SY_UUID_LEN));
 	CU_ASSERT_FALSE(sy_uuid_valid(NULL, 0));
+
+	/* its octets, as PostgreSQL's binary uuid */
+	uint8_t o[16];
+	static const uint8_t want[16] = {0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8,
+	                                 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11};
+	CU_ASSERT_TRUE(sy_uuid_octets("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", SY_UUID_LEN, o));
+	CU_ASSERT_EQUAL(memcmp(o, want, sizeof want), 0);
+	CU_ASSERT_TRUE(sy_uuid_octets("00000000-0000-0000-0000-000000000000", SY_UUID_LEN, o));
+	CU_ASSERT_FALSE(sy_uuid_octets("A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", SY_UUID_LEN, o));
+	CU_ASSERT_FALSE(sy_uuid_octets("a0eebc999c0b4ef8bb6d6bb9bd380a11", 32, o));
+	CU_ASSERT_FALSE(sy_uuid_octets(NULL, 0, o));
 }
 
 static void test_hash_hex(void)

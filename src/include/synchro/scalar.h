@@ -36,6 +36,8 @@ bool sy_uuid_valid(const char *s, size_t len);
  * type, where the nil UUID is data rather than an identity.
  */
 bool sy_uuid_text_valid(const char *s, size_t len);
+/* The 16 octets of a UUID in that canonical text (nil included); false for anything else. */
+bool sy_uuid_octets(const char *s, size_t len, uint8_t out[16]);
 /* 64 lowercase hex digits. */
 bool sy_hash_hex_valid(const char *s, size_t len);
 /*
