@@ -271,12 +271,11 @@ static bool wait_log(const char *name, const char *text, int ms)
 	return true;
 }
 
-/* Waits until writer_id holds the lease and streams the slot; its epoch, or -1. */
 /*
- * Until writer_id holds the lease and streams from the slot. An active slot alone is not
- * enough: the walsender that creates it holds it too, before its consistent point, and a
- * write committed then is never decoded (the test's first write went missing that way on
- * a loaded machine). A walsender past 'startup' has run START_REPLICATION.
+ * Waits until writer_id holds the lease and streams from the slot; its epoch, or -1. An
+ * active slot alone is not enough: the walsender that creates it holds it too, before its
+ * consistent point, and a write committed then is never decoded (the test's first write went
+ * missing that way on a loaded machine). A walsender past 'startup' has run START_REPLICATION.
  */
 static long long wait_leader(const char *writer_id)
 {

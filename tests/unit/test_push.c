@@ -365,6 +365,27 @@ static void test_normalized_limit(void)
 	sy_free(body);
 }
 
+/* A body of insert mutations on item whose column k holds `numbers` copies of 1e20:
+ * 4 octets raw, 21 in JCS, the most a token grows. */
+static void numbers_body(sy_buf *b, unsigned mutations, int numbers)
+{
+	sy_buf tail = SY_BUF_INIT;
+	CU_ASSERT_TRUE(sy_buf_puts(&tail, "\"operation\":\"insert\",\"columns\":{\"k\":["));
+	for (int i = 0; i < numbers; i++)
+		CU_ASSERT_TRUE(sy_buf_puts(&tail, i ? ",1e20" : "1e20"));
+	CU_ASSERT_TRUE(sy_buf_puts(&tail, "]}"));
+	CU_ASSERT_TRUE(sy_buf_puts(b, "{" ENVELOPE ",\"mutations\":["));
+	for (unsigned i = 0; i < mutations; i++) {
+		char pk[16];
+		snprintf(pk, sizeof pk, "%u", i);
+		if (i > 0)
+			CU_ASSERT_TRUE(sy_buf_putc(b, ','));
+		put_mutation(b, i, "item", pk, tail.data);
+	}
+	CU_ASSERT_TRUE(sy_buf_puts(b, "]}"));
+	sy_buf_free(&tail);
+}
+
 static void test_body_limits(void)
 {
 	/* refused before parsing: whitespace that would otherwise be a parse error */
@@ -385,43 +406,18 @@ static void test_body_limits(void)
 	 * raw and 21 in JCS. 20 mutations of 2500 such numbers: about 250 KB raw,
 	 * 1.1 MB canonical, each normalized mutation under 64 KiB.
 	 */
-	sy_buf b = SY_BUF_INIT, tail = SY_BUF_INIT;
-	CU_ASSERT_TRUE(sy_buf_puts(&tail, "\"operation\":\"insert\",\"columns\":{\"k\":["));
-	for (int i = 0; i < 2500; i++)
-		CU_ASSERT_TRUE(sy_buf_puts(&tail, i ? ",1e20" : "1e20"));
-	CU_ASSERT_TRUE(sy_buf_puts(&tail, "]}"));
-	CU_ASSERT_TRUE(sy_buf_puts(&b, "{" ENVELOPE ",\"mutations\":["));
-	for (unsigned i = 0; i < 20; i++) {
-		char pk[16];
-		snprintf(pk, sizeof pk, "%u", i);
-		if (i > 0)
-			CU_ASSERT_TRUE(sy_buf_putc(&b, ','));
-		put_mutation(&b, i, "item", pk, tail.data);
-	}
-	CU_ASSERT_TRUE(sy_buf_puts(&b, "]}"));
+	sy_buf b = SY_BUF_INIT;
+	numbers_body(&b, 20, 2500);
 	CU_ASSERT(b.len < SY_PUSH_MAX_BODY);
 	refused(b.data, b.len, "(root): canonical request exceeds 1048576 octets");
-	sy_buf_free(&tail);
 	sy_buf_free(&b);
 
 	/*
 	 * sy_push_parse measures the canonical form only above a sixth of the limit: the
 	 * densest growth (a body of nothing but 1e20) stays within six times the raw size.
 	 */
-	sy_buf d = SY_BUF_INIT, dtail = SY_BUF_INIT, canon = SY_BUF_INIT;
-	CU_ASSERT_TRUE(sy_buf_puts(&dtail, "\"operation\":\"insert\",\"columns\":{\"k\":["));
-	for (int i = 0; i < 2000; i++)
-		CU_ASSERT_TRUE(sy_buf_puts(&dtail, i ? ",1e20" : "1e20"));
-	CU_ASSERT_TRUE(sy_buf_puts(&dtail, "]}"));
-	CU_ASSERT_TRUE(sy_buf_puts(&d, "{" ENVELOPE ",\"mutations\":["));
-	for (unsigned i = 0; i < 16; i++) {
-		char pk[16];
-		snprintf(pk, sizeof pk, "%u", i);
-		if (i > 0)
-			CU_ASSERT_TRUE(sy_buf_putc(&d, ','));
-		put_mutation(&d, i, "item", pk, dtail.data);
-	}
-	CU_ASSERT_TRUE(sy_buf_puts(&d, "]}"));
+	sy_buf d = SY_BUF_INIT, canon = SY_BUF_INIT;
+	numbers_body(&d, 16, 2000);
 	CU_ASSERT(d.len <= SY_PUSH_MAX_BODY / 6);
 	sy_push_request *req = sy_push_parse(d.data, d.len, &err);
 	CU_ASSERT_PTR_NOT_NULL(req);
@@ -432,7 +428,6 @@ static void test_body_limits(void)
 	}
 	sy_push_request_free(req);
 	sy_buf_free(&canon);
-	sy_buf_free(&dtail);
 	sy_buf_free(&d);
 }
 
