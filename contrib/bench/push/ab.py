@@ -38,22 +38,15 @@ def main():
         replay_phase = b.next_phase()
 
         def one(name, path=None):
+            # bench.py's own measurements; the trivial responder answers every body alike,
+            # so its figure is that of the same requests sent again (replay mode).
             if path is None:
                 b.use_trivial()
+                j = b.replay(batch, replay_phase, trivial=True)
             else:
                 e2e.FCGI = path
                 b.use_synchro()
-            phase = replay_phase if mode == "replay" else b.next_phase()
-            b.wrk(mode, batch, phase, B.WARMUP)
-            if path is not None:
-                b.quiesce()
-            if mode == "fresh":
-                phase = b.next_phase()
-            roots = b.roots("trivial" if path is None else "fcgi", "nginx")
-            j = b.measured(lambda: b.wrk(mode, batch, phase, B.SECONDS), roots)
-            if path is not None:
-                b.quiesce()
-            b.check("%s %s batch %d" % (name, mode, batch), j)
+                j = b.push_fresh(batch) if mode == "fresh" else b.replay(batch, replay_phase)
             cpu = j["server_cpu"] / j["requests"] * 1e6
             results.setdefault(name, []).append((j["req_per_s"], cpu))
             print("  %-10s %9.1f req/s  %8.1f us server CPU per request" % (name, j["req_per_s"], cpu),
