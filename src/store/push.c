@@ -742,11 +742,15 @@ static const char latest_sql[] = "SELECT version, hash, manifest FROM synchro.sc
  * published versions never change) exists, batch; NULL columns where there is none.
  * Only when one does is the latest read (latest_sql): an index probe here instead of a
  * sorted scan joined in cost about a fifth of PostgreSQL's CPU for a 1-mutation replay.
+ * The probe is max(version), one step down the primary key from its end: "EXISTS (...
+ * version > $4)" planned generically as a filtered scan of every published version, and
+ * when none is newer (nearly always) it read them all (2,000 versions: 0.18 ms a push).
  */
 static const char head_sql[] =
         "SELECT c.user_id, c.generation,"
         "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
-        "       EXISTS (SELECT 1 FROM synchro.schema_versions v WHERE v.version > $4::bigint),"
+        "       COALESCE((SELECT max(v.version) FROM synchro.schema_versions v) > $4::bigint,"
+        "                false),"
         "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
         "       b.http_status, convert_from(b.response, 'UTF8')"
         "  FROM (SELECT 1) one"
