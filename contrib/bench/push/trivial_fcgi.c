@@ -2,8 +2,9 @@
 /* contrib/bench/push/trivial_fcgi: the web stack's limit for the push benchmark: preforked
  * FastCGI responders that read each request body and answer one fixed 200 JSON body. With a
  * third argument, each responder also runs that statement once per request on its own
- * PostgreSQL connection (libpq's environment): the web stack plus one database round trip,
- * the least an exact replay can cost (the ADR checks retirement in the database first). */
+ * PostgreSQL connection (libpq's environment), prepared, with the arguments after it as its
+ * parameters: the web stack plus one database round trip, the least an exact replay can cost
+ * (the ADR checks retirement in the database first). */
 #include "config.h"
 
 #include <fcgiapp.h>
@@ -28,7 +29,7 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
-static void serve(int fd, const char *sql)
+static void serve(int fd, const char *sql, int nparams, char **params)
 {
 	FCGX_Request rq;
 	char buf[65536];
@@ -53,7 +54,8 @@ static void serve(int fd, const char *sql)
 		while (FCGX_GetStr(buf, sizeof buf, rq.in) > 0)
 			;
 		if (pg != NULL) {
-			PGresult *r = PQexecPrepared(pg, "q", 0, NULL, NULL, NULL, 0);
+			PGresult *r = PQexecPrepared(pg, "q", nparams, (const char *const *)params,
+			                             NULL, NULL, 0);
 			if (PQresultStatus(r) != PGRES_TUPLES_OK)
 				_exit(1);
 			PQclear(r);
@@ -70,8 +72,9 @@ static void serve(int fd, const char *sql)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 && argc != 4) {
-		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT]\n", stderr);
+	if (argc < 3) {
+		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT [PARAMETER...]]\n",
+		      stderr);
 		return 2;
 	}
 	int procs = atoi(argv[2]);
@@ -100,7 +103,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < procs; i++) {
 		kids[i] = fork();
 		if (kids[i] == 0)
-			serve(fd, argc == 4 ? argv[3] : NULL);
+			serve(fd, argc >= 4 ? argv[3] : NULL, argc > 4 ? argc - 4 : 0, argv + 4);
 		if (kids[i] < 0) {
 			perror("trivial_fcgi: fork");
 			return 1;
