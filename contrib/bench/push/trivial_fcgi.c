@@ -73,7 +73,8 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT [PARAMETER...]]\n",
+		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT "
+		      "[PARAMETER...]]\n",
 		      stderr);
 		return 2;
 	}
