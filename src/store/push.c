@@ -282,10 +282,12 @@ static bool add_step(pq_pipe *pp, int kind, ExecStatusType expect, stmt *prep, s
 
 /*
  * Queues sql as a named statement (prepared on first use); parameter i is binary when
- * formats (may be NULL: all text) says 1, lengths[i] octets long.
+ * formats (may be NULL: all text) says 1, lengths[i] octets long; the result's columns are
+ * binary when result_format is 1 (read them with the col_ helpers).
  */
 static size_t pipe_query_fmt(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
-                             const int *lengths, const int *formats, ExecStatusType expect)
+                             const int *lengths, const int *formats, int result_format,
+                             ExecStatusType expect)
 {
 	size_t idx = 0;
 	if (pp->broken)
@@ -300,10 +302,10 @@ static size_t pipe_query_fmt(pq_pipe *pp, const char *sql, int nparams, const ch
 		if (!add_step(pp, STEP_PREPARE, PGRES_COMMAND_OK, s, NULL))
 			return 0;
 	}
-	int ok =
-	        s != NULL
-	                ? PQsendQueryPrepared(pp->c, s->name, nparams, params, lengths, formats, 0)
-	                : PQsendQueryParams(pp->c, sql, nparams, NULL, params, lengths, formats, 0);
+	int ok = s != NULL ? PQsendQueryPrepared(pp->c, s->name, nparams, params, lengths, formats,
+	                                         result_format)
+	                   : PQsendQueryParams(pp->c, sql, nparams, NULL, params, lengths, formats,
+	                                       result_format);
 	if (!ok) {
 		pp->broken = true;
 		return 0;
@@ -316,7 +318,14 @@ static size_t pipe_query_fmt(pq_pipe *pp, const char *sql, int nparams, const ch
 static size_t pipe_query(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
                          ExecStatusType expect)
 {
-	return pipe_query_fmt(pp, sql, nparams, params, NULL, NULL, expect);
+	return pipe_query_fmt(pp, sql, nparams, params, NULL, NULL, 0, expect);
+}
+
+/* pipe_query with the result in binary format. */
+static size_t pipe_query_bin(pq_pipe *pp, const char *sql, int nparams, const char *const *params,
+                             ExecStatusType expect)
+{
+	return pipe_query_fmt(pp, sql, nparams, params, NULL, NULL, 1, expect);
 }
 
 /* Queues a statement that takes no parameters and is not worth preparing (utilities). */
@@ -751,8 +760,8 @@ static const char head_sql[] =
         "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = c.client_id),"
         "       COALESCE((SELECT max(v.version) FROM synchro.schema_versions v) > $4::bigint,"
         "                false),"
-        "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
-        "       b.http_status, convert_from(b.response, 'UTF8')"
+        "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, b.fingerprint, b.http_status,"
+        "       b.response"
         "  FROM (SELECT 1) one"
         "  LEFT JOIN synchro.clients c ON c.client_id = $1::uuid"
         "  LEFT JOIN synchro.batches b"
@@ -771,8 +780,8 @@ static const char client_lock_sql[] =
 static const char retired_sql[] =
         "SELECT EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = $1::uuid)";
 static const char batch_sql[] =
-        "SELECT b.state, b.fp_algorithm, b.fp_version, b.fp_domain, encode(b.fingerprint, 'hex'),"
-        "       b.http_status, convert_from(b.response, 'UTF8')"
+        "SELECT b.state, b.fp_algorithm, b.fp_version, b.fp_domain, b.fingerprint, b.http_status,"
+        "       b.response"
         "  FROM synchro.batches b"
         " WHERE b.user_id = $1 AND b.client_id = $2::uuid AND b.batch_id = $3::uuid";
 /*
@@ -959,13 +968,53 @@ static void lookup_clear(lookup *lk)
 	memset(lk, 0, sizeof *lk);
 }
 
+/*
+ * Column values in either result format (PQfformat): binary results (pipe_query_bin) skip
+ * the server's text output and the parsing here, and bytea arrives as its octets.
+ */
+static bool col_bool(const PGresult *r, int row, int col)
+{
+	const char *v = PQgetvalue(r, row, col);
+	return PQfformat(r, col) == 1 ? v[0] != 0 : strcmp(v, "t") == 0;
+}
+
+/* An integer column (int2, int4 or int8). */
+static long long col_int(const PGresult *r, int row, int col)
+{
+	if (PQfformat(r, col) == 0)
+		return atoll(PQgetvalue(r, row, col));
+	const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, col);
+	int len = PQgetlength(r, row, col);
+	if (len < 1 || len > 8)
+		return 0;
+	/* big-endian two's complement: the sign of the first octet, then each octet */
+	int64_t n = (v[0] & 0x80) != 0 ? -1 : 0;
+	for (int i = 0; i < len; i++)
+		n = (int64_t)((uint64_t)n << 8 | v[i]);
+	return (long long)n;
+}
+
+/* A SHA-256 digest: bytea octets (binary) or their hex (text, encode(..., 'hex')). */
+static bool col_digest(const PGresult *r, int row, int col, uint8_t digest[SY_FP_DIGEST_LEN])
+{
+	const char *v = PQgetvalue(r, row, col);
+	size_t len = (size_t)PQgetlength(r, row, col);
+	if (PQfformat(r, col) == 0)
+		return sy_fp_from_hex(v, len, digest);
+	if (len != SY_FP_DIGEST_LEN)
+		return false;
+	memcpy(digest, v, len);
+	return true;
+}
+
+/* Whether the stored fingerprint at columns col.. (algorithm, version, domain, digest)
+ * is fp. */
 static bool fp_stored_equal(const sy_fingerprint *fp, const PGresult *r, int row, int col)
 {
 	uint8_t digest[SY_FP_DIGEST_LEN];
-	const char *hex = PQgetvalue(r, row, col + 3);
-	if (!sy_fp_from_hex(hex, strlen(hex), digest))
+	if (!col_digest(r, row, col + 3, digest))
 		return false;
-	return sy_fp_matches(fp, PQgetvalue(r, row, col), atoi(PQgetvalue(r, row, col + 1)),
+	return sy_fp_matches(fp, PQgetvalue(r, row, col), (int)col_int(r, row, col + 1),
 	                     PQgetvalue(r, row, col + 2), digest, sizeof digest);
 }
 
@@ -991,7 +1040,7 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[5])
 	if (locked) {
 		idx[0] = pipe_query(&x->pp, client_lock_sql, 1, pc, PGRES_TUPLES_OK);
 		idx[1] = pipe_query(&x->pp, schema_sql, 0, NULL, PGRES_TUPLES_OK);
-		idx[2] = pipe_query(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
+		idx[2] = pipe_query_bin(&x->pp, batch_sql, 3, pb, PGRES_TUPLES_OK);
 		idx[3] = queue_probe(x);
 		idx[4] = pipe_query(&x->pp, retired_sql, 1, pc, PGRES_TUPLES_OK);
 	} else {
@@ -1000,7 +1049,7 @@ static void queue_lookup(ctx *x, bool locked, size_t idx[5])
 		x->head_known = m != NULL && m->hash[0] != '\0' ? m->version : 0;
 		snprintf(known, sizeof known, "%lld", x->head_known);
 		const char *ph[] = {req->client_id, x->user, req->batch_id, known};
-		idx[0] = idx[1] = idx[2] = pipe_query(&x->pp, head_sql, 4, ph, PGRES_TUPLES_OK);
+		idx[0] = idx[1] = idx[2] = pipe_query_bin(&x->pp, head_sql, 4, ph, PGRES_TUPLES_OK);
 		idx[3] = idx[4] = SIZE_MAX;
 	}
 }
@@ -1025,20 +1074,20 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[5])
 	if (present(rc, 0)) {
 		lk->client_found = true;
 		lk->bound = strcmp(PQgetvalue(rc, 0, 0), x->user) == 0;
-		lk->generation = atoll(PQgetvalue(rc, 0, 1));
+		lk->generation = col_int(rc, 0, 1);
 		if (locked)
 			sy_store_format_time(PQgetvalue(rc, 0, 2), lk->now);
 		else
-			lk->retired = strcmp(PQgetvalue(rc, 0, 2), "t") == 0;
+			lk->retired = col_bool(rc, 0, 2);
 	}
 	/* under the lock, retirement has a statement of its own (retired_sql) */
 	const PGresult *rr = locked ? res_of(&x->pp, idx[4]) : NULL;
 	if (rr != NULL && present(rr, 0))
-		lk->retired = strcmp(PQgetvalue(rr, 0, 0), "t") == 0;
+		lk->retired = col_bool(rr, 0, 0);
 	if (locked) {
 		if (present(rs, 0))
 			schema_found(lk, atoll(PQgetvalue(rs, 0, 0)), PQgetvalue(rs, 0, 1));
-	} else if (PQntuples(rs) == 1 && strcmp(PQgetvalue(rs, 0, 3), "f") == 0) {
+	} else if (PQntuples(rs) == 1 && !col_bool(rs, 0, 3)) {
 		/* nothing newer than the version queue_lookup passed: it is the latest (or
 		 * none is published when it passed 0) */
 		const man *m = x->head_known > 0 ? man_find(x->p, x->head_known) : NULL;
@@ -1051,7 +1100,7 @@ static bool read_lookup(ctx *x, bool locked, const size_t idx[5])
 		lk->batch_found = true;
 		lk->batch_complete = strcmp(PQgetvalue(rb, 0, bc), "complete") == 0;
 		lk->batch_fp_equal = fp_stored_equal(&x->bfp, rb, 0, bc + 1);
-		lk->http_status = atoi(PQgetvalue(rb, 0, bc + 5));
+		lk->http_status = (int)col_int(rb, 0, bc + 5);
 		if (!PQgetisnull(rb, 0, bc + 6)) {
 			lk->response_len = (size_t)PQgetlength(rb, 0, bc + 6);
 			lk->response = sy_strndup(PQgetvalue(rb, 0, bc + 6), lk->response_len);
@@ -2629,7 +2678,7 @@ static xstatus finish(ctx *x)
 			len[8 + i] = (int)l.a[i].b.len;
 			fmt[8 + i] = 1;
 		}
-		pipe_query_fmt(&x->pp, ledger_sql, 8 + LEDGER_ARRAYS, pl, len, fmt,
+		pipe_query_fmt(&x->pp, ledger_sql, 8 + LEDGER_ARRAYS, pl, len, fmt, 0,
 		               PGRES_COMMAND_OK);
 	}
 	if (x->applied > 0) {
