@@ -54,8 +54,9 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 		while (FCGX_GetStr(buf, sizeof buf, rq.in) > 0)
 			;
 		if (pg != NULL) {
+			/* binary results, as synchro-fcgi reads its replay lookup */
 			PGresult *r = PQexecPrepared(pg, "q", nparams, (const char *const *)params,
-			                             NULL, NULL, 0);
+			                             NULL, NULL, 1);
 			if (PQresultStatus(r) != PGRES_TUPLES_OK)
 				_exit(1);
 			PQclear(r);
