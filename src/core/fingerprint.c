@@ -12,6 +12,7 @@
 #include "synchro/alloc.h"
 #include "synchro/fingerprint.h"
 #include "synchro/jcs.h"
+#include "synchro/octets.h"
 
 /*
  * Where preimage bytes go: a buffer (preimages for vectors and diagnostics)
@@ -297,23 +298,12 @@ void sy_fp_hex(const uint8_t digest[SY_FP_DIGEST_LEN], char hex[SY_FP_HEX_LEN + 
 	hex[SY_FP_HEX_LEN] = '\0';
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool sy_fp_from_hex(const char *hex, size_t len, uint8_t digest[SY_FP_DIGEST_LEN])
 {
 	if (hex == NULL || len != SY_FP_HEX_LEN)
 		return false;
 	for (size_t i = 0; i < SY_FP_DIGEST_LEN; i++) {
-		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+		int hi = sy_hex_digit(hex[2 * i]), lo = sy_hex_digit(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		digest[i] = (uint8_t)(hi << 4 | lo);

@@ -18,6 +18,7 @@
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
 #include "synchro/json.h"
+#include "synchro/octets.h"
 
 /* ---------------------------------------------------------------- arena */
 
@@ -284,17 +285,6 @@ static inline size_t skip_plain(const unsigned char *p, size_t i, size_t n)
 	return i;
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Reads the 4 hex digits after "\u" at p[i..]; -1 when they are not there. */
 static long read_hex4(const unsigned char *p, size_t i, size_t n)
 {
@@ -302,7 +292,7 @@ static long read_hex4(const unsigned char *p, size_t i, size_t n)
 		return -1;
 	long v = 0;
 	for (int k = 0; k < 4; k++) {
-		int h = hexval(p[i + k]);
+		int h = sy_hex_digit(p[i + k]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;

@@ -29,6 +29,7 @@ pkginclude_HEADERS += \
 	src/include/synchro/json.h \
 	src/include/synchro/jcs.h \
 	src/include/synchro/scalar.h \
+	src/include/synchro/octets.h \
 	src/include/synchro/types.h \
 	src/include/synchro/manifest.h \
 	src/include/synchro/push.h \

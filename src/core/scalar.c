@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "synchro/octets.h"
 #include "synchro/scalar.h"
 
 #define USEC_PER_SEC 1000000LL
@@ -141,9 +142,7 @@ bool sy_uuid_octets(const char *s, size_t len, uint8_t out[16])
 		if (s[i] == '-')
 			continue;
 		/* uuid_shape allowed lowercase hex digits only */
-		int hi = s[i] <= '9' ? s[i] - '0' : s[i] - 'a' + 10;
-		int lo = s[i + 1] <= '9' ? s[i + 1] - '0' : s[i + 1] - 'a' + 10;
-		out[k++] = (uint8_t)(hi << 4 | lo);
+		out[k++] = (uint8_t)(sy_hex_digit(s[i]) << 4 | sy_hex_digit(s[i + 1]));
 	}
 	return k == 16;
 }

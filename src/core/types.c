@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "synchro/jcs.h"
+#include "synchro/octets.h"
 #include "synchro/scalar.h"
 #include "synchro/types.h"
 
@@ -60,17 +61,6 @@ static int b64_value(char c)
 		return 62;
 	if (c == '/')
 		return 63;
-	return -1;
-}
-
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
 	return -1;
 }
 
@@ -594,7 +584,7 @@ static sy_wire_status decode_bytea(sy_json_doc *doc, const char *s, size_t len, 
 	uint32_t acc = 0;
 	size_t k = 0;
 	for (size_t i = 2; i < len; i += 2, k++) {
-		int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
+		int hi = sy_hex_digit(s[i]), lo = sy_hex_digit(s[i + 1]);
 		if (hi < 0 || lo < 0) {
 			st = SY_WIRE_INVALID;
 			goto fail;

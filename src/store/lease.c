@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "store/lease.h"
+#include "synchro/octets.h"
 
 void sy_store_lsn_format(unsigned long long lsn, char buf[SY_STORE_LSN_MAX + 1])
 {
@@ -21,11 +22,7 @@ static bool hex_part(const char *s, size_t n, unsigned long long *out)
 		return false;
 	unsigned long long v = 0;
 	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		int d = ch >= '0' && ch <= '9'   ? ch - '0'
-		        : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-		        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-		                                 : -1;
+		int d = sy_hex_digit(s[i]);
 		if (d < 0)
 			return false;
 		v = v * 16 + (unsigned)d;

@@ -15,6 +15,7 @@
 #include "synchro/alloc.h"
 #include "synchro/fingerprint.h"
 #include "synchro/jcs.h"
+#include "synchro/octets.h"
 #include "synchro/json.h"
 #include "synchro/manifest.h"
 #include "synchro/types.h"
@@ -46,13 +47,10 @@ void sy_store_cursor_format(const sy_store_position *p, char out[SY_STORE_CURSOR
 	snprintf(out, SY_STORE_CURSOR_LEN + 1, "c1.%016" PRIx64 ".%08" PRIx32, p->lsn, p->ordinal);
 }
 
+/* A lowercase hex digit's value; -1 for anything else (uppercase included). */
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	return c >= 'A' && c <= 'F' ? -1 : sy_hex_digit(c);
 }
 
 /* n lowercase hex digits as a number; false on anything else. */

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "synchro/json.h"
+#include "synchro/octets.h"
 #include "synchro/scalar.h"
 #include "testutil.h"
 
@@ -85,6 +86,34 @@ static void test_uuid(void)
 	CU_ASSERT_FALSE(sy_uuid_octets("A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", SY_UUID_LEN, o));
 	CU_ASSERT_FALSE(sy_uuid_octets("a0eebc999c0b4ef8bb6d6bb9bd380a11", 32, o));
 	CU_ASSERT_FALSE(sy_uuid_octets(NULL, 0, o));
+}
+
+static void test_octets(void)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 16; i++) {
+		CU_ASSERT_EQUAL(sy_hex_digit(digits[i]), i);
+		if (i >= 10)
+			CU_ASSERT_EQUAL(sy_hex_digit(digits[i] - 'a' + 'A'), i);
+	}
+	const char *not_hex = "gG/:@`xX -";
+	for (const char *c = not_hex; *c != '\0'; c++)
+		CU_ASSERT_EQUAL(sy_hex_digit(*c), -1);
+	CU_ASSERT_EQUAL(sy_hex_digit(0), -1);
+	CU_ASSERT_EQUAL(sy_hex_digit(0xE1), -1);
+
+	unsigned char b[8];
+	sy_be_put(b, UINT64_C(0x0102030405060708), 8);
+	static const unsigned char want8[] = {1, 2, 3, 4, 5, 6, 7, 8};
+	CU_ASSERT_EQUAL(memcmp(b, want8, 8), 0);
+	CU_ASSERT_EQUAL(sy_be_get(b, 8), UINT64_C(0x0102030405060708));
+	CU_ASSERT_EQUAL(sy_be_get(b + 4, 4), UINT64_C(0x05060708));
+	sy_be_put(b, UINT64_C(0xFFFFFFFFFFFFABCD), 2); /* the low octets only */
+	CU_ASSERT_EQUAL(b[0], 0xAB);
+	CU_ASSERT_EQUAL(b[1], 0xCD);
+	CU_ASSERT_EQUAL(b[2], 3);
+	CU_ASSERT_EQUAL(sy_be_get(b, 2), 0xABCDu);
+	CU_ASSERT_EQUAL(sy_be_get(b, 0), 0u);
 }
 
 static void test_hash_hex(void)
@@ -442,6 +471,7 @@ int main(void)
 	static const CU_TestInfo tests[] = {
 	        {"uuid", test_uuid},
 	        {"hash hex", test_hash_hex},
+	        {"hex digits and big-endian octets", test_octets},
 	        {"client generation and positive integers", test_generation},
 	        {"schema reference", test_schema_ref},
 	        {"schema reference built by hand", test_schema_ref_built},
