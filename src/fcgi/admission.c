@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 
 #include "fcgi/admission.h"
+#include "synchro/octets.h"
+#include "synchro/scalar.h"
 
 /*
  * A slot announces {busy, client}. The client id is kept as two atomic words
@@ -60,28 +62,15 @@ void sy_admission_destroy(sy_admission *a)
 		munmap(a, a->size);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 0;
-}
-
-/* The 32 hex digits of a UUID as two words (hyphens skipped). */
+/* The 16 octets of a UUID as two words. The ids are canonical (the push parser checked
+ * them); anything else would count as the nil UUID. */
 static void uuid_words(const char *s, uint64_t out[2])
 {
-	out[0] = out[1] = 0;
-	int n = 0;
-	for (const char *p = s; *p != '\0' && n < 32; p++) {
-		if (*p == '-')
-			continue;
-		out[n / 16] = (out[n / 16] << 4) | (uint64_t)hexval(*p);
-		n++;
-	}
+	uint8_t o[16];
+	if (!sy_uuid_octets(s, strlen(s), o))
+		memset(o, 0, sizeof o);
+	out[0] = sy_be_get(o, 8);
+	out[1] = sy_be_get(o + 8, 8);
 }
 
 bool sy_admission_enter(sy_admission *a, int slot_no, const char *client_id, const char *batch_id)

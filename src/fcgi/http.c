@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "fcgi/http.h"
 #include "synchro/alloc.h"
+#include "synchro/octets.h"
 #include "synchro/outcome.h"
 
 void sy_http_init(sy_http *h, FCGX_Request *fcgx)
@@ -117,10 +118,8 @@ static void record_header(unsigned char h[8], int request_id, size_t len)
 {
 	h[0] = 1; /* FCGI_VERSION_1 */
 	h[1] = 6; /* FCGI_STDOUT */
-	h[2] = (unsigned char)(request_id >> 8);
-	h[3] = (unsigned char)request_id;
-	h[4] = (unsigned char)(len >> 8);
-	h[5] = (unsigned char)len;
+	sy_be_put(h + 2, (uint64_t)request_id, 2);
+	sy_be_put(h + 4, len, 2);
 	h[6] = 0; /* no padding */
 	h[7] = 0;
 }

@@ -15,6 +15,7 @@
 #include "synchro/jcs.h"
 #include "synchro/manifest.h"
 #include "synchro/matrix.h"
+#include "synchro/octets.h"
 #include "synchro/outcome.h"
 #include "synchro/types.h"
 
@@ -987,11 +988,11 @@ static long long col_int(const PGresult *r, int row, int col)
 	int len = PQgetlength(r, row, col);
 	if (len < 1 || len > 8)
 		return 0;
-	/* big-endian two's complement: the sign of the first octet, then each octet */
-	int64_t n = (v[0] & 0x80) != 0 ? -1 : 0;
-	for (int i = 0; i < len; i++)
-		n = (int64_t)((uint64_t)n << 8 | v[i]);
-	return (long long)n;
+	/* big-endian two's complement: the octets, their sign extended from the first */
+	uint64_t u = sy_be_get(v, (size_t)len);
+	if (len < 8 && (v[0] & 0x80) != 0)
+		u |= UINT64_MAX << (8 * len);
+	return (long long)(int64_t)u;
 }
 
 /* A SHA-256 digest: bytea octets (binary) or their hex (text, encode(..., 'hex')). */
@@ -2468,19 +2469,15 @@ enum {
 
 static void put_u32(sy_buf *b, uint32_t v)
 {
-	unsigned char o[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-	                      (unsigned char)(v >> 8), (unsigned char)v};
+	unsigned char o[4];
+	sy_be_put(o, v, sizeof o);
 	sy_buf_append(b, o, sizeof o);
 }
 
 static void set_u32(sy_buf *b, size_t at, uint32_t v)
 {
-	if (b->failed)
-		return;
-	b->data[at] = (char)(v >> 24);
-	b->data[at + 1] = (char)(v >> 16);
-	b->data[at + 2] = (char)(v >> 8);
-	b->data[at + 3] = (char)v;
+	if (!b->failed)
+		sy_be_put((unsigned char *)b->data + at, v, 4);
 }
 
 /* Header: one dimension, the null flag and the length (set by bin_close), lower bound 1. */
@@ -2521,8 +2518,7 @@ static void bin_str(bin_array *a, const char *s)
 static void bin_int(bin_array *a, uint64_t v, size_t octets)
 {
 	unsigned char o[8];
-	for (size_t i = 0; i < octets; i++)
-		o[i] = (unsigned char)(v >> (8 * (octets - 1 - i)));
+	sy_be_put(o, v, octets);
 	bin_elem(a, o, octets);
 }
 

@@ -6,29 +6,9 @@
 #include <string.h>
 
 #include "synchro/json.h"
+#include "synchro/octets.h"
 #include "synchro/scalar.h"
 #include "walsync/pgoutput.h"
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (unsigned char)(v & 0xff);
-		v >>= 8;
-	}
-}
 
 bool sy_ws_frame_parse(const unsigned char *p, size_t n, sy_ws_frame *out, sy_error *err)
 {
@@ -41,9 +21,9 @@ bool sy_ws_frame_parse(const unsigned char *p, size_t n, sy_ws_frame *out, sy_er
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "XLogData message of %zu bytes", n);
 		out->kind = SY_WS_FRAME_XLOGDATA;
-		out->wal_start = get64(p + 1);
-		out->wal_end = get64(p + 9);
-		out->send_time = (int64_t)get64(p + 17);
+		out->wal_start = sy_be_get(p + 1, 8);
+		out->wal_end = sy_be_get(p + 9, 8);
+		out->send_time = (int64_t)sy_be_get(p + 17, 8);
 		out->data = p + 25;
 		out->len = n - 25;
 		return true;
@@ -52,8 +32,8 @@ bool sy_ws_frame_parse(const unsigned char *p, size_t n, sy_ws_frame *out, sy_er
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "keepalive message of %zu bytes", n);
 		out->kind = SY_WS_FRAME_KEEPALIVE;
-		out->wal_end = get64(p + 1);
-		out->send_time = (int64_t)get64(p + 9);
+		out->wal_end = sy_be_get(p + 1, 8);
+		out->send_time = (int64_t)sy_be_get(p + 9, 8);
 		out->reply_requested = p[17] != 0;
 		return true;
 	default:
@@ -66,10 +46,10 @@ void sy_ws_status_build(unsigned char out[SY_WS_STATUS_LEN], uint64_t written, u
                         uint64_t applied, int64_t now_pg_usec, bool reply)
 {
 	out[0] = 'r';
-	put64(out + 1, written);
-	put64(out + 9, flushed);
-	put64(out + 17, applied);
-	put64(out + 25, (uint64_t)now_pg_usec);
+	sy_be_put(out + 1, written, 8);
+	sy_be_put(out + 9, flushed, 8);
+	sy_be_put(out + 17, applied, 8);
+	sy_be_put(out + 25, (uint64_t)now_pg_usec, 8);
 	out[33] = reply ? 1 : 0;
 }
 
@@ -85,18 +65,18 @@ bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error 
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "pgoutput BEGIN of %zu bytes", n);
 		out->kind = SY_WS_BEGIN;
-		out->final_lsn = get64(p + 1);
-		out->commit_time = (int64_t)get64(p + 9);
-		out->xid = get32(p + 17);
+		out->final_lsn = sy_be_get(p + 1, 8);
+		out->commit_time = (int64_t)sy_be_get(p + 9, 8);
+		out->xid = (uint32_t)sy_be_get(p + 17, 4);
 		return true;
 	case 'C':
 		if (n != 26)
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "pgoutput COMMIT of %zu bytes", n);
 		out->kind = SY_WS_COMMIT;
-		out->commit_lsn = get64(p + 2);
-		out->end_lsn = get64(p + 10);
-		out->commit_time = (int64_t)get64(p + 18);
+		out->commit_lsn = sy_be_get(p + 2, 8);
+		out->end_lsn = sy_be_get(p + 10, 8);
+		out->commit_time = (int64_t)sy_be_get(p + 18, 8);
 		return true;
 	case 'M': {
 		/* flags, LSN, prefix\0, length, content (no xid: streaming is off) */
@@ -105,13 +85,13 @@ bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error 
 			                    "pgoutput MESSAGE of %zu bytes", n);
 		out->kind = SY_WS_MESSAGE;
 		out->transactional = (p[1] & 1) != 0;
-		out->message_lsn = get64(p + 2);
+		out->message_lsn = sy_be_get(p + 2, 8);
 		const unsigned char *prefix = p + 10;
 		const unsigned char *nul = memchr(prefix, '\0', n - 10);
 		if (!nul || (size_t)(p + n - (nul + 1)) < 4)
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 			                    "pgoutput MESSAGE without its prefix or length");
-		uint32_t len = get32(nul + 1);
+		uint32_t len = (uint32_t)sy_be_get(nul + 1, 4);
 		const unsigned char *content = nul + 5;
 		if ((size_t)(p + n - content) != len)
 			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
