@@ -142,11 +142,14 @@ static bool transient_accept_error(int e)
 }
 
 /*
- * One waiter per connection: responders share the listening socket, and a poll on it
+ * Fewer waiters per connection: responders share the listening socket, and a poll on it
  * wakes every idle responder for each connection while only one can take it (the
- * others find EAGAIN and sleep again: three wasted wake-ups per request with four
- * responders, on the CPUs the request needs). An epoll set with EPOLLEXCLUSIVE wakes
- * one. -1 where the system has none: responders then poll, as before.
+ * others find EAGAIN and sleep again). An epoll set with EPOLLEXCLUSIVE asks the kernel
+ * to wake one, but it may wake more: with four idle responders and one connection at a
+ * time, strace still showed up to three woken, two of them to find EAGAIN. Under load
+ * no responder waits idle, so neither way changes throughput (a blocking accept, which
+ * wakes exactly one, measured no faster). -1 where the system has none: responders then
+ * poll, as before.
  */
 static int exclusive_waiter(int listen_fd)
 {
