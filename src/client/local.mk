@@ -1,0 +1,1 @@
+# libsynchro-client and synchro-cli; see src/client/*.c.

@@ -1,0 +1,1 @@
+# The PostgreSQL server module (synchro_push); see src/pg/*.c.
