@@ -1,1 +1,29 @@
-# libsynchro-client and synchro-cli; see src/client/*.c.
+# libsynchro-client and synchro-cli; see src/client/*.c and doc/client.md.
+# The sources go into a convenience library the unit tests link statically (no
+# libtool wrappers, so valgrind sees the real binary); the shared library
+# exports only the public sy_client_* names of synchro/client.h.
+noinst_LTLIBRARIES += src/client/libsyclient.la
+src_client_libsyclient_la_SOURCES = \
+	src/client/client_internal.h \
+	src/client/client.c \
+	src/client/client_store.c \
+	src/client/client_intent.c \
+	src/client/client_normalize.c \
+	src/client/client_seal.c \
+	src/client/client_reconcile.c \
+	src/client/client_pull.c \
+	src/client/client_sync.c \
+	src/client/client_inspect.c \
+	src/client/client_resolve.c \
+	src/client/client_transport.c
+src_client_libsyclient_la_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(CURL_CFLAGS) \
+	$(UUID_CFLAGS) $(CRYPTO_CFLAGS)
+CLIENT_LIBS = src/client/libsyclient.la src/core/libsycore.la $(SQLITE_LIBS) $(CURL_LIBS) \
+	$(UUID_LIBS) $(CRYPTO_LIBS) -lm
+
+lib_LTLIBRARIES += src/libsynchro-client.la
+src_libsynchro_client_la_SOURCES =
+src_libsynchro_client_la_LIBADD = $(CLIENT_LIBS)
+src_libsynchro_client_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^sy_client_'
+pkginclude_HEADERS += src/include/synchro/client.h
+pkgconfig_DATA += src/libsynchro-client.pc

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The inside of libsynchro-client: the sy_client object and the helpers its
+ * files share. Not installed. Names: sy_cl_* (internal), sy_client_* (public).
+ */
+#ifndef SYNCHRO_CLIENT_INTERNAL_H
+#define SYNCHRO_CLIENT_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "synchro/client.h"
+#include "synchro/json.h"
+#include "synchro/manifest.h"
+#include "synchro/push.h"
+#include "synchro/scalar.h"
+
+/* What is in flight. */
+typedef enum {
+	SY_CL_REQ_NONE,
+	SY_CL_REQ_CONNECT,
+	SY_CL_REQ_SCHEMA,
+	SY_CL_REQ_PUSH,
+	SY_CL_REQ_PULL,
+	SY_CL_REQ_REBUILD
+} sy_cl_req;
+
+struct sy_client {
+	sqlite3 *db;
+	char client_id[SY_UUID_LEN + 1];
+	sy_client_transport tr;
+	int64_t (*clock_ms)(void *);
+	void *clock_ctx;
+	sy_client_listener listener;
+	void *listener_ctx;
+	unsigned pull_limit, batch_max, poll_interval_ms;
+
+	/* durable state, cached from the meta table */
+	uint64_t generation;  /* 0: connect needed */
+	sy_schema_ref schema; /* version 0: no schema yet */
+	sy_manifest *manifest;
+	bool frozen, retired;
+
+	/* volatile state of the state machine */
+	sy_cl_req inflight;
+	char inflight_batch[SY_UUID_LEN + 1];
+	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
+	size_t inflight_len;
+	sy_client_response done; /* the completed response, once done_ready */
+	bool done_ready;
+	void (*sleep_ms)(void *, int64_t);
+	bool need_connect; /* 409 client_generation_expired or first use */
+	bool need_schema;  /* 422 schema_mismatch */
+	bool pull_caught_up;
+	bool stopped; /* auth, upgrade: needs the app */
+	sy_client_phase phase;
+	int64_t next_due_ms;
+	unsigned backoff_ms;
+	char last_error[48];
+	char last_message[256];
+	bool last_retryable;
+};
+
+struct sy_client_txn {
+	sy_client *c;
+	int64_t id;
+	bool atomic;
+};
+
+/* errors.c-like helpers */
+sy_client_rc sy_cl_fail(sy_client_error *err, sy_client_rc rc, const char *fmt, ...)
+        SY_PRINTF(3, 4);
+sy_client_rc sy_cl_store_fail(sy_client *c, sy_client_error *err, const char *what);
+int64_t sy_cl_now(const sy_client *c);
+void sy_cl_new_uuid(char out[SY_UUID_LEN + 1]);
+/* client_version of now: RFC 3339 UTC with microseconds. */
+void sy_cl_client_version(const sy_client *c, char out[SY_SERVER_TIME_LEN + 1]);
+
+/* client_store.c: the SQLite schema, meta values, statements */
+SY_MUST_CHECK sy_client_rc sy_cl_store_open(sy_client *c, const char *path, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_exec(sy_client *c, const char *sql, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_prepare(sy_client *c, const char *sql, sqlite3_stmt **st,
+                                         sy_client_error *err);
+/* Steps a statement that returns no row (SQLITE_DONE) and finalizes it. */
+SY_MUST_CHECK sy_client_rc sy_cl_run(sy_client *c, sqlite3_stmt *st, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_begin(sy_client *c, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_commit(sy_client *c, sy_client_error *err);
+void sy_cl_rollback(sy_client *c);
+/* Meta: a new string (sy_free) or NULL when absent. */
+SY_MUST_CHECK sy_client_rc sy_cl_meta_get(sy_client *c, const char *key, char **value,
+                                          sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_meta_set(sy_client *c, const char *key, const char *value,
+                                          sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_meta_set_int(sy_client *c, const char *key, int64_t value,
+                                              sy_client_error *err);
+/* Loads generation, schema, manifest, flags into c. */
+SY_MUST_CHECK sy_client_rc sy_cl_load_state(sy_client *c, sy_client_error *err);
+/* Stores a schema version (and makes it current when current). */
+SY_MUST_CHECK sy_client_rc sy_cl_schema_store(sy_client *c, const sy_schema_ref *ref,
+                                              const char *manifest, size_t len, bool current,
+                                              sy_client_error *err);
+/* A historical manifest by version (new, sy_manifest_free) or NULL when unknown. */
+sy_manifest *sy_cl_schema_manifest(sy_client *c, uint64_t version);
+/* A column as a new string (NULL for SQL NULL). */
+char *sy_cl_col_text(sqlite3_stmt *st, int i);
+
+/* client_intent.c */
+void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
+                const char *mutation_id);
+SY_MUST_CHECK sy_client_rc sy_cl_state_from_name(const char *s, sy_intent_state *out);
+/*
+ * Adds an intent row inside the current SQLite transaction (writes, rebase,
+ * remap, normalization). base may be NULL; pred the sealed predecessor (state
+ * waiting) or NULL.
+ */
+SY_MUST_CHECK sy_client_rc sy_cl_intent_insert(
+        sy_client *c, int64_t txn, bool normalized, int64_t ord, const char *table, const char *pk,
+        const char *pk_field, const char *op, const char *columns, const char *base,
+        const char *client_version, const sy_schema_ref *schema, const char *state,
+        const char *pred, char id[SY_UUID_LEN + 1], sy_client_error *err);
+/* Checks columns_json against table t (fields, writability, wire values); *out its JCS. */
+SY_MUST_CHECK sy_client_rc sy_cl_check_columns(const sy_table *t, const char *columns_json,
+                                               bool nonempty, char **out, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_new_txn(sy_client *c, bool atomic, int64_t *id,
+                                         sy_client_error *err);
+
+/* client_normalize.c: the ADR's same-row normalizations (pure) */
+typedef struct {
+	sy_op op;
+	bool has_base;
+} sy_cl_chain_item;
+
+typedef enum {
+	SY_CL_NORM_SINGLE,   /* items[0] goes on the wire as it is */
+	SY_CL_NORM_MERGED,   /* a new mutation of op replaces items[0..consumed) */
+	SY_CL_NORM_CANCELLED /* items[0..consumed) have no server effect */
+} sy_cl_norm_kind;
+
+typedef struct {
+	sy_cl_norm_kind kind;
+	size_t consumed; /* items folded into this wire mutation (or cancelled) */
+	sy_op op;        /* of the wire mutation */
+} sy_cl_norm;
+
+/* The first wire step of a same-row chain of unsealed intents (n >= 1). */
+void sy_cl_normalize(const sy_cl_chain_item *items, size_t n, sy_cl_norm *out);
+/* Merges column objects (JCS text each, later wins) into a new JCS object text (sy_free). */
+SY_MUST_CHECK char *sy_cl_merge_columns(const char *const *columns, size_t n, sy_client_error *err);
+
+/* client_seal.c */
+/* Seals the next batch from pending intents; *sealed false when nothing is ready. */
+SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err);
+/* Seals a successor of batch_id under the current generation and schema (ADR 409/422). */
+SY_MUST_CHECK sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id,
+                                                sy_client_error *err);
+
+/* client_reconcile.c */
+/* Applies a 200 push response to the sealed batch batch_id (validated first). */
+SY_MUST_CHECK sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *body,
+                                           size_t len, int status, sy_client_error *err);
+/* Records one attempt of a batch (its own transaction). */
+SY_MUST_CHECK sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id,
+                                             const sy_client_response *r, sy_client_error *err);
+/* Settles the dependents of a settled wire mutation (inside a transaction). */
+SY_MUST_CHECK sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id,
+                                                   bool accepted, const char *server_version,
+                                                   sy_client_error *err);
+/* Writes a server row into rows (or a tombstone when row is NULL and deleted). */
+SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk,
+                                         const char *row, bool deleted, const char *server_version,
+                                         const sy_schema_ref *schema, const char *checksum,
+                                         bool rebuild, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk,
+                                            sy_client_error *err);
+/* The server_version of a stored row (new string) or NULL when absent. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk,
+                                             char **version, sy_client_error *err);
+
+/* client_pull.c */
+SY_MUST_CHECK sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out,
+                                           sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body,
+                                            size_t len, bool *has_more, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_rebuild_start(sy_client *c, sy_client_error *err);
+/* Checks one server row (pk {field,value}, row object) against its checksum. */
+SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char *table,
+                                         const sy_json *pk, const sy_json *row,
+                                         const char *checksum, char *why, size_t whylen);
+
+/* client_transport.c */
+SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,
+                                                const char *password, unsigned timeout_s,
+                                                sy_client_transport *out, sy_client_error *err);
+
+/* JSON helpers */
+/* The JCS text of v as a new string (sy_free), NULL on failure. */
+char *sy_cl_jcs(const sy_json *v, size_t *len);
+/* A string member's text or NULL. */
+const char *sy_cl_jstr(const sy_json *obj, const char *key);
+
+#endif

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Pull and rebuild (PROTOCOL.md §7-8): request bodies and the application of
+ * pages.
+ *
+ * NOTES
+ * Each pull page is applied with its cursor in one SQLite transaction, so a
+ * crash never saves a checkpoint before its data (nor data without its
+ * checkpoint). Every row is checked against its row_checksum under the schema it
+ * names before anything of the page is applied. The echo of an own mutation
+ * (mutation_id present) only refreshes the row: it creates no intent and
+ * changes none. A rebuild stages its pages and swaps the staged rows in with
+ * the final cursor in one transaction; the intents table is never touched, so
+ * every unsettled intent survives rebuild_required, cursor_expired and
+ * rebuild_invalidated.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "synchro/alloc.h"
+#include "synchro/fingerprint.h"
+#include "synchro/jcs.h"
+
+static bool put_schema(sy_buf *b, const sy_schema_ref *s)
+{
+	return sy_buf_printf(b, "{\"hash\":\"%s\",\"version\":%llu}", s->hash,
+	                     (unsigned long long)s->version);
+}
+
+sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_error *err)
+{
+	char *cursor = NULL, *rid = NULL, *token = NULL;
+	sy_client_rc rc = rebuild ? sy_cl_meta_get(c, "rebuild_id", &rid, err)
+	                          : sy_cl_meta_get(c, "cursor", &cursor, err);
+	if (rc == SY_CLIENT_OK && rebuild)
+		rc = sy_cl_meta_get(c, "rebuild_token", &token, err);
+	if (rc != SY_CLIENT_OK)
+		goto done;
+	/* JCS member order: client_generation, client_id, cursor|limit, ... */
+	sy_buf_printf(out, "{\"client_generation\":%llu,\"client_id\":\"%s\",",
+	              (unsigned long long)c->generation, c->client_id);
+	if (!rebuild) {
+		sy_buf_puts(out, "\"cursor\":");
+		if (cursor != NULL) {
+			if (!sy_jcs_write_string(out, cursor, strlen(cursor)))
+				out->failed = true;
+		} else {
+			sy_buf_puts(out, "null");
+		}
+		sy_buf_printf(out, ",\"limit\":%u,\"schema\":", c->pull_limit);
+		put_schema(out, &c->schema);
+	} else {
+		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->pull_limit);
+		if (token != NULL) {
+			if (!sy_jcs_write_string(out, token, strlen(token)))
+				out->failed = true;
+		} else {
+			sy_buf_puts(out, "null");
+		}
+		sy_buf_printf(out, ",\"rebuild_id\":\"%s\",\"schema\":", rid ? rid : "");
+		put_schema(out, &c->schema);
+	}
+	sy_buf_putc(out, '}');
+	if (out->failed)
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+done:
+	sy_free(cursor);
+	sy_free(rid);
+	sy_free(token);
+	return rc;
+}
+
+sy_client_rc sy_cl_rebuild_start(sy_client *c, sy_client_error *err)
+{
+	char rid[SY_UUID_LEN + 1];
+	sy_cl_new_uuid(rid);
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	if ((rc = sy_cl_exec(c,
+	                     "DELETE FROM rebuild_rows; DELETE FROM meta WHERE key ="
+	                     " 'rebuild_token'",
+	                     err)) == SY_CLIENT_OK &&
+	    (rc = sy_cl_meta_set(c, "rebuild_id", rid, err)) == SY_CLIENT_OK)
+		return sy_cl_commit(c, err);
+	sy_cl_rollback(c);
+	return rc;
+}
+
+bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char *table, const sy_json *pk,
+                           const sy_json *row, const char *checksum, char *why, size_t whylen)
+{
+	const sy_json *field = sy_json_get(pk, "field");
+	const sy_json *value = sy_json_get(pk, "value");
+	char hex[SY_FP_HEX_LEN + 1];
+	sy_error e = {0};
+	if (field == NULL || field->type != SY_JSON_STRING || value == NULL) {
+		snprintf(why, whylen, "pk: expected {field, value}");
+		return false;
+	}
+	if (checksum == NULL) {
+		snprintf(why, whylen, "row_checksum missing beside row");
+		return false;
+	}
+	if (!sy_fp_row_checksum(schema, table, strlen(table), field->u.string.data,
+	                        field->u.string.len, value, row, hex, &e)) {
+		snprintf(why, whylen, "row: %s", e.message);
+		return false;
+	}
+	if (strcmp(hex, checksum) != 0) {
+		snprintf(why, whylen, "row_checksum does not match the row");
+		return false;
+	}
+	return true;
+}
+
+/* One change or rebuild row: checked, then stored. */
+static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, size_t i,
+                                 bool check_only, sy_client_error *err)
+{
+	const char *table = sy_cl_jstr(ch, "table");
+	const char *op = sy_cl_jstr(ch, "op");
+	const char *sv = sy_cl_jstr(ch, "server_version");
+	const sy_json *pk = sy_json_get(ch, "pk");
+	const sy_json *row = sy_json_get(ch, "row");
+	sy_schema_ref ref;
+	char why[200];
+	if (table == NULL || op == NULL || sv == NULL || pk == NULL ||
+	    !sy_schema_ref_parse(sy_json_get(ch, "schema"), &ref) ||
+	    (strcmp(op, "upsert") != 0 && strcmp(op, "delete") != 0) ||
+	    !sy_opaque_version_valid(sv, strlen(sv)))
+		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "change %zu: malformed", i);
+	bool upsert = strcmp(op, "upsert") == 0;
+	if (upsert && (row == NULL || row->type != SY_JSON_OBJECT))
+		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "change %zu: upsert without a row", i);
+	if (row != NULL && !sy_cl_row_checksum_ok(&ref, table, pk, row,
+	                                          sy_cl_jstr(ch, "row_checksum"), why, sizeof why))
+		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "change %zu: %s", i, why);
+	if (check_only)
+		return SY_CLIENT_OK;
+	char *pktext = sy_cl_jcs(sy_json_get(pk, "value"), NULL);
+	char *rowtext = row != NULL ? sy_cl_jcs(row, NULL) : NULL;
+	sy_client_rc rc;
+	if (pktext == NULL || (row != NULL && rowtext == NULL))
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	else
+		rc = sy_cl_row_put(c, table, pktext, rowtext, !upsert, sv, &ref,
+		                   sy_cl_jstr(ch, "row_checksum"), rebuild, err);
+	if (rc == SY_CLIENT_OK && !rebuild)
+		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, table, pktext, sy_cl_jstr(ch, "mutation_id"));
+	sy_free(pktext);
+	sy_free(rowtext);
+	return rc;
+}
+
+sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size_t len,
+                              bool *has_more, sy_client_error *err)
+{
+	sy_error e = {0};
+	*has_more = false;
+	sy_json_doc *doc = sy_json_parse(body, len, &e);
+	if (doc == NULL)
+		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "pull response: %s", e.message);
+	const sy_json *root = sy_json_doc_root(doc);
+	const sy_json *items = sy_json_get(root, rebuild ? "rows" : "changes");
+	const sy_json *cursor = sy_json_get(root, "cursor");
+	const sy_json *token = sy_json_get(root, "page_token");
+	const sy_json *more = sy_json_get(root, "has_more");
+	sy_client_rc rc = SY_CLIENT_OK;
+	if (items == NULL || items->type != SY_JSON_ARRAY ||
+	    (!rebuild && (cursor == NULL || cursor->type != SY_JSON_STRING || more == NULL ||
+	                  (more->type != SY_JSON_TRUE && more->type != SY_JSON_FALSE))) ||
+	    (rebuild &&
+	     (token == NULL || (token->type != SY_JSON_NULL && token->type != SY_JSON_STRING))) ||
+	    (rebuild && token->type == SY_JSON_NULL &&
+	     (cursor == NULL || cursor->type != SY_JSON_STRING))) {
+		rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "%s response: malformed",
+		                rebuild ? "rebuild" : "pull");
+		goto done;
+	}
+	/* Everything is checked before anything is applied. */
+	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
+		rc = apply_change(c, items->u.array.items[i], rebuild, i, true, err);
+	if (rc != SY_CLIENT_OK || (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
+		goto done;
+	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
+		rc = apply_change(c, items->u.array.items[i], rebuild, i, false, err);
+	if (rc == SY_CLIENT_OK && !rebuild) {
+		rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
+		*has_more = more->type == SY_JSON_TRUE;
+	} else if (rc == SY_CLIENT_OK && token->type == SY_JSON_STRING) {
+		rc = sy_cl_meta_set(c, "rebuild_token", token->u.string.data, err);
+		*has_more = true;
+	} else if (rc == SY_CLIENT_OK) {
+		/* The last page: the staged snapshot replaces the rows, with its cursor. */
+		rc = sy_cl_exec(c,
+		                "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
+		                " DELETE FROM rebuild_rows;"
+		                " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
+		                err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
+		if (rc == SY_CLIENT_OK)
+			sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
+	}
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_commit(c, err);
+	else
+		sy_cl_rollback(c);
+done:
+	sy_json_doc_free(doc);
+	return rc;
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Reconciliation of a push response with its sealed batch.
+ *
+ * NOTES
+ * ADR: every response is checked before anything is applied: the core's
+ * validator (the complete partition of exactly the sealed batch's mutation ids,
+ * every field rule, each row_checksum under its outcome_schema). Then the
+ * outcomes, the rows they carry, the dependents they unblock or block and the
+ * batch's completion commit in one SQLite transaction, so a crash leaves either
+ * the sealed batch (resent, answered by exact replay) or the completed one.
+ * An outcome's row replaces the stored row only when the store still holds the
+ * version the mutation was based on: otherwise a pull already delivered a later
+ * state (a replay answers with the state of the first execution), and the pull
+ * stream, not a push response, orders the rows.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "synchro/alloc.h"
+#include "synchro/outcome.h"
+
+sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk, char **version,
+                               sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	*version = NULL;
+	sy_client_rc rc = sy_cl_prepare(
+	        c, "SELECT server_version FROM rows WHERE tbl = ? AND pk = ?", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && (*version = sy_cl_col_text(st, 0)) == NULL)
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, const char *row,
+                           bool deleted, const char *server_version, const sy_schema_ref *schema,
+                           const char *checksum, bool rebuild, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare(
+	        c,
+	        rebuild ? "INSERT OR REPLACE INTO rebuild_rows(tbl, pk, row, deleted, "
+	                  "server_version,"
+	                  " schema_version, schema_hash, checksum) VALUES (?,?,?,?,?,?,?,?)"
+	                : "INSERT OR REPLACE INTO rows(tbl, pk, row, deleted, server_version,"
+	                  " schema_version, schema_hash, checksum) VALUES (?,?,?,?,?,?,?,?)",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
+	if (row != NULL)
+		sqlite3_bind_text(st, 3, row, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 4, deleted);
+	sqlite3_bind_text(st, 5, server_version, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)schema->version);
+	sqlite3_bind_text(st, 7, schema->hash, -1, SQLITE_STATIC);
+	if (checksum != NULL)
+		sqlite3_bind_text(st, 8, checksum, -1, SQLITE_STATIC);
+	return sy_cl_run(c, st, err);
+}
+
+sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare(c, "DELETE FROM rows WHERE tbl = ? AND pk = ?", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
+	return sy_cl_run(c, st, err);
+}
+
+static sy_client_rc attempt_insert(sy_client *c, const char *batch_id, const sy_client_response *r,
+                                   sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare(c,
+	                                "INSERT INTO attempts(batch_id, at_ms, status, retry_after,"
+	                                " response) VALUES (?, ?, ?, ?, ?)",
+	                                &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sy_cl_now(c));
+	sqlite3_bind_int(st, 3, r->status);
+	if (r->retry_after_s >= 0)
+		sqlite3_bind_int(st, 4, r->retry_after_s);
+	if (r->body != NULL)
+		sqlite3_bind_blob(st, 5, r->body, (int)r->body_len, SQLITE_STATIC);
+	return sy_cl_run(c, st, err);
+}
+
+sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id, const sy_client_response *r,
+                               sy_client_error *err)
+{
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc == SY_CLIENT_OK && (rc = attempt_insert(c, batch_id, r, err)) == SY_CLIENT_OK)
+		return sy_cl_commit(c, err);
+	sy_cl_rollback(c);
+	return rc;
+}
+
+sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool accepted,
+                                     const char *server_version, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc;
+	if (accepted) {
+		/*
+		 * ADR: an accepted predecessor supplies the opaque base of the next unsealed
+		 * update or delete of the row; only that server-owned base is refreshed.
+		 */
+		rc = sy_cl_prepare(
+		        c,
+		        "UPDATE intents SET base = ?2 WHERE seq = (SELECT seq FROM intents"
+		        " WHERE pred = ?1 AND state = 'waiting' ORDER BY ord, seq LIMIT 1)"
+		        " AND op <> 'insert' AND base IS NULL",
+		        &st, err);
+		if (rc != SY_CLIENT_OK)
+			return rc;
+		sqlite3_bind_text(st, 1, mutation_id, -1, SQLITE_STATIC);
+		if (server_version != NULL)
+			sqlite3_bind_text(st, 2, server_version, -1, SQLITE_STATIC);
+		if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+			return rc;
+		rc = sy_cl_prepare(c,
+		                   "UPDATE intents SET state = 'pending', updated_ms = ?2"
+		                   " WHERE pred = ?1 AND state = 'waiting'",
+		                   &st, err);
+	} else {
+		/* ADR: a conflicted or rejected predecessor leaves its dependents inspectable. */
+		rc = sy_cl_prepare(c,
+		                   "UPDATE intents SET state = 'blocked_by_predecessor', link = ?1,"
+		                   " updated_ms = ?2 WHERE state IN ('waiting', 'pending') AND"
+		                   " (pred = ?1 OR (tbl, pk) = (SELECT tbl, pk FROM intents"
+		                   " WHERE mutation_id = ?1))",
+		                   &st, err);
+	}
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, mutation_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sy_cl_now(c));
+	return sy_cl_run(c, st, err);
+}
+
+/* The intent's table, pk, op and base (new strings). */
+typedef struct {
+	char *tbl, *pk, *op, *base;
+} target;
+
+static void target_free(target *t)
+{
+	sy_free(t->tbl);
+	sy_free(t->pk);
+	sy_free(t->op);
+	sy_free(t->base);
+}
+
+static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	memset(t, 0, sizeof *t);
+	sy_client_rc rc = sy_cl_prepare(
+	        c, "SELECT tbl, pk, op, base FROM intents WHERE mutation_id = ?", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "outcome for unknown mutation %s", id);
+	else {
+		t->tbl = sy_cl_col_text(st, 0);
+		t->pk = sy_cl_col_text(st, 1);
+		t->op = sy_cl_col_text(st, 2);
+		t->base = sy_cl_col_text(st, 3);
+		if (t->tbl == NULL || t->pk == NULL || t->op == NULL)
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Applies the row an outcome carries, when the store has seen nothing newer (see NOTES). */
+static sy_client_rc apply_outcome_row(sy_client *c, const target *t, const sy_json *o,
+                                      sy_client_error *err)
+{
+	char *cur = NULL;
+	sy_client_rc rc = sy_cl_row_version(c, t->tbl, t->pk, &cur, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	bool untouched = strcmp(t->op, "insert") == 0
+	                         ? cur == NULL
+	                         : (cur != NULL && t->base != NULL && strcmp(cur, t->base) == 0);
+	sy_free(cur);
+	if (!untouched)
+		return SY_CLIENT_OK;
+	sy_schema_ref ref;
+	if (!sy_schema_ref_parse(sy_json_get(o, "outcome_schema"), &ref))
+		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "outcome_schema");
+	const char *sv = sy_cl_jstr(o, "server_version");
+	const sy_json *row = sy_json_get(o, "server_row");
+	if (row != NULL) {
+		char *text = sy_cl_jcs(row, NULL);
+		if (text == NULL)
+			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		rc = sy_cl_row_put(c, t->tbl, t->pk, text, false, sv, &ref,
+		                   sy_cl_jstr(o, "row_checksum"), false, err);
+		sy_free(text);
+		return rc;
+	}
+	if (sv != NULL) /* a deletion: the fence's version, no row */
+		return sy_cl_row_put(c, t->tbl, t->pk, NULL, true, sv, &ref, NULL, false, err);
+	return sy_cl_row_delete(c, t->tbl, t->pk, err); /* true absence */
+}
+
+static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_error *err)
+{
+	const char *id = sy_cl_jstr(o, "mutation_id");
+	const char *status = sy_cl_jstr(o, "status");
+	const char *code = sy_cl_jstr(o, "code");
+	target t;
+	sy_client_rc rc = load_target(c, id, &t, err);
+	char *text = rc == SY_CLIENT_OK ? sy_cl_jcs(o, NULL) : NULL;
+	if (rc == SY_CLIENT_OK && text == NULL)
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	const char *state = strcmp(status, "applied") == 0    ? "applied"
+	                    : strcmp(status, "conflict") == 0 ? "conflict"
+	                    : code != NULL && strcmp(code, "schema_incompatible") == 0
+	                            ? "schema_incompatible"
+	                            : "rejected";
+	if (rc == SY_CLIENT_OK && strcmp(status, "rejected_terminal") != 0)
+		rc = apply_outcome_row(c, &t, o, err);
+	sqlite3_stmt *st = NULL;
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_prepare(
+		        c,
+		        "UPDATE intents SET state = ?, code = ?, outcome = ?, updated_ms = ?"
+		        " WHERE mutation_id = ?",
+		        &st, err);
+	if (rc == SY_CLIENT_OK) {
+		/* ADR: schema_incompatible keeps the whole intent, out of automatic retry. */
+		sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+		if (code != NULL)
+			sqlite3_bind_text(st, 2, code, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, sy_cl_now(c));
+		sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
+		rc = sy_cl_run(c, st, err);
+	}
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_settle_dependents(c, id, strcmp(state, "applied") == 0,
+		                             sy_cl_jstr(o, "server_version"), err);
+	if (rc == SY_CLIENT_OK)
+		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, t.tbl, t.pk, id);
+	sy_free(text);
+	target_free(&t);
+	return rc;
+}
+
+sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *body, size_t len,
+                             int status, sy_client_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	sy_push_request *req = NULL;
+	sy_json_doc *resp = NULL;
+	sy_error e = {0};
+	sy_client_rc rc = sy_cl_prepare(c, "SELECT body FROM batches WHERE batch_id = ?", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		req = sy_push_parse(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+		                    &e);
+	sqlite3_finalize(st);
+	if (req == NULL)
+		return sy_cl_fail(err, SY_CLIENT_ESTORE, "sealed batch %s: %s", batch_id,
+		                  e.message);
+	resp = sy_json_parse(body, len, &e);
+	if (resp == NULL || !sy_outcome_validate_response(req, sy_json_doc_root(resp), &e)) {
+		rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "push response refused: %s", e.message);
+		goto done;
+	}
+	if ((rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
+		goto done;
+	const sy_json *root = sy_json_doc_root(resp);
+	static const char *const parts[] = {"accepted", "rejected"};
+	for (int p = 0; p < 2 && rc == SY_CLIENT_OK; p++) {
+		const sy_json *arr = sy_json_get(root, parts[p]);
+		for (size_t i = 0; rc == SY_CLIENT_OK && i < arr->u.array.count; i++)
+			rc = apply_outcome(c, arr->u.array.items[i], err);
+	}
+	sy_client_response r = {
+	        .status = status, .body = (char *)body, .body_len = len, .retry_after_s = -1};
+	if (rc == SY_CLIENT_OK)
+		rc = attempt_insert(c, batch_id, &r, err);
+	if (rc == SY_CLIENT_OK &&
+	    (rc = sy_cl_prepare(c,
+	                        "UPDATE batches SET state = 'completed', response = ?,"
+	                        " completed_ms = ? WHERE batch_id = ?",
+	                        &st, err)) == SY_CLIENT_OK) {
+		sqlite3_bind_blob(st, 1, body, (int)len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, sy_cl_now(c));
+		sqlite3_bind_text(st, 3, batch_id, -1, SQLITE_STATIC);
+		rc = sy_cl_run(c, st, err);
+	}
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_commit(c, err);
+	else
+		sy_cl_rollback(c);
+done:
+	sy_json_doc_free(resp);
+	sy_push_request_free(req);
+	return rc;
+}

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Sealing: pending intents become one immutable batch (its exact request bytes,
+ * their SHA-256, batch_id, generation and schema), committed before the first
+ * transmission (ADR "A batch is sealed before its first transmission").
+ *
+ * INTERFACE ROUTINES
+ *   sy_cl_seal_next       the next batch: same-row chains normalized, push limits
+ *                         enforced (an over-limit intent is blocked here, never a
+ *                         400 loop), an atomic transaction as one atomic batch
+ *   sy_cl_seal_successor  after 409 client_generation_expired or 422 schema_mismatch:
+ *                         a new batch id under the current generation and schema
+ *                         carrying the very same mutation objects
+ */
+#include "config.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "synchro/alloc.h"
+#include "synchro/fingerprint.h"
+#include "synchro/jcs.h"
+
+/* Room left for the envelope around the mutations when the body limit is checked. */
+#define ENVELOPE_ROOM 512
+
+typedef struct {
+	int64_t seq, ord, txn;
+	bool atomic;
+	uint64_t schema_version;
+	char *id, *tbl, *pk, *pk_field, *op, *columns, *base, *cv, *hash;
+	bool done; /* handled in this sealing */
+} irow;
+
+typedef struct {
+	irow *v;
+	size_t n;
+} irows;
+
+static void irows_free(irows *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		irow *x = &r->v[i];
+		sy_free(x->id);
+		sy_free(x->tbl);
+		sy_free(x->pk);
+		sy_free(x->pk_field);
+		sy_free(x->op);
+		sy_free(x->columns);
+		sy_free(x->base);
+		sy_free(x->cv);
+		sy_free(x->hash);
+	}
+	sy_free(r->v);
+	r->v = NULL;
+	r->n = 0;
+}
+
+static sy_client_rc load_pending(sy_client *c, irows *out, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	sy_client_rc rc = sy_cl_prepare(
+	        c,
+	        "SELECT i.seq, i.ord, i.txn, t.atomic, i.schema_version, i.mutation_id, i.tbl, "
+	        "i.pk,"
+	        " i.pk_field, i.op, i.columns, i.base, i.client_version, i.schema_hash"
+	        " FROM intents i JOIN txns t ON t.id = i.txn WHERE i.state = 'pending'"
+	        " ORDER BY i.ord, i.seq",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	int s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if (out->n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			irow *nv = sy_realloc(out->v, ncap * sizeof *nv);
+			if (nv == NULL) {
+				rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+				break;
+			}
+			out->v = nv;
+			cap = ncap;
+		}
+		irow *x = &out->v[out->n++];
+		memset(x, 0, sizeof *x);
+		x->seq = sqlite3_column_int64(st, 0);
+		x->ord = sqlite3_column_int64(st, 1);
+		x->txn = sqlite3_column_int64(st, 2);
+		x->atomic = sqlite3_column_int(st, 3) != 0;
+		x->schema_version = (uint64_t)sqlite3_column_int64(st, 4);
+		x->id = sy_cl_col_text(st, 5);
+		x->tbl = sy_cl_col_text(st, 6);
+		x->pk = sy_cl_col_text(st, 7);
+		x->pk_field = sy_cl_col_text(st, 8);
+		x->op = sy_cl_col_text(st, 9);
+		x->columns = sy_cl_col_text(st, 10);
+		x->base = sy_cl_col_text(st, 11);
+		x->cv = sy_cl_col_text(st, 12);
+		x->hash = sy_cl_col_text(st, 13);
+		if (x->id == NULL || x->tbl == NULL || x->pk == NULL || x->op == NULL ||
+		    x->cv == NULL || x->hash == NULL || x->pk_field == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	if (rc == SY_CLIENT_OK && s != SQLITE_DONE)
+		rc = sy_cl_store_fail(c, err, "pending intents");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static sy_op op_of(const char *op)
+{
+	return strcmp(op, "insert") == 0   ? SY_OP_INSERT
+	       : strcmp(op, "update") == 0 ? SY_OP_UPDATE
+	                                   : SY_OP_DELETE;
+}
+
+static sy_json *parse_copy(sy_json_doc *doc, const char *text)
+{
+	sy_error e = {0};
+	sy_json_doc *d = sy_json_parse(text, strlen(text), &e);
+	if (d == NULL)
+		return NULL;
+	sy_json *v = sy_json_copy(doc, sy_json_doc_root(d));
+	sy_json_doc_free(d);
+	return v;
+}
+
+static sy_json *schema_ref_json(sy_json_doc *doc, uint64_t version, const char *hash)
+{
+	sy_json *o = sy_json_new_object(doc);
+	if (o == NULL || !sy_json_object_put(doc, o, "hash", sy_json_new_cstring(doc, hash)) ||
+	    !sy_json_object_put(doc, o, "version", sy_json_new_int(doc, (int64_t)version)))
+		return NULL;
+	return o;
+}
+
+/* The wire object of one mutation, in doc. */
+static sy_json *mutation_json(sy_json_doc *doc, const char *id, const irow *x, sy_op op,
+                              const char *columns, const char *base)
+{
+	sy_json *m = sy_json_new_object(doc);
+	sy_json *pk = sy_json_new_object(doc);
+	if (m == NULL || pk == NULL ||
+	    !sy_json_object_put(doc, pk, "field", sy_json_new_cstring(doc, x->pk_field)) ||
+	    !sy_json_object_put(doc, pk, "value", parse_copy(doc, x->pk)) ||
+	    !sy_json_object_put(doc, m, "authored_schema",
+	                        schema_ref_json(doc, x->schema_version, x->hash)) ||
+	    !sy_json_object_put(doc, m, "client_version", sy_json_new_cstring(doc, x->cv)) ||
+	    !sy_json_object_put(doc, m, "mutation_id", sy_json_new_cstring(doc, id)) ||
+	    !sy_json_object_put(doc, m, "operation", sy_json_new_cstring(doc, sy_op_name(op))) ||
+	    !sy_json_object_put(doc, m, "pk", pk) ||
+	    !sy_json_object_put(doc, m, "table", sy_json_new_cstring(doc, x->tbl)))
+		return NULL;
+	if (base != NULL &&
+	    !sy_json_object_put(doc, m, "base_version", sy_json_new_cstring(doc, base)))
+		return NULL;
+	if (op != SY_OP_DELETE &&
+	    !sy_json_object_put(doc, m, "columns", parse_copy(doc, columns ? columns : "{}")))
+		return NULL;
+	return m;
+}
+
+static sy_json *envelope(sy_json_doc *doc, const sy_client *c, const char *batch_id, bool atomic,
+                         sy_json *mutations)
+{
+	sy_json *o = sy_json_new_object(doc);
+	if (o == NULL ||
+	    (atomic && !sy_json_object_put(doc, o, "atomic", sy_json_new_bool(doc, true))) ||
+	    !sy_json_object_put(doc, o, "batch_id", sy_json_new_cstring(doc, batch_id)) ||
+	    !sy_json_object_put(doc, o, "client_generation",
+	                        sy_json_new_int(doc, (int64_t)c->generation)) ||
+	    !sy_json_object_put(doc, o, "client_id", sy_json_new_cstring(doc, c->client_id)) ||
+	    !sy_json_object_put(doc, o, "mutations", mutations) ||
+	    !sy_json_object_put(doc, o, "schema",
+	                        schema_ref_json(doc, c->schema.version, c->schema.hash)))
+		return NULL;
+	return o;
+}
+
+/*
+ * Whether one mutation passes the push limits and shapes alone (ADR "Exact
+ * mutation shapes": at most 256 columns, 65,536 octets normalized): checked by
+ * the core's own parser over a one-mutation request. *why receives the reason.
+ */
+static bool mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char *why,
+                          size_t whylen)
+{
+	sy_json_doc *doc = sy_json_doc_new();
+	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
+	char id[SY_UUID_LEN + 1];
+	sy_cl_new_uuid(id);
+	bool ok = false;
+	if (arr == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m))) {
+		snprintf(why, whylen, "out of memory");
+		goto done;
+	}
+	sy_json *env = envelope(doc, c, id, false, arr);
+	size_t n = 0;
+	char *body = env ? sy_cl_jcs(env, &n) : NULL;
+	char *mtext = sy_cl_jcs(m, len);
+	if (body == NULL || mtext == NULL) {
+		snprintf(why, whylen, "out of memory");
+	} else {
+		sy_error e = {0};
+		sy_push_request *req = sy_push_parse(body, n, &e);
+		if (req == NULL)
+			snprintf(why, whylen, "%s", e.message);
+		ok = req != NULL;
+		sy_push_request_free(req);
+	}
+	sy_free(body);
+	sy_free(mtext);
+done:
+	sy_json_doc_free(doc);
+	return ok;
+}
+
+static sy_client_rc set_state(sy_client *c, const char *id, const char *state, const char *link,
+                              const char *pred, const char *code, const char *outcome,
+                              sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare(c,
+	                                "UPDATE intents SET state = ?, link = COALESCE(?, link),"
+	                                " pred = COALESCE(?, pred), code = COALESCE(?, code),"
+	                                " outcome = COALESCE(?, outcome), updated_ms = ?"
+	                                " WHERE mutation_id = ?",
+	                                &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+	if (link)
+		sqlite3_bind_text(st, 2, link, -1, SQLITE_STATIC);
+	if (pred)
+		sqlite3_bind_text(st, 3, pred, -1, SQLITE_STATIC);
+	if (code)
+		sqlite3_bind_text(st, 4, code, -1, SQLITE_STATIC);
+	if (outcome)
+		sqlite3_bind_text(st, 5, outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, sy_cl_now(c));
+	sqlite3_bind_text(st, 7, id, -1, SQLITE_STATIC);
+	return sy_cl_run(c, st, err);
+}
+
+/* {"code","message"} of a local refusal, as a new JCS string (NULL without memory). */
+static char *local_outcome(const char *code, const char *message)
+{
+	sy_buf b = SY_BUF_INIT;
+	if (!sy_buf_puts(&b, "{\"code\":") || !sy_jcs_write_string(&b, code, strlen(code)) ||
+	    !sy_buf_puts(&b, ",\"message\":") ||
+	    !sy_jcs_write_string(&b, message, strlen(message)) || !sy_buf_putc(&b, '}')) {
+		sy_buf_free(&b);
+		return NULL;
+	}
+	return sy_buf_steal(&b, NULL);
+}
+
+static void sha256_hex(const char *p, size_t n, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	if (EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		memset(md, 0, sizeof md);
+	sy_fp_hex(md, hex);
+}
+
+static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic, const char *body,
+                                size_t len, char *const *ids, size_t n, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	char hex[65];
+	sha256_hex(body, len, hex);
+	sy_client_rc rc = sy_cl_prepare(
+	        c,
+	        "INSERT INTO batches(batch_id, state, generation, schema_version, schema_hash,"
+	        " atomic, body, sha256, sealed_ms) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?, ?)",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)c->generation);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)c->schema.version);
+	sqlite3_bind_text(st, 4, c->schema.hash, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, atomic);
+	sqlite3_bind_blob(st, 6, body, (int)len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, hex, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, sy_cl_now(c));
+	if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+		return rc;
+	for (size_t i = 0; i < n && rc == SY_CLIENT_OK; i++) {
+		if ((rc = sy_cl_prepare(c,
+		                        "INSERT INTO batch_members(batch_id, ordinal, mutation_id)"
+		                        " VALUES (?, ?, ?)",
+		                        &st, err)) != SY_CLIENT_OK)
+			break;
+		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
+		if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+			break;
+		if ((rc = sy_cl_prepare(c,
+		                        "UPDATE intents SET state = 'sealed', batch_id = ?,"
+		                        " updated_ms = ? WHERE mutation_id = ?",
+		                        &st, err)) != SY_CLIENT_OK)
+			break;
+		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, sy_cl_now(c));
+		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
+		rc = sy_cl_run(c, st, err);
+	}
+	return rc;
+}
+
+/* State of one sealing pass. */
+typedef struct {
+	sy_json_doc *doc;
+	sy_json *mutations;
+	char **ids; /* wire mutation ids in request order */
+	size_t n;
+	size_t bytes;
+	bool full;
+} pass;
+
+static sy_client_rc add_wire(pass *p, const char *id, sy_json *m, size_t len, sy_client_error *err)
+{
+	char **nv = sy_realloc(p->ids, (p->n + 1) * sizeof *nv);
+	if (nv == NULL)
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	p->ids = nv;
+	if ((p->ids[p->n] = sy_strndup(id, strlen(id))) == NULL ||
+	    !sy_json_array_push(p->doc, p->mutations, m))
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	p->n++;
+	p->bytes += len + 1;
+	return SY_CLIENT_OK;
+}
+
+/* Blocks every remaining item of a chain behind the wire mutation pred (ADR). */
+static sy_client_rc block_rest(sy_client *c, irow **chain, size_t from, size_t n, const char *pred,
+                               sy_client_error *err)
+{
+	sy_client_rc rc = SY_CLIENT_OK;
+	for (size_t k = from; k < n && rc == SY_CLIENT_OK; k++) {
+		rc = set_state(c, chain[k]->id, "blocked_by_predecessor", pred, pred, NULL, NULL,
+		               err);
+		chain[k]->done = true;
+	}
+	return rc;
+}
+
+/*
+ * One row's chain: cancels what has no server effect, folds the rest into one
+ * wire mutation (or takes the head as it is), leaves what follows a
+ * non-normalizable point waiting behind it. *stop: the body is full.
+ */
+static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bool atomic,
+                               bool *stop, sy_client_error *err)
+{
+	sy_client_rc rc = SY_CLIENT_OK;
+	size_t at = 0;
+	sy_cl_chain_item items[256];
+	while (at < n) {
+		/* A chain does not cross a schema change: its members keep their authored schema.
+		 */
+		size_t m = 0;
+		while (at + m < n && m < sizeof items / sizeof items[0] &&
+		       chain[at + m]->schema_version == chain[at]->schema_version) {
+			items[m].op = op_of(chain[at + m]->op);
+			items[m].has_base = chain[at + m]->base != NULL;
+			m++;
+		}
+		sy_cl_norm norm;
+		sy_cl_normalize(items, m, &norm);
+		irow *head = chain[at], *last = chain[at + norm.consumed - 1];
+		if (norm.kind == SY_CL_NORM_CANCELLED) {
+			for (size_t k = at; k < at + norm.consumed && rc == SY_CLIENT_OK; k++) {
+				rc = set_state(c, chain[k]->id, "cancelled_before_send", last->id,
+				               NULL, NULL, NULL, err);
+				chain[k]->done = true;
+			}
+			at += norm.consumed;
+			continue;
+		}
+		/* ADR: never sent with a made-up version; an update or delete needs its base. */
+		if (norm.op != SY_OP_INSERT && head->base == NULL)
+			return block_rest(c, chain, at, n, NULL, err);
+		char nid[SY_UUID_LEN + 1];
+		char *cols = NULL;
+		const char *id = head->id;
+		if (norm.kind == SY_CL_NORM_MERGED) {
+			sy_cl_new_uuid(nid);
+			id = nid;
+			if (norm.op != SY_OP_DELETE) {
+				const char *list[256];
+				for (size_t k = 0; k < norm.consumed; k++)
+					list[k] = chain[at + k]->columns;
+				if ((cols = sy_cl_merge_columns(list, norm.consumed, err)) == NULL)
+					return err ? err->rc : SY_CLIENT_ENOMEM;
+			}
+		}
+		sy_json *wire = mutation_json(p->doc, id, head, norm.op,
+		                              norm.kind == SY_CL_NORM_MERGED ? cols : head->columns,
+		                              head->base);
+		if (wire == NULL) {
+			sy_free(cols);
+			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		}
+		char why[SY_ERROR_MESSAGE_MAX];
+		size_t len = 0;
+		bool fits = mutation_fits(c, wire, &len, why, sizeof why);
+		if (fits && p->bytes + len + ENVELOPE_ROOM > SY_PUSH_MAX_BODY) {
+			/* The batch is full: this row waits for the next one (atomic: blocked). */
+			if (!atomic) {
+				sy_free(cols);
+				*stop = true;
+				return SY_CLIENT_OK;
+			}
+			fits = false;
+			snprintf(why, sizeof why, "the atomic transaction exceeds %d octets",
+			         SY_PUSH_MAX_BODY);
+		}
+		if (norm.kind == SY_CL_NORM_MERGED) {
+			int64_t ord = last->ord;
+			char made[SY_UUID_LEN + 1];
+			sy_schema_ref ref = {.version = head->schema_version};
+			memcpy(ref.hash, head->hash, SY_HASH_HEX_LEN + 1);
+			rc = sy_cl_intent_insert(c, head->txn, true, ord, head->tbl, head->pk,
+			                         head->pk_field, sy_op_name(norm.op), cols,
+			                         head->base, last->cv, &ref, "pending", NULL, made,
+			                         err);
+			if (rc == SY_CLIENT_OK) {
+				/* the id minted for the wire object is the one stored */
+				sy_json *mid = (sy_json *)sy_json_get(wire, "mutation_id");
+				sy_json *s = sy_json_new_cstring(p->doc, made);
+				if (mid == NULL || s == NULL)
+					rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+				else
+					*mid = *s;
+				memcpy(nid, made, sizeof nid);
+			}
+			for (size_t k = at; k < at + norm.consumed && rc == SY_CLIENT_OK; k++) {
+				rc = set_state(c, chain[k]->id, "superseded_before_send", nid, NULL,
+				               NULL, NULL, err);
+				chain[k]->done = true;
+			}
+		}
+		sy_free(cols);
+		head->done = true;
+		if (rc != SY_CLIENT_OK)
+			return rc;
+		if (!fits) {
+			/* ADR: a push limit is enforced at sealing; the intent is blocked locally.
+			 */
+			char *note = local_outcome("push_limit", why);
+			rc = set_state(c, id, "blocked_limit", NULL, NULL, "push_limit", note, err);
+			sy_free(note);
+			if (rc == SY_CLIENT_OK)
+				rc = block_rest(c, chain, at + norm.consumed, n, id, err);
+			if (atomic)
+				*stop = true; /* the atomic group cannot go whole */
+			return rc;
+		}
+		if ((rc = add_wire(p, id, wire, len, err)) != SY_CLIENT_OK)
+			return rc;
+		/* What follows on this row waits for this mutation's outcome. */
+		for (size_t k = at + norm.consumed; k < n && rc == SY_CLIENT_OK; k++) {
+			rc = set_state(c, chain[k]->id, "waiting", NULL, id, NULL, NULL, err);
+			chain[k]->done = true;
+		}
+		return rc;
+	}
+	return rc;
+}
+
+sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
+{
+	irows r = {0};
+	pass p = {0};
+	*sealed = false;
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	if ((rc = load_pending(c, &r, err)) != SY_CLIENT_OK || r.n == 0)
+		goto fail;
+	p.doc = sy_json_doc_new();
+	p.mutations = p.doc ? sy_json_new_array(p.doc) : NULL;
+	irow **chain = sy_calloc(r.n, sizeof *chain);
+	if (p.mutations == NULL || chain == NULL) {
+		sy_free(chain);
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* The group: one atomic transaction, or the run of non-atomic intents before one. */
+	bool atomic = r.v[0].atomic;
+	int64_t txn = r.v[0].txn;
+	size_t end = 0;
+	while (end < r.n && (atomic ? r.v[end].txn == txn : !r.v[end].atomic))
+		end++;
+	bool stop = false;
+	for (size_t i = 0; i < end && !stop && rc == SY_CLIENT_OK && p.n < c->batch_max; i++) {
+		if (r.v[i].done)
+			continue;
+		size_t n = 0;
+		for (size_t k = i; k < end; k++)
+			if (!r.v[k].done && strcmp(r.v[k].tbl, r.v[i].tbl) == 0 &&
+			    strcmp(r.v[k].pk, r.v[i].pk) == 0)
+				chain[n++] = &r.v[k];
+		if (n > 256)
+			n = 256; /* the rest of a very long chain waits for the next pass */
+		rc = seal_chain(c, &p, chain, n, atomic, &stop, err);
+	}
+	sy_free(chain);
+	if (rc != SY_CLIENT_OK)
+		goto fail;
+	if (p.n > 0 && !(atomic && stop)) {
+		char batch_id[SY_UUID_LEN + 1];
+		sy_cl_new_uuid(batch_id);
+		sy_json *env = envelope(p.doc, c, batch_id, atomic, p.mutations);
+		size_t len = 0;
+		char *body = env ? sy_cl_jcs(env, &len) : NULL;
+		if (body == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			goto fail;
+		}
+		/* The sealed bytes pass the server's own structural validation. */
+		sy_error e = {0};
+		sy_push_request *req = sy_push_parse(body, len, &e);
+		if (req == NULL)
+			rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "sealing: %s", e.message);
+		sy_push_request_free(req);
+		if (rc == SY_CLIENT_OK)
+			rc = store_batch(c, batch_id, atomic, body, len, p.ids, p.n, err);
+		sy_free(body);
+		if (rc != SY_CLIENT_OK)
+			goto fail;
+		*sealed = true;
+	} else if (atomic && stop) {
+		/* An atomic transaction that cannot go whole: every member stays out. */
+		for (size_t i = 0; i < end && rc == SY_CLIENT_OK; i++)
+			if (!r.v[i].done)
+				rc = set_state(c, r.v[i].id, "blocked_limit", NULL, NULL,
+				               "atomic_group_blocked", NULL, err);
+		for (size_t i = 0; i < p.n && rc == SY_CLIENT_OK; i++)
+			rc = set_state(c, p.ids[i], "blocked_limit", NULL, NULL,
+			               "atomic_group_blocked", NULL, err);
+		if (rc != SY_CLIENT_OK)
+			goto fail;
+	}
+	rc = sy_cl_commit(c, err);
+	goto done;
+fail:
+	sy_cl_rollback(c);
+	*sealed = false;
+done:
+	for (size_t i = 0; i < p.n; i++)
+		sy_free(p.ids[i]);
+	sy_free(p.ids);
+	sy_json_doc_free(p.doc);
+	irows_free(&r);
+	return rc;
+}
+
+sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	sy_json_doc *doc = NULL, *old = NULL;
+	char **ids = NULL;
+	size_t n = 0;
+	char *body = NULL;
+	bool atomic = false;
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	if ((rc = sy_cl_prepare(c, "SELECT body, atomic FROM batches WHERE batch_id = ?", &st,
+	                        err)) != SY_CLIENT_OK)
+		goto fail;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		rc = sy_cl_fail(err, SY_CLIENT_ENOTFOUND, "no batch %s", batch_id);
+		goto fail;
+	}
+	sy_error e = {0};
+	old = sy_json_parse(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), &e);
+	atomic = sqlite3_column_int(st, 1) != 0;
+	sqlite3_finalize(st);
+	st = NULL;
+	const sy_json *ms = old ? sy_json_get(sy_json_doc_root(old), "mutations") : NULL;
+	doc = sy_json_doc_new();
+	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
+	if (ms == NULL || ms->type != SY_JSON_ARRAY || arr == NULL) {
+		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "sealed batch %s cannot be read", batch_id);
+		goto fail;
+	}
+	ids = sy_calloc(ms->u.array.count + 1, sizeof *ids);
+	if (ids == NULL) {
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < ms->u.array.count; i++) {
+		/* ADR: each unchanged authored mutation keeps its id and its exact content. */
+		const sy_json *m = ms->u.array.items[i];
+		const char *id = sy_cl_jstr(m, "mutation_id");
+		if (id == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m)) ||
+		    (ids[n] = sy_strndup(id, strlen(id))) == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			goto fail;
+		}
+		n++;
+	}
+	char nb[SY_UUID_LEN + 1];
+	sy_cl_new_uuid(nb);
+	sy_json *env = envelope(doc, c, nb, atomic, arr);
+	size_t len = 0;
+	if (env == NULL || (body = sy_cl_jcs(env, &len)) == NULL) {
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = sy_cl_prepare(c,
+	                        "UPDATE batches SET state = 'superseded', successor = ?,"
+	                        " completed_ms = ? WHERE batch_id = ?",
+	                        &st, err)) != SY_CLIENT_OK)
+		goto fail;
+	sqlite3_bind_text(st, 1, nb, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sy_cl_now(c));
+	sqlite3_bind_text(st, 3, batch_id, -1, SQLITE_STATIC);
+	rc = sy_cl_run(c, st, err);
+	st = NULL;
+	if (rc == SY_CLIENT_OK)
+		rc = store_batch(c, nb, atomic, body, len, ids, n, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_commit(c, err);
+	if (rc == SY_CLIENT_OK)
+		goto done;
+fail:
+	sqlite3_finalize(st);
+	sy_cl_rollback(c);
+done:
+	for (size_t i = 0; i < n; i++)
+		sy_free(ids[i]);
+	sy_free(ids);
+	sy_free(body);
+	sy_json_doc_free(doc);
+	sy_json_doc_free(old);
+	return rc;
+}
