@@ -1,0 +1,9 @@
+# CUnit suites of libsynchro-client (issue 12): the library against a fake server
+# behind its transport hook (tests/unit/client_fake.c), no network.
+UNIT_TESTS += tests/unit/test_client
+check_PROGRAMS += tests/unit/test_client
+TESTS += tests/unit/test_client
+tests_unit_test_client_SOURCES = tests/unit/test_client.c tests/unit/client_fake.c \
+	tests/unit/client_fake.h
+tests_unit_test_client_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_client_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
