@@ -82,6 +82,11 @@ const char *sy_client_id(const sy_client *c)
 	return c->client_id;
 }
 
+const sy_manifest *sy_client_manifest(const sy_client *c)
+{
+	return c->manifest;
+}
+
 sy_client_rc sy_client_status_get(sy_client *c, sy_client_status *out, sy_client_error *err)
 {
 	memset(out, 0, sizeof *out);

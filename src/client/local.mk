@@ -27,3 +27,8 @@ src_libsynchro_client_la_LIBADD = $(CLIENT_LIBS)
 src_libsynchro_client_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^sy_client_'
 pkginclude_HEADERS += src/include/synchro/client.h
 pkgconfig_DATA += src/libsynchro-client.pc
+
+# synchro-cli: over the same objects (linked statically, like the other programs).
+bin_PROGRAMS += src/client/synchro-cli
+src_client_synchro_cli_SOURCES = src/client/cli.c src/client/cli_read.c src/client/cli.h
+src_client_synchro_cli_LDADD = $(CLIENT_LIBS)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "synchro/common.h"
+#include "synchro/manifest.h"
 
 #define SY_CLIENT_ID_LEN 36 /* a canonical UUID, without its NUL */
 
@@ -131,6 +132,8 @@ SY_MUST_CHECK sy_client_rc sy_client_open(const char *path, const sy_client_opti
 void sy_client_close(sy_client *c);
 /* The client_id (borrowed). */
 const char *sy_client_id(const sy_client *c);
+/* The current schema manifest (borrowed; NULL before the first connect). */
+const sy_manifest *sy_client_manifest(const sy_client *c);
 
 /* --- writes ---------------------------------------------------------------- */
 

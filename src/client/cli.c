@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * synchro-cli: libsynchro-client on the command line, for people and tests.
+ * Every command opens the store, does one thing, and closes it; exit codes are
+ * in synchro-cli(1). The password is never printed or stored.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "synchro/alloc.h"
+#include "synchro/json.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+int sy_cli_exit(sy_client_rc rc)
+{
+	switch (rc) {
+	case SY_CLIENT_OK: return SY_CLI_OK;
+	case SY_CLIENT_ENOTFOUND: return SY_CLI_NOT_FOUND;
+	case SY_CLIENT_EINVAL:
+	case SY_CLIENT_ESTATE: return SY_CLI_REFUSED;
+	case SY_CLIENT_ENETWORK:
+	case SY_CLIENT_ETIMEOUT: return SY_CLI_INCOMPLETE;
+	case SY_CLIENT_EFROZEN:
+	case SY_CLIENT_EREADONLY:
+	case SY_CLIENT_ESERVER: return SY_CLI_STOPPED;
+	case SY_CLIENT_EPROTOCOL: return SY_CLI_VERIFY;
+	default: return SY_CLI_ERROR;
+	}
+}
+
+static int fail(sy_client_rc rc, const sy_client_error *err)
+{
+	fprintf(stderr, "synchro-cli: %s\n",
+	        err->message[0] ? err->message : sy_client_rc_name(rc));
+	return sy_cli_exit(rc);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--json] COMMAND ...\n"
+	      "commands:\n"
+	      "  connect                         register / reconnect and fetch the schema\n"
+	      "  insert TABLE PK field=value...  write intents (field:=JSON for a raw value)\n"
+	      "  update TABLE PK field=value...\n"
+	      "  delete TABLE PK\n"
+	      "  sync [--once] [--timeout S]     push and pull (--once: one round)\n"
+	      "  status | pending | show ID | explain ID | batch ID [--bytes] | rows TABLE\n"
+	      "  resolve discard|accept|rebase|remap ID [field=value...]\n"
+	      "  verify                          check the store\n"
+	      "Read commands take --json. See synchro-cli(1).\n",
+	      f);
+}
+
+/* PK: JSON when it parses as a canonical value of the pk type, else a JSON string. */
+static char *json_value(const sy_field *f, sy_type type, const char *text, bool raw)
+{
+	sy_error e = {0};
+	if (raw)
+		return sy_strndup(text, strlen(text));
+	if (strcmp(text, "null") == 0 && (f == NULL || f->nullable))
+		return sy_strndup("null", 4);
+	bool literal = type == SY_TYPE_INT32 || type == SY_TYPE_FLOAT64 || type == SY_TYPE_BOOL;
+	if (literal) {
+		sy_json_doc *d = sy_json_parse(text, strlen(text), &e);
+		sy_json_doc_free(d);
+		if (d != NULL)
+			return sy_strndup(text, strlen(text));
+	}
+	sy_buf b = SY_BUF_INIT;
+	if (!sy_jcs_write_string(&b, text, strlen(text))) {
+		sy_buf_free(&b);
+		return NULL;
+	}
+	return sy_buf_steal(&b, NULL);
+}
+
+char *sy_cli_pk(sy_client *c, const char *table, const char *text)
+{
+	const sy_manifest *m = sy_client_manifest(c);
+	const sy_table *t = m ? sy_manifest_table(m, table, strlen(table)) : NULL;
+	if (t == NULL) {
+		fprintf(stderr, "synchro-cli: no synced table %s (connect first?)\n", table);
+		return NULL;
+	}
+	return json_value(NULL, t->pk.type, text, false);
+}
+
+char *sy_cli_columns(sy_client *c, const char *table, int argc, char **argv)
+{
+	const sy_manifest *m = sy_client_manifest(c);
+	const sy_table *t = m ? sy_manifest_table(m, table, strlen(table)) : NULL;
+	if (t == NULL) {
+		fprintf(stderr, "synchro-cli: no synced table %s (connect first?)\n", table);
+		return NULL;
+	}
+	sy_buf b = SY_BUF_INIT;
+	sy_buf_putc(&b, '{');
+	for (int i = 0; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (eq == NULL || eq == argv[i]) {
+			fprintf(stderr, "synchro-cli: expected field=value, not %s\n", argv[i]);
+			sy_buf_free(&b);
+			return NULL;
+		}
+		bool raw = eq[-1] == ':';
+		size_t nlen = (size_t)(eq - argv[i]) - (raw ? 1 : 0);
+		const sy_field *f = sy_table_field(t, argv[i], nlen);
+		char *v = json_value(f, f ? f->type : SY_TYPE_TEXT, eq + 1, raw);
+		if (i > 0)
+			sy_buf_putc(&b, ',');
+		if (v == NULL || !sy_jcs_write_string(&b, argv[i], nlen)) {
+			sy_free(v);
+			sy_buf_free(&b);
+			return NULL;
+		}
+		sy_buf_putc(&b, ':');
+		sy_buf_puts(&b, v);
+		sy_free(v);
+	}
+	sy_buf_putc(&b, '}');
+	if (b.failed) {
+		sy_buf_free(&b);
+		return NULL;
+	}
+	return sy_buf_steal(&b, NULL);
+}
+
+static int cmd_write(sy_client *c, const char *cmd, int argc, char **argv, bool json)
+{
+	if (argc < 2 || (strcmp(cmd, "delete") == 0 && argc != 2)) {
+		usage(stderr);
+		return SY_CLI_USAGE;
+	}
+	sy_client_error err = {0};
+	char *pk = sy_cli_pk(c, argv[0], argv[1]);
+	char *cols = NULL;
+	if (pk == NULL)
+		return SY_CLI_REFUSED;
+	if (strcmp(cmd, "delete") != 0 &&
+	    (cols = sy_cli_columns(c, argv[0], argc - 2, argv + 2)) == NULL) {
+		sy_free(pk);
+		return SY_CLI_REFUSED;
+	}
+	sy_client_txn *t = NULL;
+	char id[SY_CLIENT_ID_LEN + 1];
+	sy_client_rc rc = sy_client_begin(c, false, &t, &err);
+	if (rc == SY_CLIENT_OK) {
+		rc = strcmp(cmd, "insert") == 0   ? sy_client_insert(t, argv[0], pk, cols, id, &err)
+		     : strcmp(cmd, "update") == 0 ? sy_client_update(t, argv[0], pk, cols, id, &err)
+		                                  : sy_client_delete(t, argv[0], pk, id, &err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_client_commit(t, &err);
+		else
+			sy_client_rollback(t);
+	}
+	sy_free(pk);
+	sy_free(cols);
+	if (rc != SY_CLIENT_OK)
+		return fail(rc, &err);
+	if (json)
+		printf("{\"mutation_id\":\"%s\"}\n", id);
+	else
+		printf("%s\n", id);
+	return SY_CLI_OK;
+}
+
+static int cmd_sync(sy_client *c, int argc, char **argv)
+{
+	bool once = false;
+	long timeout_s = 60;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--once") == 0)
+			once = true;
+		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+			timeout_s = strtol(argv[++i], NULL, 10);
+		else {
+			usage(stderr);
+			return SY_CLI_USAGE;
+		}
+	}
+	sy_client_error err = {0};
+	do {
+		sy_client_rc rc = sy_client_sync(c, (int)(timeout_s * 1000), &err);
+		if (rc != SY_CLIENT_OK && (once || rc != SY_CLIENT_ETIMEOUT))
+			return fail(rc, &err);
+		if (once)
+			break;
+		/* Until SIGINT/SIGTERM: steps at their due times. */
+		int64_t next = 0;
+		while (!stop_requested) {
+			rc = sy_client_step(c, &next, &err);
+			if (rc != SY_CLIENT_OK)
+				return fail(rc, &err);
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			int64_t ms = next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+			if (ms > 0) {
+				sy_client_wait(c, ms > 1000 ? 1000 : (int)ms);
+				struct timespec ts = {0, 10 * 1000000};
+				nanosleep(&ts, NULL);
+			}
+		}
+	} while (!once && !stop_requested);
+	return SY_CLI_OK;
+}
+
+static int cmd_connect(sy_client *c, bool json)
+{
+	sy_client_error err = {0};
+	sy_client_rc rc = sy_client_sync(c, 60000, &err);
+	if (rc != SY_CLIENT_OK)
+		return fail(rc, &err);
+	sy_client_status s;
+	if ((rc = sy_client_status_get(c, &s, &err)) != SY_CLIENT_OK)
+		return fail(rc, &err);
+	if (json)
+		printf("{\"client_generation\":%llu,\"client_id\":\"%s\",\"schema\":{\"hash\":\"%"
+		       "s\","
+		       "\"version\":%llu}}\n",
+		       (unsigned long long)s.generation, s.client_id, s.schema_hash,
+		       (unsigned long long)s.schema_version);
+	else
+		printf("client %s generation %llu schema v%llu\n", s.client_id,
+		       (unsigned long long)s.generation, (unsigned long long)s.schema_version);
+	return SY_CLI_OK;
+}
+
+static int cmd_resolve(sy_client *c, int argc, char **argv, bool json)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return SY_CLI_USAGE;
+	}
+	sy_client_error err = {0};
+	sy_client_rc rc;
+	char nid[SY_CLIENT_ID_LEN + 1] = "";
+	const char *how = argv[0], *id = argv[1];
+	if (strcmp(how, "discard") == 0 && argc == 2) {
+		rc = sy_client_discard(c, id, &err);
+	} else if (strcmp(how, "accept") == 0 && argc == 2) {
+		rc = sy_client_accept_server(c, id, &err);
+	} else if (strcmp(how, "rebase") == 0 || strcmp(how, "remap") == 0) {
+		char *cols = NULL;
+		if (argc > 2) {
+			sy_client_intent *i = NULL;
+			if ((rc = sy_client_intent_get(c, id, &i, &err)) != SY_CLIENT_OK)
+				return fail(rc, &err);
+			cols = sy_cli_columns(c, i->table, argc - 2, argv + 2);
+			sy_client_intent_free(i);
+			if (cols == NULL)
+				return SY_CLI_REFUSED;
+		} else if (strcmp(how, "remap") == 0) {
+			fprintf(stderr, "synchro-cli: remap needs the new field=value list\n");
+			return SY_CLI_USAGE;
+		}
+		rc = strcmp(how, "rebase") == 0 ? sy_client_rebase(c, id, cols, nid, &err)
+		                                : sy_client_remap(c, id, cols, nid, &err);
+		sy_free(cols);
+	} else {
+		usage(stderr);
+		return SY_CLI_USAGE;
+	}
+	if (rc != SY_CLIENT_OK)
+		return fail(rc, &err);
+	if (nid[0] != '\0')
+		printf(json ? "{\"mutation_id\":\"%s\"}\n" : "%s\n", nid);
+	return SY_CLI_OK;
+}
+
+static char *split_user(const char *arg, char **password)
+{
+	const char *colon = strchr(arg, ':');
+	*password = NULL;
+	if (colon == NULL)
+		return sy_strndup(arg, strlen(arg));
+	*password = sy_strndup(colon + 1, strlen(colon + 1));
+	return sy_strndup(arg, (size_t)(colon - arg));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longs[] = {
+	        {"db", required_argument, NULL, 'd'},   {"url", required_argument, NULL, 'u'},
+	        {"user", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
+	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+	const char *db = NULL, *url = getenv("SYNCHRO_URL"), *userarg = getenv("SYNCHRO_USER");
+	bool json = false;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "+d:u:jh", longs, NULL)) != -1) {
+		switch (opt) {
+		case 'd': db = optarg; break;
+		case 'u': url = optarg; break;
+		case 'U': userarg = optarg; break;
+		case 'j': json = true; break;
+		case 'h': usage(stdout); return SY_CLI_OK;
+		default: usage(stderr); return SY_CLI_USAGE;
+		}
+	}
+	if (db == NULL || optind >= argc) {
+		usage(stderr);
+		return SY_CLI_USAGE;
+	}
+	const char *cmd = argv[optind];
+	int cargc = argc - optind - 1;
+	char **cargv = argv + optind + 1;
+	/* --json may also follow the command */
+	for (int i = 0; i < cargc; i++)
+		if (strcmp(cargv[i], "--json") == 0) {
+			json = true;
+			memmove(&cargv[i], &cargv[i + 1], (size_t)(cargc - i - 1) * sizeof *cargv);
+			cargc--;
+			i--;
+		}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	char *password = NULL, *user = userarg ? split_user(userarg, &password) : NULL;
+	sy_client_options o = {.url = url, .user = user, .password = password};
+	sy_client *c = NULL;
+	sy_client_error err = {0};
+	sy_client_rc rc = sy_client_open(db, &o, &c, &err);
+	if (password != NULL)
+		memset(password, 0, strlen(password));
+	sy_free(password);
+	sy_free(user);
+	if (rc != SY_CLIENT_OK)
+		return fail(rc, &err);
+	int status;
+	bool network = strcmp(cmd, "connect") == 0 || strcmp(cmd, "sync") == 0;
+	if (network && url == NULL) {
+		fprintf(stderr, "synchro-cli: %s needs -u URL\n", cmd);
+		status = SY_CLI_USAGE;
+	} else if (strcmp(cmd, "connect") == 0) {
+		status = cmd_connect(c, json);
+	} else if (strcmp(cmd, "sync") == 0) {
+		status = cmd_sync(c, cargc, cargv);
+	} else if (strcmp(cmd, "insert") == 0 || strcmp(cmd, "update") == 0 ||
+	           strcmp(cmd, "delete") == 0) {
+		status = cmd_write(c, cmd, cargc, cargv, json);
+	} else if (strcmp(cmd, "resolve") == 0) {
+		status = cmd_resolve(c, cargc, cargv, json);
+	} else {
+		status = sy_cli_read(c, cmd, cargc, cargv, json);
+	}
+	sy_client_close(c);
+	return status;
+}
