@@ -13,7 +13,8 @@ SQL_MIGRATIONS = \
 	sql/migrations/0009_client_progress.sql \
 	sql/migrations/0010_response_lz4.sql \
 	sql/migrations/0011_ledger_batch_check.sql \
-	sql/migrations/0012_ledger_batch_check_once.sql
+	sql/migrations/0012_ledger_batch_check_once.sql \
+	sql/migrations/0013_push_function.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c

@@ -603,29 +603,34 @@ void sy_push_request_free(sy_push_request *req)
 	sy_free(req);
 }
 
+bool sy_push_check_pk(const sy_push_request *req, size_t i, const sy_table *t, sy_error *err)
+{
+	const sy_mutation *m = &req->mutations[i];
+	if (!name_is(m->pk_field, m->pk_field_len, t->pk.field_id)) {
+		quoted q1, q2;
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "mutations[%zu].pk.field: table %s has primary key %s", i,
+		                    quote(&q1, t->table_id, strlen(t->table_id)),
+		                    quote(&q2, t->pk.field_id, strlen(t->pk.field_id)));
+	}
+	const char *why = NULL;
+	sy_wire_status st = sy_wire_check(t->pk.type, m->pk_value, &why, NULL);
+	if (st == SY_WIRE_NOMEM)
+		return nomem(err);
+	/* PROTOCOL §3: a non-canonical pk value is 400, unlike a column value */
+	if (st != SY_WIRE_OK)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "mutations[%zu].pk.value: %s", i,
+		                    why != NULL ? why : "not a canonical wire value");
+	return true;
+}
+
 bool sy_push_check_schema(const sy_push_request *req, const sy_manifest *current, sy_error *err)
 {
 	for (size_t i = 0; i < req->mutation_count; i++) {
 		const sy_mutation *m = &req->mutations[i];
 		const sy_table *t = sy_manifest_table(current, m->table_id, m->table_len);
-		if (t == NULL)
-			continue;
-		if (!name_is(m->pk_field, m->pk_field_len, t->pk.field_id)) {
-			quoted q1, q2;
-			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
-			                    "mutations[%zu].pk.field: table %s has primary key %s",
-			                    i, quote(&q1, t->table_id, strlen(t->table_id)),
-			                    quote(&q2, t->pk.field_id, strlen(t->pk.field_id)));
-		}
-		const char *why = NULL;
-		sy_wire_status st = sy_wire_check(t->pk.type, m->pk_value, &why, NULL);
-		if (st == SY_WIRE_NOMEM)
-			return nomem(err);
-		/* PROTOCOL §3: a non-canonical pk value is 400, unlike a column value */
-		if (st != SY_WIRE_OK)
-			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
-			                    "mutations[%zu].pk.value: %s", i,
-			                    why != NULL ? why : "not a canonical wire value");
+		if (t != NULL && !sy_push_check_pk(req, i, t, err))
+			return false;
 	}
 	return true;
 }

@@ -112,8 +112,6 @@ static bool reload(void *arg, sy_prefork_opts *opts)
 	sy_cfg_free(ctx->cfg);
 	ctx->cfg = fresh;
 	open_log(fresh);
-	sy_admission_set_caps(ctx->admission, (int)sy_cfg_int(fresh, "fcgi", "max_inflight"),
-	                      (int)sy_cfg_int(fresh, "fcgi", "max_inflight_per_client"));
 	set_opts(fresh, opts);
 	return true;
 }
@@ -218,9 +216,9 @@ int main(int argc, char **argv)
 	struct stat bound;
 	bool fd0 = sy_prefork_fd0_is_listener();
 	ctx.metrics = sy_metrics_create();
-	ctx.admission = sy_admission_create(
-	        fd0 ? 1 : SY_PREFORK_MAX_WORKERS, (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight"),
-	        (int)sy_cfg_int(ctx.cfg, "fcgi", "max_inflight_per_client"));
+	/* Only the gauge of pushes in flight: the caps (max_inflight, max_inflight_per_client)
+	 * are held by synchro_push in the database, across every responder of every host. */
+	ctx.admission = sy_admission_create(fd0 ? 1 : SY_PREFORK_MAX_WORKERS, 0, 0);
 	if (ctx.metrics == NULL || ctx.admission == NULL) {
 		sy_log(SY_LOG_ERR, "cannot map shared memory: %s", strerror(errno));
 		goto fail;

@@ -1,1 +1,25 @@
-# The PostgreSQL server module (synchro_push); see src/pg/*.c.
+# The PostgreSQL server module: synchro.so, behind the SQL function synchro.synchro_push
+# (migration 13). Compiled against pg_config's server headers (as system headers: their
+# warnings are PostgreSQL's), linked with the pure core. Installed into pgmoduledir
+# (configure: pg_config --pkglibdir unless --with-pgmoduledir); make check loads it from
+# the build tree (tests/integration/with-pg copies it into each throwaway cluster).
+pgmodule_LTLIBRARIES = src/pg/synchro.la
+src_pg_synchro_la_SOURCES = \
+	src/pg/push_module.h \
+	src/pg/push_entry.c \
+	src/pg/push_memory.c \
+	src/pg/push_statements.c \
+	src/pg/push_schemas.c \
+	src/pg/push_gates.c \
+	src/pg/push_replay.c \
+	src/pg/push_admission.c \
+	src/pg/push_terminal.c \
+	src/pg/push_cas.c \
+	src/pg/push_unit.c \
+	src/pg/push_atomic_group.c \
+	src/pg/push_ledger.c
+src_pg_synchro_la_CPPFLAGS = -D_GNU_SOURCE -I$(top_srcdir)/src/include -I$(top_srcdir)/src/pg \
+	-isystem $(PG_INCLUDEDIR_SERVER)
+src_pg_synchro_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+src_pg_synchro_la_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,--allow-shlib-undefined
+src_pg_synchro_la_LIBADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm

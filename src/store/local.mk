@@ -12,7 +12,7 @@ src_store_libsystore_la_SOURCES = \
 	src/store/prepared.c src/store/prepared.h \
 	src/store/session.c src/store/session.h \
 	src/store/pull.c src/store/pull.h \
-	src/store/push.c src/store/push.h
+	src/store/push_call.c src/store/push_call.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
 src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

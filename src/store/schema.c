@@ -10,6 +10,7 @@
 #include "store/migrate.h"
 #include "store/schema.h"
 #include "synchro/alloc.h"
+#include "synchro/buf.h"
 
 /* PROTOCOL.md §3: the PostgreSQL types (pg_catalog typname) each portable type maps to. */
 static const struct {
@@ -374,6 +375,25 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 	return st;
 }
 
+/*
+ * Migration 13: every push write runs inside synchro.synchro_push, as synchro_owner, so
+ * the owner gets the writes (and its triggers run with its authority, ADR); synchro_app,
+ * the responders, only reads the table (pull, rebuild) and loses any write an earlier
+ * publish granted it.
+ */
+static const struct {
+	const char *kind;
+	const char *head; /* the statement before the quoted name */
+	const char *tail; /* and after it */
+} grants[] = {
+        {"TABLE", "GRANT SELECT ON TABLE ", " TO synchro_app"},
+        {"TABLE", "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON TABLE ", " FROM synchro_app"},
+        {"TABLE", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE ", " TO synchro_owner"},
+        {"SEQUENCE", "GRANT USAGE ON SEQUENCE ", " TO synchro_owner"},
+        {"SEQUENCE", "REVOKE USAGE ON SEQUENCE ", " FROM synchro_app"},
+        {"SCHEMA", "GRANT USAGE ON SCHEMA ", " TO synchro_app, synchro_owner"},
+};
+
 static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 {
 	sy_store_status st;
@@ -394,7 +414,8 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 	        "SELECT 'SCHEMA', n.nspname, NULL FROM pg_catalog.pg_class c"
 	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 	        " WHERE c.oid = $1::oid"
-	        "   AND NOT pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')",
+	        "   AND NOT (pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')"
+	        "            AND pg_catalog.has_schema_privilege('synchro_owner', n.oid, 'USAGE'))",
 	        1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
 	if (!r)
 		return st;
@@ -408,18 +429,17 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 			st = SY_STORE_FAILED;
 			break;
 		}
-		const char *privs =
-		        strcmp(kind, "TABLE") == 0 ? "SELECT, INSERT, UPDATE, DELETE" : "USAGE";
-		size_t n = strlen(name) + 100;
-		char *sql = sy_malloc(n);
-		if (!sql) {
-			sy_free(name);
-			st = sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
-			break;
+		for (size_t g = 0; g < sizeof grants / sizeof grants[0] && st == SY_STORE_OK; g++) {
+			if (strcmp(kind, grants[g].kind) != 0)
+				continue;
+			sy_buf sql = SY_BUF_INIT;
+			sy_buf_puts(&sql, grants[g].head);
+			sy_buf_puts(&sql, name);
+			sy_buf_puts(&sql, grants[g].tail);
+			st = sql.failed ? sy_store_fail(err, SY_STORE_NOMEM, "out of memory")
+			                : sy_store_command(c, sql.data, "grants", err);
+			sy_buf_free(&sql);
 		}
-		snprintf(sql, n, "GRANT %s ON %s %s TO synchro_app", privs, kind, name);
-		st = sy_store_command(c, sql, "grant to synchro_app", err);
-		sy_free(sql);
 		sy_free(name);
 	}
 	PQclear(r);
@@ -525,6 +545,65 @@ static sy_store_status record_tables(PGconn *c, const sy_manifest *m, long long 
 	return st;
 }
 
+/*
+ * A published table keeps its primary key (doc/protocol.md): the pk's field_id and type
+ * are the typed identity of every row, fence and ledgered mutation of the table, so a
+ * manifest that changes either for a table_id some version had is refused here, against
+ * the latest version that had the table.
+ */
+static sy_store_status check_pk_history(PGconn *c, const sy_manifest *m, sy_error *err)
+{
+	sy_store_status st = SY_STORE_OK;
+	PGresult *r = sy_store_exec(c,
+	                            "SELECT version, manifest FROM synchro.schema_versions"
+	                            " ORDER BY version DESC",
+	                            0, NULL, PGRES_TUPLES_OK, "schema history", NULL, &st, err);
+	if (!r)
+		return st;
+	bool *seen = sy_calloc(m->table_count + 1, sizeof *seen);
+	if (!seen) {
+		PQclear(r);
+		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	}
+	size_t left = m->table_count;
+	for (int i = 0; i < PQntuples(r) && left > 0 && st == SY_STORE_OK; i++) {
+		sy_error pe = {0};
+		sy_manifest *old =
+		        sy_manifest_parse(PQgetvalue(r, i, 1), (size_t)PQgetlength(r, i, 1), &pe);
+		if (!old) {
+			st = sy_store_fail(
+			        err, pe.code == SY_ERR_NOMEM ? SY_STORE_NOMEM : SY_STORE_FAILED,
+			        "schema version %s does not parse", PQgetvalue(r, i, 0));
+			break;
+		}
+		for (size_t t = 0; t < m->table_count && st == SY_STORE_OK; t++) {
+			const sy_table *now = &m->tables[t];
+			const sy_table *was = seen[t] ? NULL
+			                              : sy_manifest_table(old, now->table_id,
+			                                                  strlen(now->table_id));
+			if (!was)
+				continue;
+			seen[t] = true;
+			left--;
+			if (strcmp(was->pk.field_id, now->pk.field_id) != 0 ||
+			    was->pk.type != now->pk.type)
+				st = sy_store_fail(
+				        err, SY_STORE_CONFLICT,
+				        "table \"%s\": its primary key was field \"%s\" of type %s "
+				        "in "
+				        "version %s and cannot change (rows, fences and ledgered "
+				        "mutations are identified by it); map a new table_id "
+				        "instead",
+				        now->table_id, was->pk.field_id, sy_type_name(was->pk.type),
+				        PQgetvalue(r, i, 0));
+		}
+		sy_manifest_free(old);
+	}
+	sy_free(seen);
+	PQclear(r);
+	return st;
+}
+
 static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16],
                                sy_store_note_fn note, void *arg, sy_store_published *out,
                                sy_error *err)
@@ -534,6 +613,8 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
 	if (st != SY_STORE_OK)
 		return st;
 	if ((st = check_all(c, m, oids, note, arg, err)) != SY_STORE_OK)
+		return st;
+	if ((st = check_pk_history(c, m, err)) != SY_STORE_OK)
 		return st;
 	char hash[SY_HASH_HEX_LEN + 1];
 	if ((st = latest(c, &out->version, hash, err)) != SY_STORE_OK)

@@ -661,17 +661,32 @@ static void insert_client(PGconn *c, const char *client_id, const char *user)
 #define APP_MUT    "a0000000-0000-4000-8000-0000000000a1"
 #define APP_MUT2   "a0000000-0000-4000-8000-0000000000a2"
 
-/* The responders' role: the ledgers are append-only for it, a claim completes once. */
+/*
+ * The responders' role (migration 13): it registers clients and reads, but writes no
+ * ledger, no fence and no application table; every push write is synchro_push's, as
+ * synchro_owner. The ledger rules hold for the owner too: append-only, a claim
+ * completes once.
+ */
 static void test_app_role(void)
 {
 	pgt_exec(db, "CREATE ROLE test_app LOGIN IN ROLE synchro_app");
-	pgt_exec(db, "GRANT SELECT, INSERT, UPDATE, DELETE ON todo, item TO synchro_app");
+	/* what schema publish grants */
+	pgt_exec(db, "GRANT SELECT ON todo, item TO synchro_app");
+	pgt_exec(db, "GRANT SELECT, INSERT, UPDATE, DELETE ON todo, item TO synchro_owner");
 	PGconn *app = pgt_connect("user=test_app");
+	PGconn *own = pgt_connect(NULL);
+	pgt_exec(own, "SET ROLE synchro_owner");
 	discard();
 
 	insert_client(app, APP_CLIENT, "alice");
-	pgt_exec(app, "UPDATE synchro.clients SET generation = 2, accepted_write_epoch = 2,"
-	              " last_seen_at = now() WHERE client_id = '" APP_CLIENT "'");
+	pgt_exec(app, "UPDATE synchro.clients SET generation = 2, last_seen_at = now()"
+	              " WHERE client_id = '" APP_CLIENT "'");
+	pgt_fails(app,
+	          "UPDATE synchro.clients SET accepted_write_epoch = 2"
+	          " WHERE client_id = '" APP_CLIENT "'",
+	          "42501");
+	pgt_exec(own, "UPDATE synchro.clients SET accepted_write_epoch = 2"
+	              " WHERE client_id = '" APP_CLIENT "'");
 	pgt_fails(app,
 	          "UPDATE synchro.clients SET materialized_write_epoch = 2"
 	          " WHERE client_id = '" APP_CLIENT "'",
@@ -680,18 +695,25 @@ static void test_app_role(void)
 	pgt_fails(app, "INSERT INTO synchro.client_progress VALUES ('" APP_CLIENT "', 2)", "42501");
 	pgt_fails(app, "DELETE FROM synchro.clients", "42501");
 
-	/* Claim, then complete with the canonical response. */
-	pgt_exec(app, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
+	/* No ledger write but through synchro_push. */
+	pgt_fails(app,
+	          "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
+	                  "alice", APP_CLIENT, APP_BATCH, "claimed", "NULL", "NULL", "NULL"),
+	          "42501");
+	pgt_fails(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT, APP_BATCH), "42501");
+	pgt_fails(app, "UPDATE synchro.batches SET state = 'complete'", "42501");
+	/* Claim, then complete with the canonical response (as the owner). */
+	pgt_exec(own, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
 	                      "alice", APP_CLIENT, APP_BATCH, "claimed", "NULL", "NULL", "NULL"));
-	pgt_exec(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT, APP_BATCH));
-	pgt_exec(app, "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
+	pgt_exec(own, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT, APP_BATCH));
+	pgt_exec(own, "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
 	              " response = '{\"ok\":1}', completed_at = now()"
 	              " WHERE batch_id = '" APP_BATCH "'");
 	/* A mutation row names a batch of its own client (migration 11, per statement). */
-	pgt_fails(app, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2, APP_BATCH2), "23503");
-	pgt_fails(app, MUTATION_INSERT("bob", APP_CLIENT, APP_MUT2, APP_BATCH), "23503");
+	pgt_fails(own, MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2, APP_BATCH2), "23503");
+	pgt_fails(own, MUTATION_INSERT("bob", APP_CLIENT, APP_MUT2, APP_BATCH), "23503");
 	/* Checked for every batch a statement names, not only its first row's (migration 12). */
-	pgt_fails(app,
+	pgt_fails(own,
 	          MUTATION_INSERT("alice", APP_CLIENT, APP_MUT2,
 	                          APP_BATCH) ", ('alice', '" APP_CLIENT "', gen_random_uuid(),"
 	                                     " 'sha256', 1,"
@@ -707,9 +729,9 @@ static void test_app_role(void)
 	pgt_fails(db, "DELETE FROM synchro.batches WHERE batch_id = '" APP_BATCH "'", "23503");
 	pgt_exec(db, "ROLLBACK");
 	/* Complete is final, for any column. */
-	pgt_fails(app, "UPDATE synchro.batches SET response = 'x' WHERE batch_id = '" APP_BATCH "'",
+	pgt_fails(own, "UPDATE synchro.batches SET response = 'x' WHERE batch_id = '" APP_BATCH "'",
 	          "SY002");
-	pgt_fails(app,
+	pgt_fails(own,
 	          "UPDATE synchro.batches SET state = 'claimed', http_status = NULL,"
 	          " response = NULL, completed_at = NULL WHERE batch_id = '" APP_BATCH "'",
 	          "SY002");
@@ -719,13 +741,13 @@ static void test_app_role(void)
 	          " WHERE batch_id = '" APP_BATCH "'",
 	          "42501");
 	/* A complete row without its response cannot exist. */
-	pgt_fails(app,
+	pgt_fails(own,
 	          "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
 	                  "alice", APP_CLIENT, APP_BATCH2, "complete", "200", "NULL", "now()"),
 	          "23514");
-	pgt_exec(app, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
+	pgt_exec(own, "INSERT INTO synchro.batches " BATCH_COLS " VALUES " BATCH_VALUES(
 	                      "alice", APP_CLIENT, APP_BATCH3, "claimed", "NULL", "NULL", "NULL"));
-	pgt_fails(app,
+	pgt_fails(own,
 	          "UPDATE synchro.batches SET state = 'complete', http_status = 200,"
 	          " completed_at = now() WHERE batch_id = '" APP_BATCH3 "'",
 	          "23514");
@@ -756,44 +778,26 @@ static void test_app_role(void)
 	pgt_fails(app, "CREATE TABLE synchro.mine (x int)", "42501");
 	pgt_fails(app, "SELECT synchro.install_fence_trigger('item', 'x', 'id', '', '')", "42501");
 	pgt_fails(app, "SELECT synchro.backfill_fences('item', 'x', 'id', '')", "42501");
-	/* The compare-and-swap locks a fence through synchro.lock_fence (migration 4). */
-	pgt_exec(app, "BEGIN");
-	char *lock = pgt_value(app,
-	                       "SELECT state || ' ' || version FROM synchro.lock_fence('item',"
-	                       " '2')",
-	                       0, NULL);
-	char want[200];
-	snprintf(want, sizeof want, "live %s", get_fence("item", "2").version);
-	CU_ASSERT_PTR_NOT_NULL(lock);
-	if (lock)
-		CU_ASSERT_STRING_EQUAL(lock, want);
-	free(lock);
-	CU_ASSERT_EQUAL(
-	        pgt_int(app, "SELECT count(*) FROM synchro.lock_fence('item', '404')", 0, NULL), 0);
-	/* Held: another session cannot take the fence until the transaction ends. */
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "SELECT count(*) FROM (SELECT 1 FROM synchro.row_fences WHERE"
-	                        " table_id = 'item' AND pk = '2' FOR UPDATE SKIP LOCKED) s",
-	                        0, NULL),
-	                0);
-	pgt_exec(app, "ROLLBACK");
-	CU_ASSERT_EQUAL(pgt_int(db,
-	                        "SELECT count(*) FROM (SELECT 1 FROM synchro.row_fences WHERE"
-	                        " table_id = 'item' AND pk = '2' FOR UPDATE SKIP LOCKED) s",
-	                        0, NULL),
-	                1);
-	/* Its writes to synced tables still move fences (the trigger runs as the owner). */
-	pgt_exec(app, "BEGIN");
-	pgt_exec(app, "SELECT set_config('synchro.mutation_id', '" APP_MUT "', true),"
+	/* The compare-and-swap locks fences inside synchro_push now (migration 13). */
+	pgt_fails(app, "SELECT * FROM synchro.lock_fence('item', '2')", "42501");
+	/* Application tables: read, never written but through synchro_push. */
+	pgt_exec(app, "SELECT count(*) FROM item");
+	pgt_fails(app, "INSERT INTO item (id, label) VALUES (21, 'app')", "42501");
+	pgt_fails(app, "UPDATE item SET qty = 1", "42501");
+	pgt_fails(app, "DELETE FROM item", "42501");
+	/* The owner's writes to synced tables move fences, naming the push settings. */
+	pgt_exec(own, "BEGIN");
+	pgt_exec(own, "SELECT set_config('synchro.mutation_id', '" APP_MUT "', true),"
 	              "       set_config('synchro.client_id', '" APP_CLIENT "', true),"
 	              "       set_config('synchro.user_id', 'alice', true)");
-	pgt_exec(app, "INSERT INTO item (id, label) VALUES (20, 'app')");
-	pgt_exec(app, "COMMIT");
+	pgt_exec(own, "INSERT INTO item (id, label) VALUES (20, 'app')");
+	pgt_exec(own, "COMMIT");
 	fence f = get_fence("item", "20");
 	CU_ASSERT_STRING_EQUAL(f.state, "live");
 	CU_ASSERT_STRING_EQUAL(f.mutation_id, APP_MUT);
 	CU_ASSERT_STRING_EQUAL(f.user_id, "alice");
 	CU_ASSERT(drain(msgs, MAX_MESSAGES) == 1);
+	PQfinish(own);
 	PQfinish(app);
 
 	/* walsync: the changelog and the lease, the materialized epoch, the fence LSN. */

@@ -86,6 +86,13 @@ void sy_push_request_free(sy_push_request *req);
  */
 SY_MUST_CHECK bool sy_push_check_schema(const sy_push_request *req, const sy_manifest *current,
                                         sy_error *err);
+/*
+ * The same rule for mutation i against table t alone (whichever schema version t is
+ * of): its pk field must be t's and its value canonical for t's pk type. False with
+ * *err set: SY_ERR_INVALID_REQUEST naming the member path, or SY_ERR_NOMEM.
+ */
+SY_MUST_CHECK bool sy_push_check_pk(const sy_push_request *req, size_t i, const sy_table *t,
+                                    sy_error *err);
 
 /*
  * Appends the normalized schema_ref [version_decimal_string, hash] as JCS

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * An atomic request (ADR "Atomic mutation groups"): its push unit is the whole group, one
+ * internal subtransaction opened after the ledger lookup with every deferrable constraint
+ * deferred; mutations in request order with the ordinary evaluation, stopping at the
+ * first that does not apply; if all applied, every deferrable constraint checked at the
+ * group's end and each accepted row read again after that check. Otherwise the group is
+ * rolled back and the failed-group response built (sy_outcome_atomic_failed_group): a
+ * conflict is rebuilt from the row read after the rollback, a failed end check is
+ * validation_failed of the last mutation. Errors are handled as in push_unit.c.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "push_module.h"
+#include "synchro/alloc.h"
+
+/* Runs the group; returns the index of the mutation that did not apply, or n. Sets
+ * *sqlerrcode when the database refused it (0 otherwise). */
+static size_t group(sp_push *x, int *sqlerrcode)
+{
+	size_t n = x->req->mutation_count;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile size_t at = 0; /* the mutation being written; n: the group's end */
+	volatile size_t failing = n;
+	sp_row *rows = palloc0(sizeof *rows * n);
+
+	*sqlerrcode = 0;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		sp_constraints(true);
+		for (size_t k = 0; k < n && failing == n; k++) {
+			at = k;
+			if (!sp_needs_row(x, k)) {
+				sp_settle_without_row(x, k);
+				failing = k;
+			} else if (!sp_lock_and_classify(x, k)) {
+				failing = k;
+			} else {
+				sp_name_mutation(x, k);
+				sp_write(x, k);
+			}
+		}
+		if (failing == n) {
+			/* The group's end belongs to its last mutation (its fence writes too). */
+			at = n;
+			sp_name_mutation(x, n - 1);
+			sp_constraints(false);
+			for (size_t k = 0; k < n; k++)
+				sp_read(x, k, &rows[k]);
+			ReleaseCurrentSubTransaction();
+		} else {
+			RollbackAndReleaseCurrentSubTransaction();
+		}
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		ErrorData *ed = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (!sp_unit_error(ed->sqlerrcode))
+			ReThrowError(ed);
+		*sqlerrcode = ed->sqlerrcode;
+		FreeErrorData(ed);
+		return at;
+	}
+	PG_END_TRY();
+	if (failing == n)
+		for (size_t k = 0; k < n; k++)
+			sp_applied(x, k, &rows[k]);
+	return failing;
+}
+
+void sp_run_group(sp_push *x)
+{
+	size_t n = x->req->mutation_count;
+	int sqlerrcode;
+	size_t failing = group(x, &sqlerrcode);
+	if (failing == n && sqlerrcode == 0)
+		return;
+	if (failing == n) {
+		/* ADR: a failed check at the group end gives validation_failed to the last. */
+		failing = n - 1;
+		sp_set_terminal(x, failing, SY_CODE_VALIDATION_FAILED, sp_msg_constraint);
+	} else if (sqlerrcode != 0) {
+		sp_refused(x, failing, sqlerrcode);
+	} else if (x->res[failing].o.status == SY_STATUS_CONFLICT) {
+		/* ADR: rebuilt from the committed state, so an earlier group write (a cascaded
+		 * delete) never appears in the outcome. */
+		sp_row row;
+		sp_read(x, failing, &row);
+		sp_fill_row(x, failing, &row);
+	}
+	sy_outcome *out = sy_calloc(n, sizeof *out);
+	sy_error e = {0};
+	if (out == NULL)
+		sp_nomem("atomic failed group");
+	if (!sy_outcome_atomic_failed_group(x->req, failing, &x->res[failing].o, out, &e)) {
+		if (e.code == SY_ERR_NOMEM)
+			sp_nomem("atomic failed group");
+		sp_fail("the atomic failed group breaks the contract");
+	}
+	for (size_t k = 0; k < n; k++) {
+		x->res[k].o = out[k];
+		x->res[k].decided = true;
+	}
+	sy_free(out);
+	x->applied = 0;
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * synchro.synchro_push(user_id, body, ...): everything of a push after authentication and
+ * the protocol gate, in one statement (ADR "The adapter runs synchro_push as one statement
+ * in its own transaction"), in the ADR's dispatch order: structural validation, client
+ * and retirement, batch and mutation replay lookup, the current schema's pk rule, the
+ * generation and schema gates, admission, then the first execution under the client's row
+ * lock, and the answer: HTTP status, the exact body bytes, whether it is a replay and the
+ * Retry-After of a 429 or 503. doc/protocol.md ("Writing an adapter") is the contract.
+ *
+ * The first execution runs inside one internal subtransaction of the caller's transaction:
+ * an operational failure (a deadlock, a lock timeout, a broken invariant, memory) rolls
+ * all of it back and answers 503, never committing part of a request; deadlocks and
+ * serialization failures are tried again first. Only the SQLSTATE and the step reach the
+ * server log, never a value.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "push_module.h"
+#include "synchro/alloc.h"
+
+PG_MODULE_MAGIC;
+
+/* ADR: deadlocks and serialization failures are retried a bounded number of times. */
+#define ATTEMPTS 3
+
+/* Seconds between PostgreSQL's epoch (2000-01-01) and the Unix epoch. */
+#define PG_UNIX_EPOCH_DIFF_S ((int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
+
+void _PG_init(void);
+
+void _PG_init(void)
+{
+	sp_memory_init();
+	CacheRegisterRelcacheCallback(sp_invalidate_deferrable, (Datum)0);
+}
+
+void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...)
+{
+	va_list ap;
+	x->error = code;
+	x->status = sy_errcode_http_status(code);
+	x->replay = false;
+	x->body = NULL;
+	x->body_len = 0;
+	va_start(ap, fmt);
+	vsnprintf(x->message, sizeof x->message, fmt, ap);
+	va_end(ap);
+}
+
+void sp_fail(const char *step)
+{
+	ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("synchro_push: %s", step)));
+}
+
+void sp_nomem(const char *step)
+{
+	ereport(ERROR,
+	        (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("synchro_push: %s: out of memory", step)));
+}
+
+char *sp_arena_dup(sp_push *x, const char *s, size_t len)
+{
+	char *d = sy_json_doc_alloc(x->doc, len + 1);
+	if (d == NULL)
+		sp_nomem("outcome");
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+/* Transaction-local settings of the push, undone when the call returns (push_entry). */
+static void setting(const char *name, const char *value)
+{
+	(void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+	                        false);
+}
+
+/* One first execution, under the client's row lock (in the attempt's subtransaction). */
+static void execute(sp_push *x)
+{
+	size_t n = x->req->mutation_count;
+	char timeout[32];
+
+	snprintf(timeout, sizeof timeout, "%dms", Max(x->lock_timeout_ms, 0));
+	setting("lock_timeout", timeout);
+	setting("synchro.client_id", x->req->client_id);
+	setting("synchro.user_id", x->user);
+	/* The fence trigger refuses a push insert over a deleted identity (SY006). */
+	setting("synchro.no_resurrection", "on");
+
+	sp_lock_client(x);
+	x->lk.probed = false;
+	if (!x->lk.batch_found)
+		sp_probe_ledger(x);
+	if (sp_decide(x) != SP_GO)
+		return;
+
+	int64 now = GetCurrentTransactionStartTimestamp();
+	sy_server_time_format(now + PG_UNIX_EPOCH_DIFF_S * USECS_PER_SEC, x->server_time);
+	if (!sy_server_time_valid(x->server_time, strlen(x->server_time)))
+		sp_fail("server time out of range");
+
+	sy_json_doc_free(x->doc);
+	x->doc = sy_json_doc_new();
+	if (x->doc == NULL)
+		sp_nomem("request");
+	x->res = palloc0(sizeof *x->res * n);
+	x->applied = 0;
+	sp_take_stored(x);
+	sp_prepare(x);
+	if (x->req->atomic)
+		sp_run_group(x);
+	else
+		sp_run_units(x);
+	sp_finish(x);
+}
+
+static bool retryable(int sqlerrcode)
+{
+	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+	       sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE;
+}
+
+/* One attempt in a subtransaction of its own: all or nothing. NULL when it committed
+ * into the caller's transaction, else the error that rolled it back. */
+static ErrorData *attempt(sp_push *x)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		execute(x);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		ErrorData *ed = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		return ed;
+	}
+	PG_END_TRY();
+	return NULL;
+}
+
+static void first_execution(sp_push *x)
+{
+	for (int n = 1;; n++) {
+		ErrorData *ed = attempt(x);
+		if (ed == NULL)
+			return;
+		/* A cancel (statement_timeout, pg_cancel_backend) stays a cancel. */
+		if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(ed);
+		if (retryable(ed->sqlerrcode) && n < ATTEMPTS) {
+			ereport(LOG,
+			        (errmsg("synchro_push: batch %s of client %s: attempt %d rolled "
+			                "back (SQLSTATE %s), trying again",
+			                x->req->batch_id, x->req->client_id, n,
+			                unpack_sql_state(ed->sqlerrcode)),
+			         errhidestmt(true)));
+			FreeErrorData(ed);
+			continue;
+		}
+		/* Our own failures name their step; anything else may quote values: only its
+		 * SQLSTATE is logged. */
+		bool ours = ed->message != NULL && strncmp(ed->message, "synchro_push: ", 14) == 0;
+		ereport(LOG, (errmsg("synchro_push: batch %s of client %s not committed: "
+		                     "SQLSTATE %s%s%s",
+		                     x->req->batch_id, x->req->client_id,
+		                     unpack_sql_state(ed->sqlerrcode), ours ? ", " : "",
+		                     ours ? ed->message + 14 : ""),
+		              errhidestmt(true)));
+		FreeErrorData(ed);
+		sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "request could not be committed");
+		return;
+	}
+}
+
+/* Everything of the call whose answer is not an error of the statement itself. */
+static void answer(sp_push *x, const char *body, size_t len)
+{
+	sy_error e = {0};
+	if (x->user == NULL || !sy_fp_user_valid(x->user, strlen(x->user), &e)) {
+		sp_answer_error(x, SY_ERR_AUTH_REQUIRED, "authentication required");
+		return;
+	}
+	/* ADR: structural validation precedes every gate. */
+	x->req = sy_push_parse(body, len, &e);
+	if (x->req == NULL) {
+		if (e.code == SY_ERR_NOMEM)
+			sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE,
+			                "request could not be committed");
+		else
+			sp_answer_error(x, SY_ERR_INVALID_REQUEST, "%s", e.message);
+		return;
+	}
+	if (!sy_fp_batch(x->req, x->user, strlen(x->user), &x->bfp, &e)) {
+		if (e.code == SY_ERR_NOMEM)
+			sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE,
+			                "request could not be committed");
+		else
+			sp_answer_error(x, SY_ERR_AUTH_REQUIRED, "authentication required");
+		return;
+	}
+	x->user_d = sp_text_datum(x->user, strlen(x->user));
+	x->client_d = sp_uuid_datum(x->req->client_id);
+	x->batch_d = sp_uuid_datum(x->req->batch_id);
+
+	/* The lookup before the client lock: an exact replay is this statement and nothing
+	 * else, and a refused request never waits for another client's execution. */
+	sp_lookup_head(x);
+	sp_next next = sp_decide(x);
+	if (next == SP_PROBE) {
+		sp_probe_ledger(x);
+		next = sp_decide(x);
+	}
+	if (next != SP_GO)
+		return;
+	/* ADR: admission after the schema gate; a refusal of the mutation ledger precedes it. */
+	if ((x->max_inflight > 0 || x->max_per_client > 0) && !sp_admit(x)) {
+		if (!x->lk.probed) {
+			sp_probe_ledger(x);
+			if (sp_decide(x) != SP_GO)
+				return;
+		}
+		sp_answer_error(x, SY_ERR_RETRY_LATER, "too many pushes in flight; retry later");
+		return;
+	}
+	first_execution(x);
+}
+
+/* The canonical body of a request-level error. */
+static void error_body(sp_push *x)
+{
+	sy_buf b = SY_BUF_INIT;
+	sy_error e = {0};
+	bool mismatch = x->error == SY_ERR_SCHEMA_MISMATCH;
+	if (!sy_outcome_error_body(&b, x->error, x->message, mismatch ? &x->current : NULL,
+	                           mismatch ? &x->received : NULL, &e))
+		sp_nomem("error body");
+	x->body = b.data;
+	x->body_len = b.len;
+}
+
+PG_FUNCTION_INFO_V1(synchro_push);
+
+Datum synchro_push(PG_FUNCTION_ARGS)
+{
+	TupleDesc desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "synchro_push: must be declared to return a record");
+	MemoryContext callcxt = CurrentMemoryContext;
+	MemoryContext pcxt = AllocSetContextCreate(callcxt, "synchro_push", ALLOCSET_DEFAULT_SIZES);
+	int guc_level = NewGUCNestLevel();
+	sp_push x;
+
+	memset(&x, 0, sizeof x);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "synchro_push: SPI_connect failed");
+	MemoryContextSwitchTo(pcxt);
+	sp_core_memory(pcxt);
+	sp_check_calling_transaction();
+
+	x.user = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bytea *body = PG_ARGISNULL(1) ? NULL : PG_GETARG_BYTEA_PP(1);
+	x.lock_timeout_ms = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	x.max_inflight = PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3);
+	x.max_per_client = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+	x.retry_after_s = PG_ARGISNULL(5) ? 1 : Max(PG_GETARG_INT32(5), 1);
+	if (body == NULL)
+		sp_answer_error(&x, SY_ERR_INVALID_REQUEST, "(root): a request body is required");
+	else
+		answer(&x, VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
+	if (x.error != SY_ERR_NONE)
+		error_body(&x);
+
+	Datum values[4];
+	bool nulls[4] = {false, false, false, false};
+	MemoryContextSwitchTo(callcxt);
+	values[0] = Int32GetDatum(x.status);
+	values[1] = sp_bytea_datum(x.body, x.body_len);
+	values[2] = BoolGetDatum(x.replay);
+	if (sy_errcode_retryable(x.error))
+		values[3] = Int32GetDatum(x.retry_after_s);
+	else
+		nulls[3] = true;
+	HeapTuple tuple = heap_form_tuple(BlessTupleDesc(desc), values, nulls);
+
+	sy_push_request_free(x.req);
+	sy_json_doc_free(x.doc);
+	sp_core_memory(NULL);
+	SPI_finish();
+	MemoryContextSwitchTo(callcxt);
+	/* Every setting of the call (lock_timeout, the synchro.* names of the fence trigger)
+	 * is undone: nothing of the push leaks into the caller's transaction. */
+	AtEOXact_GUC(false, guc_level);
+	MemoryContextDelete(pcxt);
+	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+}

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The gates of the ADR's dispatch that need the database, in its order: the calling
+ * transaction (no pending deferrable trigger event), the client bound to the caller (401),
+ * retirement (409 client_retired), the batch and mutation replay lookup, the primary-key
+ * rule of the current schema (400), the generation gate (409 client_generation_expired)
+ * and the schema gate (422 schema_mismatch). Replay precedes every current-schema check,
+ * so an exact replay never depends on what was published since (doc/protocol.md).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/memutils.h"
+
+#include "push_module.h"
+
+/* ---- the calling transaction ---- */
+
+/* Relations that have a deferrable trigger (FK checks, deferrable unique keys, constraint
+ * triggers), read again after any relcache invalidation. */
+static Oid *deferrable;
+static int ndeferrable = -1;
+
+void sp_invalidate_deferrable(Datum arg, Oid relid)
+{
+	(void)arg;
+	(void)relid;
+	ndeferrable = -1;
+}
+
+static const char deferrable_sql[] =
+        "SELECT DISTINCT t.tgrelid FROM pg_catalog.pg_trigger t WHERE t.tgdeferrable";
+
+/*
+ * ADR "Push unit constraint checks": before the first unit (and before any ledger claim),
+ * no relation with a deferrable trigger may have a pending trigger event in the calling
+ * transaction, since SET CONSTRAINTS ALL IMMEDIATE at a unit end would fire it. The call
+ * then fails with SQLSTATE 25000 and the event is never fired by us.
+ */
+void sp_check_calling_transaction(void)
+{
+	if (ndeferrable < 0) {
+		sp_run(sp_plan(deferrable_sql, 0, NULL), NULL, NULL, SPI_OK_SELECT);
+		Oid *list =
+		        MemoryContextAlloc(sp_cache_context(), sizeof *list * (SPI_processed + 1));
+		for (uint64 i = 0; i < SPI_processed; i++)
+			list[i] = (Oid)sp_int(i, 1);
+		if (deferrable != NULL)
+			pfree(deferrable);
+		deferrable = list;
+		ndeferrable = (int)SPI_processed;
+	}
+	for (int i = 0; i < ndeferrable; i++)
+		if (AfterTriggerPendingOnRel(deferrable[i]))
+			ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+			                errmsg("synchro_push: the calling transaction has a "
+			                       "pending deferred "
+			                       "trigger event"),
+			                errhint("Call synchro_push in a transaction of its own, or "
+			                        "run SET "
+			                        "CONSTRAINTS ALL IMMEDIATE before it.")));
+}
+
+/* ---- lookup ---- */
+
+/*
+ * Client, retirement, the latest published schema and the batch, in one statement; NULL
+ * columns where there is none. Before the client lock it is the whole of an exact replay;
+ * after the lock it is read again (a statement started after the lock was granted sees
+ * every batch, retirement and publish committed while it waited: READ COMMITTED).
+ */
+static const char head_sql[] =
+        "SELECT c.user_id, c.generation,"
+        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = $1),"
+        "       (SELECT max(v.version) FROM synchro.schema_versions v),"
+        "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, b.fingerprint,"
+        "       b.http_status, b.response"
+        "  FROM (SELECT 1) one"
+        "  LEFT JOIN synchro.clients c ON c.client_id = $1"
+        "  LEFT JOIN synchro.batches b"
+        "         ON b.user_id = $2 AND b.client_id = $1 AND b.batch_id = $3";
+
+/* ADR: requests of one client serialize here; the row lock also orders a push against
+ * connect (a new generation) and retirement, which update or lock this row. */
+static const char lock_sql[] =
+        "SELECT 1 FROM synchro.clients c WHERE c.client_id = $1 FOR NO KEY UPDATE OF c";
+
+void sp_lookup_head(sp_push *x)
+{
+	static const Oid types[] = {UUIDOID, TEXTOID, UUIDOID};
+	Datum v[] = {x->client_d, x->user_d, x->batch_d};
+	sp_lookup *lk = &x->lk;
+	sp_run(sp_plan(head_sql, 3, types), v, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		sp_fail("lookup");
+	memset(lk, 0, sizeof *lk);
+	if (!sp_isnull(0, 1)) {
+		char *owner = sp_text(0, 1);
+		lk->client_found = true;
+		lk->bound = strcmp(owner, x->user) == 0;
+		lk->generation = sp_int(0, 2);
+	}
+	lk->retired = sp_bool(0, 3);
+	lk->latest = sp_int(0, 4);
+	if (!sp_isnull(0, 5)) {
+		size_t dlen;
+		char *state = sp_text(0, 5);
+		char *alg = sp_text(0, 6);
+		char *domain = sp_text(0, 8);
+		char *digest = sp_bytes(0, 9, &dlen);
+		lk->batch_found = true;
+		lk->batch_complete = strcmp(state, "complete") == 0;
+		lk->batch_fp_equal = sy_fp_matches(&x->bfp, alg, (int)sp_int(0, 7), domain,
+		                                   (const uint8_t *)digest, dlen);
+		lk->batch_status = (int)sp_int(0, 10);
+		lk->response = sp_bytes(0, 11, &lk->response_len);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+void sp_lock_client(sp_push *x)
+{
+	static const Oid types[] = {UUIDOID};
+	Datum v[] = {x->client_d};
+	sp_run(sp_plan(lock_sql, 1, types), v, NULL, SPI_OK_SELECT);
+	SPI_freetuptable(SPI_tuptable);
+	sp_lookup_head(x);
+}
+
+void sp_current_schema(sp_push *x)
+{
+	if (x->cur != NULL && x->cur->version == x->lk.latest)
+		return;
+	x->cur = x->lk.latest > 0 ? sp_schema_get(x->lk.latest) : NULL;
+}
+
+/* ---- decisions ---- */
+
+/*
+ * PROTOCOL 5: the pk of a mutation whose table is in the current schema must be that
+ * table's pk (field and canonical value), else the request is 400; a mutation authored
+ * under a schema whose pk the current one no longer has is retained intent, classified
+ * schema_incompatible per mutation (push_terminal.c) instead.
+ */
+static bool pk_refused(sp_push *x)
+{
+	const sy_push_request *req = x->req;
+	for (size_t i = 0; i < req->mutation_count; i++) {
+		const sy_mutation *m = &req->mutations[i];
+		const sy_table *t = sy_manifest_table(x->cur->m, m->table_id, m->table_len);
+		sy_error e = {0};
+		if (t == NULL || sy_push_check_pk(req, i, t, &e))
+			continue;
+		if (e.code == SY_ERR_NOMEM)
+			sp_nomem("schema check");
+		sp_schema *a = NULL;
+		if (m->authored_schema.version != (uint64_t)x->cur->version &&
+		    m->authored_schema.version <= (uint64_t)PG_INT64_MAX)
+			a = sp_schema_get((int64)m->authored_schema.version);
+		const sy_table *at = a != NULL && strcmp(a->hash, m->authored_schema.hash) == 0
+		                             ? sy_manifest_table(a->m, m->table_id, m->table_len)
+		                             : NULL;
+		sy_error ae = {0};
+		if (at != NULL && sy_push_check_pk(req, i, at, &ae))
+			continue;
+		if (ae.code == SY_ERR_NOMEM)
+			sp_nomem("schema check");
+		sp_answer_error(x, SY_ERR_INVALID_REQUEST, "%s", e.message);
+		return true;
+	}
+	return false;
+}
+
+static bool schema_is_current(const sp_push *x)
+{
+	return x->req->schema.version == (uint64_t)x->cur->version &&
+	       strcmp(x->req->schema.hash, x->cur->hash) == 0;
+}
+
+sp_next sp_decide(sp_push *x)
+{
+	const sp_lookup *lk = &x->lk;
+	const sy_push_request *req = x->req;
+	if (!lk->client_found || !lk->bound) {
+		sp_answer_error(x, SY_ERR_AUTH_REQUIRED,
+		                "the client is not registered to this user");
+		return SP_DONE;
+	}
+	if (lk->retired) {
+		sp_answer_error(x, SY_ERR_CLIENT_RETIRED, "the client is retired");
+		return SP_DONE;
+	}
+	/* ADR "Exact replay": before every mutable check. */
+	if (lk->batch_found) {
+		if (!lk->batch_fp_equal) {
+			sp_answer_error(x, SY_ERR_IDEMPOTENCY_CONFLICT,
+			                "batch_id was used for a different request");
+			return SP_DONE;
+		}
+		if (!lk->batch_complete || lk->response == NULL)
+			sp_fail("a visible batch row is not complete");
+		x->error = SY_ERR_NONE;
+		x->status = lk->batch_status;
+		x->replay = true;
+		x->body = lk->response;
+		x->body_len = lk->response_len;
+		return SP_DONE;
+	}
+	sp_current_schema(x);
+	if (x->cur == NULL) {
+		sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "no schema is published yet");
+		return SP_DONE;
+	}
+	if (!lk->probed) {
+		/* The mutation ledger's refusals precede every gate below. */
+		bool refused = (int64)req->client_generation != lk->generation ||
+		               !schema_is_current(x) || pk_refused(x);
+		return refused ? SP_PROBE : SP_GO;
+	}
+	for (size_t i = 0; i < lk->nled; i++) {
+		if (!lk->led[i].fp_equal) {
+			sp_answer_error(
+			        x, SY_ERR_IDEMPOTENCY_CONFLICT,
+			        "mutations[%zu].mutation_id was used for a different mutation",
+			        lk->led[i].index);
+			return SP_DONE;
+		}
+	}
+	if (req->atomic && lk->nled > 0) {
+		sp_answer_error(
+		        x, SY_ERR_INVALID_REQUEST,
+		        "mutations[%zu].mutation_id: an atomic request cannot carry a mutation"
+		        " recorded by another batch",
+		        lk->led[0].index);
+		return SP_DONE;
+	}
+	/* The symmetric rule: a non-atomic response never carries atomic_batch_rejected (ADR),
+	 * so a mutation rejected with its atomic group needs a new mutation_id. */
+	for (size_t i = 0; !req->atomic && i < lk->nled; i++) {
+		if (lk->led[i].atomic_rejected) {
+			sp_answer_error(
+			        x, SY_ERR_INVALID_REQUEST,
+			        "mutations[%zu].mutation_id: rejected with its atomic batch; a new"
+			        " attempt needs a new mutation_id",
+			        lk->led[i].index);
+			return SP_DONE;
+		}
+	}
+	if (pk_refused(x))
+		return SP_DONE;
+	if ((int64)req->client_generation != lk->generation) {
+		sp_answer_error(x, SY_ERR_CLIENT_GENERATION_EXPIRED,
+		                "client_generation is not the current generation; connect again");
+		return SP_DONE;
+	}
+	if (!schema_is_current(x)) {
+		x->current.version = (uint64_t)x->cur->version;
+		strlcpy(x->current.hash, x->cur->hash, sizeof x->current.hash);
+		x->received = req->schema;
+		sp_answer_error(x, SY_ERR_SCHEMA_MISMATCH,
+		                "the request schema is not the current schema");
+		return SP_DONE;
+	}
+	return SP_GO;
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * synchro_push, the ADR's push as one PostgreSQL statement: the state of one call and
+ * the interface between the module's files. Each file holds one concept of the contract:
+ *
+ *   push_entry.c        the SQL-callable function, the dispatch order, the answer
+ *   push_memory.c       libsynchro's allocator over PostgreSQL memory contexts
+ *   push_statements.c   saved SPI plans and the datums they take and return
+ *   push_schemas.c      published manifests and the SQL of their tables
+ *   push_gates.c        the calling transaction, client, retirement, generation, schema
+ *   push_replay.c       batch and mutation ledger lookup, exact and cross-batch replay
+ *   push_admission.c    caps on first executions across every responder (advisory locks)
+ *   push_terminal.c     the per-mutation rules decided without the row
+ *   push_cas.c          row and fence locks, the matrix, row reads, the source write
+ *   push_unit.c         one subtransaction per mutation of a non-atomic request
+ *   push_atomic_group.c one subtransaction for an atomic request
+ *   push_ledger.c       the response, the ledger rows and the accepted-write epoch
+ *
+ * Rules of the house: the core (libsynchro) is called outside PG_TRY and never sees an
+ * ereport (its allocator returns NULL); module code reports every operational failure
+ * with sp_fail() (an ERROR the entry point turns into 503 after rolling everything back);
+ * errors caught to classify an outcome are flushed, never logged.
+ */
+#ifndef SY_PG_PUSH_MODULE_H
+#define SY_PG_PUSH_MODULE_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#include "synchro/fingerprint.h"
+#include "synchro/json.h"
+#include "synchro/manifest.h"
+#include "synchro/matrix.h"
+#include "synchro/outcome.h"
+#include "synchro/push.h"
+#include "synchro/scalar.h"
+
+/* ---- push_memory.c ---- */
+
+/* Points libsynchro's allocator at cxt (every allocation until the next call). */
+void sp_core_memory(MemoryContext cxt);
+/* The context libsynchro allocates in now. */
+MemoryContext sp_core_context(void);
+/* The module's long-lived context (manifests, table SQL), created on first use. */
+MemoryContext sp_cache_context(void);
+/* Installs the allocator bridge (from _PG_init). */
+void sp_memory_init(void);
+
+/* ---- push_statements.c ---- */
+
+/* A saved plan for sql (prepared once per backend, kept across calls). */
+SPIPlanPtr sp_plan(const char *sql, int nargs, const Oid *types);
+/* Runs plan; fails the request unless SPI reports expect (SPI_OK_SELECT, ...). */
+void sp_run(SPIPlanPtr plan, const Datum *values, const char *nulls, int expect);
+/* Column col (1-based) of row i of the last result as text (NULL when null), in the
+ * current memory context. */
+char *sp_text(uint64 i, int col);
+bool sp_isnull(uint64 i, int col);
+bool sp_bool(uint64 i, int col);
+int64 sp_int(uint64 i, int col);
+/* A bytea or text column's octets (detoasted, in the current context); NULL when null. */
+char *sp_bytes(uint64 i, int col, size_t *len);
+/* Datums from C values, in the current memory context. */
+Datum sp_text_datum(const char *s, size_t len);
+Datum sp_uuid_datum(const char *uuid);
+Datum sp_bytea_datum(const void *p, size_t len);
+
+/* ---- push_schemas.c ---- */
+
+/* A synced table of a cached manifest: quoted identifiers and its fixed statements. */
+typedef struct {
+	const sy_table *t;
+	char *rel;           /* quoted, possibly schema-qualified */
+	char *pk;            /* quoted pk column */
+	char **cols;         /* quoted column per field of t */
+	int owner;           /* index of the owner field in t->fields, or -1 */
+	const char *pk_type; /* the PostgreSQL type the pk text is cast to */
+	char *lock_sql;      /* $1 pk: the row FOR UPDATE (pk, then every field) */
+	char *read_sql;      /* $1 table_id, $2 pk: fence state, version, has row, fields */
+	char *delete_sql;    /* $1 pk: the hard or soft delete */
+} sp_table;
+
+typedef struct sp_schema {
+	int64 version;
+	char hash[SY_HASH_HEX_LEN + 1];
+	sy_manifest *m;
+	sp_table *tables; /* per m->tables, built when first used as the current schema */
+	struct sp_schema *next;
+} sp_schema;
+
+/* The published schema version (cached once read); NULL when no such version. */
+sp_schema *sp_schema_get(int64 version);
+/* The table info of t in s (s used as the current schema). */
+const sp_table *sp_schema_table(sp_schema *s, const sy_table *t);
+/* The PostgreSQL type a wire value of t is cast to from its text. */
+const char *sp_pg_type(sy_type t);
+
+/* ---- the call ---- */
+
+/* A mutation identity found in the mutation ledger. */
+typedef struct {
+	size_t index; /* in the request */
+	bool same_batch;
+	bool fp_equal;
+	bool atomic_rejected; /* its stored outcome is atomic_batch_rejected */
+	char *outcome;        /* the exact stored canonical outcome */
+	size_t outcome_len;
+} sp_ledgered;
+
+/* What the gates read. */
+typedef struct {
+	bool client_found;
+	bool bound; /* the client is the caller's */
+	bool retired;
+	int64 generation;
+	int64 latest; /* the latest published schema version; 0: none */
+	bool batch_found;
+	bool batch_complete;
+	bool batch_fp_equal;
+	int batch_status;
+	char *response;
+	size_t response_len;
+	bool probed; /* the mutation ledger was read */
+	sp_ledgered *led;
+	size_t nled;
+} sp_lookup;
+
+/* A mutation's classification before its row is read (push_terminal.c). */
+typedef struct {
+	const sp_table *ti; /* NULL when the table is not in the current schema */
+	unsigned rules;     /* SY_RULE_* that apply without the row */
+	bool owner_scoped;  /* the owner policy must be judged on the current row */
+	const char *validation_message;
+	const char *rule_message; /* of schema_incompatible, table_not_synced, policy none */
+	const char **incompat;
+	size_t nincompat;
+	const char *pk_text; /* the key as PostgreSQL text (the fence pk) */
+	const char **vals;   /* per column: PostgreSQL text input, NULL for null */
+	const sy_field **fields;
+} sp_pre;
+
+typedef struct {
+	sy_outcome o;
+	bool decided;
+	const sy_json *stored; /* cross-batch replay: the stored outcome */
+} sp_res;
+
+/* The state of one identity, copied out of a lock or a read. */
+typedef struct {
+	sy_row_state state;
+	char *version; /* NULL without a fence */
+	bool has_row;
+	char **vals; /* per field of the table (text output, NULL for null) */
+} sp_row;
+
+typedef struct {
+	/* the call's arguments */
+	const char *user;
+	sy_push_request *req;
+	int lock_timeout_ms;
+	int max_inflight;
+	int max_per_client;
+	int retry_after_s;
+	/* identities as datums */
+	Datum user_d;
+	Datum client_d;
+	Datum batch_d;
+	sy_fingerprint bfp;
+	sy_fingerprint *mfp; /* made when the mutation ledger is first needed */
+	sp_lookup lk;
+	sp_schema *cur;
+	/* first execution */
+	sy_json_doc *doc; /* outcomes and their rows */
+	sp_pre *pre;
+	sp_res *res;
+	size_t applied;
+	char server_time[SY_SERVER_TIME_LEN + 1];
+	/* the answer */
+	int status;
+	sy_errcode error; /* SY_ERR_NONE: body is the 200 body (or a replay's stored one) */
+	char message[SY_ERROR_MESSAGE_MAX];
+	sy_schema_ref current;
+	sy_schema_ref received;
+	bool replay;
+	char *body;
+	size_t body_len;
+} sp_push;
+
+/* Gate decisions. SP_PROBE: a later gate refuses, but the mutation ledger, which
+ * precedes it, was not read yet. */
+typedef enum { SP_GO, SP_DONE, SP_PROBE } sp_next;
+
+/* push_entry.c: a request-level error answer (the canonical body is written later). */
+void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...) pg_attribute_printf(3, 4);
+/* An operational failure of the whole request: an ERROR (503 once rolled back). */
+void sp_fail(const char *step) pg_attribute_noreturn();
+/* A core allocation failed. */
+void sp_nomem(const char *step) pg_attribute_noreturn();
+/* A copy of s[0..len) in the outcome arena. */
+char *sp_arena_dup(sp_push *x, const char *s, size_t len);
+
+/* push_gates.c */
+void sp_check_calling_transaction(void);
+void sp_invalidate_deferrable(Datum arg, Oid relid);
+void sp_lookup_head(sp_push *x);
+void sp_lock_client(sp_push *x);
+sp_next sp_decide(sp_push *x);
+void sp_current_schema(sp_push *x);
+
+/* push_replay.c */
+void sp_probe_ledger(sp_push *x);
+void sp_take_stored(sp_push *x);
+
+/* push_admission.c: false when a cap refuses (429); the slots last until the end of the
+ * transaction. */
+bool sp_admit(sp_push *x);
+
+/* push_terminal.c */
+void sp_prepare(sp_push *x);
+void sp_set_terminal(sp_push *x, size_t k, sy_code code, const char *message);
+bool sp_needs_row(const sp_push *x, size_t k);
+void sp_settle_without_row(sp_push *x, size_t k);
+
+/* push_cas.c */
+/* Locks k's row and fence (row first) and classifies; true when k may write. */
+bool sp_lock_and_classify(sp_push *x, size_t k);
+void sp_read(sp_push *x, size_t k, sp_row *row);
+void sp_fill_row(sp_push *x, size_t k, const sp_row *row);
+void sp_applied(sp_push *x, size_t k, const sp_row *row);
+bool sp_classify(sp_push *x, size_t k, const sp_row *row);
+void sp_write(sp_push *x, size_t k);
+void sp_name_mutation(const sp_push *x, size_t k);
+void sp_constraints(bool deferred);
+bool sp_unit_error(int sqlerrcode);
+void sp_refused(sp_push *x, size_t k, int sqlerrcode);
+extern const char sp_msg_constraint[];
+
+/* push_unit.c / push_atomic_group.c */
+void sp_run_units(sp_push *x);
+void sp_run_group(sp_push *x);
+
+/* push_ledger.c: the 200 body validated, the ledger rows and the epoch. */
+void sp_finish(sp_push *x);
+
+#endif

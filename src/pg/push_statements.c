@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Saved SPI plans, keyed by their SQL text, and the datums the statements take and
+ * return. Every statement of the push runs more than once per backend, so each is
+ * prepared once (SPI_prepare + SPI_keepplan) and the plan cache revalidates it after DDL.
+ * The statements that vary (an insert or update names the columns it writes) are kept
+ * the same way, up to PLANS_MAX; beyond that a statement is prepared for the call only.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/uuid.h"
+
+#include "push_module.h"
+
+#define BUCKETS   1024 /* a power of two */
+#define PLANS_MAX 4096
+
+typedef struct plan_entry {
+	uint32 hash;
+	char *sql;
+	SPIPlanPtr plan;
+	struct plan_entry *next;
+} plan_entry;
+
+static plan_entry *buckets[BUCKETS];
+static int nplans;
+
+SPIPlanPtr sp_plan(const char *sql, int nargs, const Oid *types)
+{
+	uint32 h = hash_bytes((const unsigned char *)sql, (int)strlen(sql));
+	plan_entry **slot = &buckets[h & (BUCKETS - 1)];
+	for (plan_entry *e = *slot; e != NULL; e = e->next)
+		if (e->hash == h && strcmp(e->sql, sql) == 0)
+			return e->plan;
+	SPIPlanPtr plan = SPI_prepare(sql, nargs, (Oid *)types);
+	if (plan == NULL)
+		elog(ERROR, "synchro_push: cannot prepare a statement: %s",
+		     SPI_result_code_string(SPI_result));
+	if (nplans >= PLANS_MAX)
+		return plan; /* freed with the call's SPI connection */
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "synchro_push: cannot keep a statement");
+	plan_entry *e = MemoryContextAlloc(sp_cache_context(), sizeof *e);
+	e->hash = h;
+	e->sql = MemoryContextStrdup(sp_cache_context(), sql);
+	e->plan = plan;
+	e->next = *slot;
+	*slot = e;
+	nplans++;
+	return plan;
+}
+
+void sp_run(SPIPlanPtr plan, const Datum *values, const char *nulls, int expect)
+{
+	int rc = SPI_execute_plan(plan, (Datum *)values, nulls, false, 0);
+	if (rc != expect)
+		elog(ERROR, "synchro_push: a statement answered %s", SPI_result_code_string(rc));
+}
+
+bool sp_isnull(uint64 i, int col)
+{
+	bool isnull;
+	(void)SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	return isnull;
+}
+
+char *sp_text(uint64 i, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col);
+}
+
+bool sp_bool(uint64 i, int col)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	return !isnull && DatumGetBool(d);
+}
+
+int64 sp_int(uint64 i, int col)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	if (isnull)
+		return 0;
+	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col)) {
+	case INT2OID: return DatumGetInt16(d);
+	case INT4OID: return DatumGetInt32(d);
+	default: return DatumGetInt64(d);
+	}
+}
+
+char *sp_bytes(uint64 i, int col, size_t *len)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	*len = 0;
+	if (isnull)
+		return NULL;
+	struct varlena *v = pg_detoast_datum_packed((struct varlena *)DatumGetPointer(d));
+	size_t n = VARSIZE_ANY_EXHDR(v);
+	char *out = palloc(n + 1);
+	memcpy(out, VARDATA_ANY(v), n);
+	out[n] = '\0';
+	*len = n;
+	return out;
+}
+
+Datum sp_text_datum(const char *s, size_t len)
+{
+	return PointerGetDatum(cstring_to_text_with_len(s, (int)len));
+}
+
+Datum sp_uuid_datum(const char *uuid)
+{
+	pg_uuid_t *u = palloc(sizeof *u);
+	/* The request's ids are canonical (the parser checked them). */
+	if (!sy_uuid_octets(uuid, strlen(uuid), u->data))
+		elog(ERROR, "synchro_push: a request id is not a canonical UUID");
+	return UUIDPGetDatum(u);
+}
+
+Datum sp_bytea_datum(const void *p, size_t len)
+{
+	bytea *b = palloc(VARHDRSZ + len);
+	SET_VARSIZE(b, VARHDRSZ + len);
+	memcpy(VARDATA(b), p, len);
+	return PointerGetDatum(b);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The adapter's side of synchro.synchro_push: one unnamed statement, binary in and out. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "store/push_call.h"
+#include "synchro/octets.h"
+
+void sy_store_push_answer_clear(sy_store_push_answer *a)
+{
+	if (a != NULL)
+		sy_buf_free(&a->body);
+}
+
+static const char push_sql[] =
+        "SELECT status, response, replay, retry_after"
+        "  FROM synchro.synchro_push($1, $2, $3::int4, $4::int4, $5::int4, $6::int4)";
+
+/* A binary int4, bool or bytea column. */
+static int col_int4(const PGresult *r, int col)
+{
+	if (PQgetisnull(r, 0, col) || PQgetlength(r, 0, col) != 4)
+		return 0;
+	return (int)(int32_t)sy_be_get((const unsigned char *)PQgetvalue(r, 0, col), 4);
+}
+
+sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
+                                   sy_store_push_answer *out, char sqlstate[6], sy_error *err)
+{
+	sy_store_status st = SY_STORE_OK;
+	char lt[16], mi[16], mc[16], ra[16];
+	snprintf(lt, sizeof lt, "%d", p->lock_timeout_ms > 0 ? p->lock_timeout_ms : 0);
+	snprintf(mi, sizeof mi, "%d", p->max_inflight > 0 ? p->max_inflight : 0);
+	snprintf(mc, sizeof mc, "%d",
+	         p->max_inflight_per_client > 0 ? p->max_inflight_per_client : 0);
+	snprintf(ra, sizeof ra, "%d", p->retry_after_s > 0 ? p->retry_after_s : 1);
+	const char *values[] = {p->user, p->body, lt, mi, mc, ra};
+	int lengths[] = {0, (int)p->body_len, 0, 0, 0, 0};
+	int formats[] = {0, 1, 0, 0, 0, 0};
+	/* bytea travels as its octets (binary), never escaped or hex-encoded */
+	Oid types[] = {25, 17, 0, 0, 0, 0};
+	if (sqlstate != NULL)
+		sqlstate[0] = '\0';
+	sy_buf_reset(&out->body);
+	out->http_status = 0;
+	out->replay = false;
+	out->retry_after = 0;
+	if (p->body_len > (size_t)INT32_MAX)
+		return sy_store_fail(err, SY_STORE_INVALID, "push: body too large");
+	PGresult *r = PQexecParams(c, push_sql, 6, types, values, lengths, formats, 1);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 4) {
+		sy_store_result_failure(c, r, "push", sqlstate, &st, err);
+		return st == SY_STORE_OK ? SY_STORE_FAILED : st;
+	}
+	out->http_status = col_int4(r, 0);
+	out->replay = !PQgetisnull(r, 0, 2) && PQgetvalue(r, 0, 2)[0] != 0;
+	out->retry_after = col_int4(r, 3);
+	if (!sy_buf_append(&out->body, PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1))) {
+		PQclear(r);
+		return sy_store_fail(err, SY_STORE_NOMEM, "push: out of memory");
+	}
+	PQclear(r);
+	return SY_STORE_OK;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The push as one statement (ADR 002, migration 13): synchro.synchro_push runs every gate
+ * after authentication and the protocol gate, the replay, admission and the first
+ * execution inside PostgreSQL; this is the adapter's side of it over libpq.
+ */
+#ifndef SY_STORE_PUSH_CALL_H
+#define SY_STORE_PUSH_CALL_H
+
+#include "store/store.h"
+#include "synchro/buf.h"
+
+typedef struct {
+	const char *user; /* the authenticated user (from the auth param) */
+	const char *body; /* the request body as received, body_len octets */
+	size_t body_len;
+	int lock_timeout_ms; /* > 0: lock_timeout of the first execution */
+	int max_inflight;    /* admission caps across every responder; 0: none */
+	int max_inflight_per_client;
+	int retry_after_s; /* Retry-After of a 429 or 503 */
+} sy_store_push_params;
+
+/* What synchro_push answered. */
+typedef struct {
+	int http_status;
+	sy_buf body;     /* the exact body to send (a 200 body, a replay's, or an error body) */
+	bool replay;     /* an exact batch replay: answer with Synchro-Replay: batch */
+	int retry_after; /* seconds for Retry-After (429, 503); 0: none */
+} sy_store_push_answer;
+
+/* Frees the body; accepts a zeroed or already cleared answer. */
+void sy_store_push_answer_clear(sy_store_push_answer *a);
+
+/*
+ * Runs "SELECT * FROM synchro.synchro_push(...)" as one unnamed statement in its own
+ * (implicit) transaction: c must be idle, and it works through a pooler in transaction
+ * mode. Returns SY_STORE_OK with *out filled, or the failure behind a 503 the caller
+ * answers itself: SY_STORE_CONNECTION when the connection was lost (reconnect),
+ * SY_STORE_FAILED otherwise, with the step and SQLSTATE in *err (never a value: the
+ * function's own errors carry none). sqlstate (may be NULL) receives the SQLSTATE.
+ */
+SY_MUST_CHECK sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
+                                                 sy_store_push_answer *out, char sqlstate[6],
+                                                 sy_error *err);
+
+#endif
