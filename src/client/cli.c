@@ -57,6 +57,7 @@ static void usage(FILE *f)
 	      "  insert TABLE PK field=value...  write intents (field:=JSON for a raw value)\n"
 	      "  update TABLE PK field=value...\n"
 	      "  delete TABLE PK\n"
+	      "  atomic OP TABLE PK f=v... [-- OP TABLE PK f=v...]  one atomic transaction\n"
 	      "  sync [--once] [--timeout S]     push and pull (--once: one round)\n"
 	      "  status | pending | show ID | explain ID | batch ID [--bytes] | rows TABLE\n"
 	      "  resolve discard|accept|rebase|remap ID [field=value...]\n"
@@ -175,6 +176,66 @@ static int cmd_write(sy_client *c, const char *cmd, int argc, char **argv, bool 
 		printf("{\"mutation_id\":\"%s\"}\n", id);
 	else
 		printf("%s\n", id);
+	return SY_CLI_OK;
+}
+
+/* One write of an open transaction: OP TABLE PK [field=value...]. */
+static sy_client_rc txn_write(sy_client *c, sy_client_txn *t, int argc, char **argv, char *id,
+                              sy_client_error *err)
+{
+	if (argc < 3)
+		return SY_CLIENT_EINVAL;
+	const char *op = argv[0], *table = argv[1];
+	char *pk = sy_cli_pk(c, table, argv[2]);
+	char *cols = NULL;
+	sy_client_rc rc = SY_CLIENT_EINVAL;
+	if (pk != NULL && strcmp(op, "delete") == 0 && argc == 3)
+		rc = sy_client_delete(t, table, pk, id, err);
+	else if (pk != NULL && (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0) &&
+	         (cols = sy_cli_columns(c, table, argc - 3, argv + 3)) != NULL)
+		rc = op[0] == 'i' ? sy_client_insert(t, table, pk, cols, id, err)
+		                  : sy_client_update(t, table, pk, cols, id, err);
+	sy_free(pk);
+	sy_free(cols);
+	return rc;
+}
+
+/* atomic OP TABLE PK f=v... [-- OP TABLE PK f=v...]...: one atomic transaction. */
+static int cmd_atomic(sy_client *c, int argc, char **argv, bool json)
+{
+	sy_client_error err = {0};
+	sy_client_txn *t = NULL;
+	char ids[64][SY_CLIENT_ID_LEN + 1];
+	size_t n = 0;
+	sy_client_rc rc = sy_client_begin(c, true, &t, &err);
+	if (rc != SY_CLIENT_OK)
+		return fail(rc, &err);
+	for (int i = 0; i < argc && rc == SY_CLIENT_OK;) {
+		int j = i;
+		while (j < argc && strcmp(argv[j], "--") != 0)
+			j++;
+		if (n == 64) {
+			rc = SY_CLIENT_EINVAL;
+			snprintf(err.message, sizeof err.message, "at most 64 writes");
+			break;
+		}
+		rc = txn_write(c, t, j - i, argv + i, ids[n], &err);
+		if (rc == SY_CLIENT_OK)
+			n++;
+		i = j + 1;
+	}
+	if (rc != SY_CLIENT_OK || n == 0) {
+		sy_client_rollback(t);
+		if (rc == SY_CLIENT_OK) {
+			usage(stderr);
+			return SY_CLI_USAGE;
+		}
+		return fail(rc, &err);
+	}
+	if ((rc = sy_client_commit(t, &err)) != SY_CLIENT_OK)
+		return fail(rc, &err);
+	for (size_t k = 0; k < n; k++)
+		printf(json ? "{\"mutation_id\":\"%s\"}\n" : "%s\n", ids[k]);
 	return SY_CLI_OK;
 }
 
@@ -353,6 +414,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "insert") == 0 || strcmp(cmd, "update") == 0 ||
 	           strcmp(cmd, "delete") == 0) {
 		status = cmd_write(c, cmd, cargc, cargv, json);
+	} else if (strcmp(cmd, "atomic") == 0) {
+		status = cmd_atomic(c, cargc, cargv, json);
 	} else if (strcmp(cmd, "resolve") == 0) {
 		status = cmd_resolve(c, cargc, cargv, json);
 	} else {

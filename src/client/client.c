@@ -8,6 +8,16 @@
 #include "client_internal.h"
 #include "synchro/alloc.h"
 
+void *sy_client_alloc(size_t n)
+{
+	return sy_malloc(n);
+}
+
+void sy_client_free(void *p)
+{
+	sy_free(p);
+}
+
 const char *sy_client_rc_name(sy_client_rc rc)
 {
 	static const char *const names[] = {"ok",        "einval",    "enotfound", "estate",

@@ -32,3 +32,11 @@ pkgconfig_DATA += src/libsynchro-client.pc
 bin_PROGRAMS += src/client/synchro-cli
 src_client_synchro_cli_SOURCES = src/client/cli.c src/client/cli_read.c src/client/cli.h
 src_client_synchro_cli_LDADD = $(CLIENT_LIBS)
+
+# The example program of doc/client.md, linked against the shared library as an app
+# would; tests/e2e/test_client.pgt runs it, tests/unit/test_client_doc checks the doc quotes it.
+check_PROGRAMS += src/client/example_todo
+src_client_example_todo_SOURCES = src/client/example_todo.c
+src_client_example_todo_CFLAGS = $(AM_CFLAGS) $(UUID_CFLAGS)
+src_client_example_todo_LDADD = src/libsynchro-client.la $(UUID_LIBS)
+EXTRA_DIST += doc/client.md

@@ -9,7 +9,7 @@
  * called into the library, inside the call.
  *
  * Ownership vocabulary: "new" results belong to the caller, who frees them with
- * the named function (strings with sy_free()); "borrowed" pointers stay owned by
+ * the named function (strings with sy_client_free()); "borrowed" pointers stay owned by
  * the library and are valid until the next call on the same sy_client.
  * Every fallible function returns an sy_client_rc and, when err is not NULL,
  * fills *err with the same code and a message (never a row, body or credential).
@@ -47,6 +47,14 @@ typedef struct {
 	char message[256];
 } sy_client_error;
 
+/*
+ * The library's allocator: a transport allocates response bodies with
+ * sy_client_alloc(); every "new" string or buffer the library returns is freed
+ * with sy_client_free() (which accepts NULL).
+ */
+void *sy_client_alloc(size_t n);
+void sy_client_free(void *p);
+
 /* Static text of rc ("ok", "einval", ...). */
 const char *sy_client_rc_name(sy_client_rc rc);
 
@@ -60,7 +68,7 @@ typedef struct {
 	size_t body_len;
 } sy_client_request;
 
-/* What the transport hands back. body is new memory the library frees with sy_free(). */
+/* What the transport hands back: body from sy_client_alloc(), which the library frees. */
 typedef struct {
 	int status; /* HTTP status; 0 when no response arrived (timeout, reset, dropped) */
 	char *body;
@@ -182,7 +190,7 @@ typedef enum {
 const char *sy_client_row_state_name(sy_client_row_state s);
 
 /*
- * The visible row: *row_json is a new JSON object (sy_free()) of the row's
+ * The visible row: *row_json is a new JSON object (sy_client_free()) of the row's
  * fields, the pk field included, or NULL when the row is not visible (absent or
  * deleted); *state its state. ENOTFOUND when neither the server nor an intent
  * knows the row.
@@ -303,7 +311,7 @@ void sy_client_intent_free(sy_client_intent *i);
 typedef void (*sy_client_intent_fn)(void *ctx, const sy_client_intent *i);
 SY_MUST_CHECK sy_client_rc sy_client_intents(sy_client *c, bool all, sy_client_intent_fn fn,
                                              void *ctx, sy_client_error *err);
-/* A new one-paragraph explanation (sy_free()) of why the intent is in its state. */
+/* A new one-paragraph explanation (sy_client_free()) of why the intent is in its state. */
 SY_MUST_CHECK sy_client_rc sy_client_explain(sy_client *c, const char *mutation_id, char **text,
                                              sy_client_error *err);
 
@@ -367,7 +375,7 @@ SY_MUST_CHECK sy_client_rc sy_client_remap(sy_client *c, const char *mutation_id
 /*
  * Checks the store: SQLite's integrity check, every stored row's checksum
  * under its schema, every sealed batch's SHA-256 against its bytes and every
- * intent's links. *report (new, sy_free(); may be NULL) lists what failed.
+ * intent's links. *report (new, sy_client_free(); may be NULL) lists what failed.
  * OK when all holds, EPROTOCOL when something does not.
  */
 SY_MUST_CHECK sy_client_rc sy_client_verify(sy_client *c, char **report, sy_client_error *err);
