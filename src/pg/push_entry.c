@@ -9,10 +9,10 @@
  * Retry-After of a 429 or 503. doc/protocol.md ("Writing an adapter") is the contract.
  *
  * The first execution runs inside one internal subtransaction of the caller's transaction:
- * an operational failure (a deadlock, a lock timeout, a broken invariant, memory) rolls
- * all of it back and answers 503, never committing part of a request; deadlocks and
- * serialization failures are tried again first. Only the SQLSTATE and the step reach the
- * server log, never a value.
+ * an operational failure (a lock timeout, a broken invariant, memory) rolls all of it back
+ * and answers 503, never committing part of a request; a deadlock or serialization failure
+ * rolls it back and fails the statement with its SQLSTATE, for the adapter to run again in
+ * a new transaction. Only the SQLSTATE and the step reach the server log, never a value.
  */
 #include "postgres.h"
 
@@ -31,9 +31,6 @@
 #include "synchro/alloc.h"
 
 PG_MODULE_MAGIC;
-
-/* ADR: deadlocks and serialization failures are retried a bounded number of times. */
-#define ATTEMPTS 3
 
 /* Seconds between PostgreSQL's epoch (2000-01-01) and the Unix epoch. */
 #define PG_UNIX_EPOCH_DIFF_S ((int64)(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
@@ -165,36 +162,34 @@ static ErrorData *attempt(sp_push *x)
 
 static void first_execution(sp_push *x)
 {
-	for (int n = 1;; n++) {
-		ErrorData *ed = attempt(x);
-		if (ed == NULL)
-			return;
-		/* A cancel (statement_timeout, pg_cancel_backend) stays a cancel. */
-		if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			ReThrowError(ed);
-		if (retryable(ed->sqlerrcode) && n < ATTEMPTS) {
-			ereport(LOG,
-			        (errmsg("synchro_push: batch %s of client %s: attempt %d rolled "
-			                "back (SQLSTATE %s), trying again",
-			                x->req->batch_id, x->req->client_id, n,
-			                unpack_sql_state(ed->sqlerrcode)),
-			         errhidestmt(true)));
-			FreeErrorData(ed);
-			continue;
-		}
-		/* Our own failures name their step; anything else may quote values: only its
-		 * SQLSTATE is logged. */
-		bool ours = ed->message != NULL && strncmp(ed->message, "synchro_push: ", 14) == 0;
-		ereport(LOG, (errmsg("synchro_push: batch %s of client %s not committed: "
-		                     "SQLSTATE %s%s%s",
-		                     x->req->batch_id, x->req->client_id,
-		                     unpack_sql_state(ed->sqlerrcode), ours ? ", " : "",
-		                     ours ? ed->message + 14 : ""),
-		              errhidestmt(true)));
-		FreeErrorData(ed);
-		sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "request could not be committed");
+	ErrorData *ed = attempt(x);
+	if (ed == NULL)
 		return;
-	}
+	/* A cancel (statement_timeout, pg_cancel_backend) stays a cancel. */
+	if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		ReThrowError(ed);
+	/*
+	 * A deadlock or serialization failure is tried again by the adapter in a new
+	 * transaction, never in this one: a writer waiting on a row this call wrote in a
+	 * released unit waits for the caller's whole transaction, so an attempt in the same
+	 * transaction would meet it again. The error carries the SQLSTATE and no value.
+	 */
+	if (retryable(ed->sqlerrcode))
+		ereport(ERROR, (errcode(ed->sqlerrcode),
+		                errmsg("synchro_push: batch %s of client %s rolled back: SQLSTATE %s; "
+		                       "run the statement again in a new transaction",
+		                       x->req->batch_id, x->req->client_id,
+		                       unpack_sql_state(ed->sqlerrcode)),
+		                errhidestmt(true)));
+	/* Our own failures name their step; anything else may quote values: only its
+	 * SQLSTATE is logged. */
+	bool ours = ed->message != NULL && strncmp(ed->message, "synchro_push: ", 14) == 0;
+	ereport(LOG, (errmsg("synchro_push: batch %s of client %s not committed: SQLSTATE %s%s%s",
+	                     x->req->batch_id, x->req->client_id, unpack_sql_state(ed->sqlerrcode),
+	                     ours ? ", " : "", ours ? ed->message + 14 : ""),
+	              errhidestmt(true)));
+	FreeErrorData(ed);
+	sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "request could not be committed");
 }
 
 /* Everything of the call whose answer is not an error of the statement itself. */

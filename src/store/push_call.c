@@ -18,7 +18,15 @@ static const char push_sql[] =
         "SELECT status, response, replay, retry_after"
         "  FROM synchro.synchro_push($1, $2, $3::int4, $4::int4, $5::int4, $6::int4)";
 
-/* A binary int4, bool or bytea column. */
+/* ADR: a deadlock or serialization failure is tried again, a bounded number of times. */
+#define ATTEMPTS 3
+
+static bool retryable(const char *sqlstate)
+{
+	return strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "40001") == 0;
+}
+
+/* A binary int4 column. */
 static int col_int4(const PGresult *r, int col)
 {
 	if (PQgetisnull(r, 0, col) || PQgetlength(r, 0, col) != 4)
@@ -49,9 +57,18 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 	out->retry_after = 0;
 	if (p->body_len > (size_t)INT32_MAX)
 		return sy_store_fail(err, SY_STORE_INVALID, "push: body too large");
-	PGresult *r = PQexecParams(c, push_sql, 6, types, values, lengths, formats, 1);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 4) {
-		sy_store_result_failure(c, r, "push", sqlstate, &st, err);
+	PGresult *r = NULL;
+	for (int attempt = 1;; attempt++) {
+		char state[6] = "";
+		r = PQexecParams(c, push_sql, 6, types, values, lengths, formats, 1);
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQnfields(r) == 4)
+			break;
+		sy_store_result_failure(c, r, "push", state, &st, err);
+		if (sqlstate != NULL)
+			memcpy(sqlstate, state, sizeof state);
+		/* synchro_push rolled back everything: run it again in a new transaction */
+		if (attempt < ATTEMPTS && st == SY_STORE_FAILED && retryable(state))
+			continue;
 		return st == SY_STORE_OK ? SY_STORE_FAILED : st;
 	}
 	out->http_status = col_int4(r, 0);

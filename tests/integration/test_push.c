@@ -1899,7 +1899,8 @@ static void test_retry(void)
 	expect_error(r, SY_ERR_TEMPORARY_UNAVAILABLE);
 	/* three attempts, then 503; the server log names the SQLSTATE and nothing else */
 	CU_ASSERT_EQUAL(count("SELECT last_value FROM test_fail_seq"), 3);
-	CU_ASSERT_TRUE(server_log_has("not committed: SQLSTATE 40P01"));
+	CU_ASSERT_EQUAL(r->st, SY_STORE_FAILED);
+	CU_ASSERT_TRUE(server_log_has("rolled back: SQLSTATE 40P01"));
 	CU_ASSERT_EQUAL(count("SELECT count(*) FROM synchro.batches"), batches);
 	CU_ASSERT_EQUAL(epoch(CA1), e0 + 1);
 	result_free(r);
