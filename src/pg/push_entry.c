@@ -175,12 +175,13 @@ static void first_execution(sp_push *x)
 	 * transaction would meet it again. The error carries the SQLSTATE and no value.
 	 */
 	if (retryable(ed->sqlerrcode))
-		ereport(ERROR, (errcode(ed->sqlerrcode),
-		                errmsg("synchro_push: batch %s of client %s rolled back: SQLSTATE %s; "
-		                       "run the statement again in a new transaction",
-		                       x->req->batch_id, x->req->client_id,
-		                       unpack_sql_state(ed->sqlerrcode)),
-		                errhidestmt(true)));
+		ereport(ERROR,
+		        (errcode(ed->sqlerrcode),
+		         errmsg("synchro_push: batch %s of client %s rolled back: SQLSTATE %s; "
+		                "run the statement again in a new transaction",
+		                x->req->batch_id, x->req->client_id,
+		                unpack_sql_state(ed->sqlerrcode)),
+		         errhidestmt(true)));
 	/* Our own failures name their step; anything else may quote values: only its
 	 * SQLSTATE is logged. */
 	bool ours = ed->message != NULL && strncmp(ed->message, "synchro_push: ", 14) == 0;

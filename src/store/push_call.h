@@ -35,8 +35,8 @@ void sy_store_push_answer_clear(sy_store_push_answer *a);
  * Runs "SELECT * FROM synchro.synchro_push(...)" as one unnamed statement in its own
  * (implicit) transaction: c must be idle, and it works through a pooler in transaction
  * mode. A deadlock or serialization failure (which synchro_push rolled back) runs it
- * again, three attempts in all. Returns SY_STORE_OK with *out filled, or the failure behind a 503 the caller
- * answers itself: SY_STORE_CONNECTION when the connection was lost (reconnect),
+ * again, three attempts in all. Returns SY_STORE_OK with *out filled, or the failure behind a 503
+ * the caller answers itself: SY_STORE_CONNECTION when the connection was lost (reconnect),
  * SY_STORE_FAILED otherwise, with the step and SQLSTATE in *err (never a value: the
  * function's own errors carry none). sqlstate (may be NULL) receives the SQLSTATE.
  */
