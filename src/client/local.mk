@@ -39,4 +39,5 @@ check_PROGRAMS += src/client/example_todo
 src_client_example_todo_SOURCES = src/client/example_todo.c
 src_client_example_todo_CFLAGS = $(AM_CFLAGS) $(UUID_CFLAGS)
 src_client_example_todo_LDADD = src/libsynchro-client.la $(UUID_LIBS)
-EXTRA_DIST += doc/client.md
+dist_man_MANS += doc/synchro-cli.1 doc/libsynchro-client.3
+dist_doc_DATA += doc/client.md

@@ -7,3 +7,11 @@ tests_unit_test_client_SOURCES = tests/unit/test_client.c tests/unit/client_fake
 	tests/unit/client_fake.h
 tests_unit_test_client_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_client_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
+
+# doc/client.md and synchro-cli(1) in step with the code.
+UNIT_TESTS += tests/unit/test_client_doc
+check_PROGRAMS += tests/unit/test_client_doc
+TESTS += tests/unit/test_client_doc
+tests_unit_test_client_doc_SOURCES = tests/unit/test_client_doc.c
+tests_unit_test_client_doc_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_client_doc_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
