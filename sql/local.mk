@@ -14,7 +14,9 @@ SQL_MIGRATIONS = \
 	sql/migrations/0010_response_lz4.sql \
 	sql/migrations/0011_ledger_batch_check.sql \
 	sql/migrations/0012_ledger_batch_check_once.sql \
-	sql/migrations/0013_push_function.sql
+	sql/migrations/0013_push_function.sql \
+	sql/migrations/0014_stream_continuity.sql \
+	sql/migrations/0015_verified_messages.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c

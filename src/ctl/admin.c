@@ -14,6 +14,7 @@
 #include "store/cfg.h"
 #include "store/conn.h"
 #include "store/lease.h"
+#include "store/stream_continuity.h"
 #include "store/ledger.h"
 #include "store/migrate.h"
 #include "store/pull.h"
@@ -418,6 +419,17 @@ static int cmd_lease_status(PGconn *c, const sy_cfg *cfg)
 		printf("lag_ms: %lld\n", ls.lag_ms);
 	else
 		printf("lag_ms: -\n");
+	/* Slot continuity (doc/operations.md): the last break walsync found, never hidden. */
+	sy_store_last_break br;
+	st = sy_store_last_break_get(c, &br, &err);
+	if (st != SY_STORE_OK)
+		return store_failure(st, &err);
+	if (br.found)
+		printf("stream_break: %lld recorded; last at %s: %s; cursors before %s expired, "
+		       "accepted writes of %lld clients marked materialized\n",
+		       br.count, br.detected_at, br.reason, br.horizon, br.clients);
+	else
+		printf("stream_break: none\n");
 	if (!ls.found)
 		return fail_line(SY_CTL_EXIT_NOTFOUND,
 		                 "lease status: no walsync has held the writer lease");

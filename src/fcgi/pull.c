@@ -210,6 +210,11 @@ void sy_route_pull(sy_responder *r, sy_http *h)
 	       "pull client %s: %s, %zu changes of %zu entries%s, waited %u ms, %u statements",
 	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
 	       ans.scanned, ans.more ? " (more)" : "", ans.waited_ms, ans.statements);
+	if (ans.skipped > 0)
+		sy_log(SY_LOG_WARNING,
+		       "pull client %s: skipped %zu changelog entries whose key is not a value of "
+		       "its table's key type (table %s): damaged or forged entries",
+		       b.client_id, ans.skipped, ans.skipped_table);
 	respond(r, h, "pull", st, &err, &ans);
 	sy_store_read_answer_clear(&ans);
 done:

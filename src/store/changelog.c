@@ -48,6 +48,8 @@ struct sy_store_changes {
 	sy_buf epoch_value;
 	sy_buf epoch_xid;
 	size_t epochs;
+	char end_slot[64]; /* the stream position the batch ends at, recorded with it */
+	char end_lsn[SY_STORE_LSN_MAX + 1]; /* "" when none */
 	bool failed;
 };
 
@@ -112,11 +114,18 @@ void sy_store_changes_clear(sy_store_changes *b)
 	b->nchunks = 0;
 	b->rows = 0;
 	b->epochs = 0;
+	b->end_lsn[0] = '\0';
 	sy_buf_reset(&b->epoch_client);
 	sy_buf_reset(&b->epoch_value);
 	sy_buf_reset(&b->epoch_xid);
 	b->failed = !add_chunk(b) || !sy_buf_putc(&b->epoch_client, '{') ||
 	            !sy_buf_putc(&b->epoch_value, '{') || !sy_buf_putc(&b->epoch_xid, '{');
+}
+
+void sy_store_changes_set_end(sy_store_changes *b, const char *slot, uint64_t end_lsn)
+{
+	snprintf(b->end_slot, sizeof b->end_slot, "%s", slot);
+	sy_store_lsn_format(end_lsn, b->end_lsn);
 }
 
 size_t sy_store_changes_count(const sy_store_changes *b)
@@ -223,44 +232,53 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
  * do: the source may still count as running.) Commit times arrive as
  * microseconds since 2000-01-01, the stream's own unit.
  */
-static const char write_sql[] =
-        "WITH lease AS MATERIALIZED ("
-        "  SELECT 1 FROM synchro.writer_lease"
-        "   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"
-        "     AND lease_until > now()),"
-        " nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
-        " ins AS ("
-        "  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state,"
-        "      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"
-        "      written_epoch)"
-        "  SELECT u.lsn, u.ord,"
-        "         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"
-        "         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"
-        "         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"
-        "         $2::bigint"
-        "    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"
-        "                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"
-        "                $14::text[], $15::text[], $16::text[])"
-        "         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"
-        "   CROSS JOIN nx"
-        "   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"
-        "        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
-        "   WHERE EXISTS (SELECT 1 FROM lease)"
-        "  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
-        "  RETURNING 1),"
-        " ep AS ("
-        "  INSERT INTO synchro.client_progress AS p (client_id, materialized_write_epoch)"
-        "  SELECT e.cid, LEAST(c.accepted_write_epoch, e.epoch)"
-        "    FROM (SELECT x.cid, max(x.ep) AS epoch"
-        "            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"
-        "    JOIN synchro.clients c ON c.client_id = e.cid"
-        "   WHERE EXISTS (SELECT 1 FROM lease)"
-        "  ON CONFLICT (client_id) DO UPDATE"
-        "     SET materialized_write_epoch = EXCLUDED.materialized_write_epoch"
-        "   WHERE p.materialized_write_epoch < EXCLUDED.materialized_write_epoch"
-        "  RETURNING 1)"
-        " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM "
-        "ep)";
+#define WRITE_SQL_HEAD                                                                             \
+	"WITH lease AS MATERIALIZED ("                                                             \
+	"  SELECT 1 FROM synchro.writer_lease"                                                     \
+	"   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"            \
+	"     AND lease_until > now()),"                                                           \
+	" nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"                      \
+	" ins AS ("                                                                                \
+	"  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state," \
+	"      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"          \
+	"      written_epoch)"                                                                     \
+	"  SELECT u.lsn, u.ord,"                                                                   \
+	"         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"                  \
+	"         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"                      \
+	"         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"         \
+	"         $2::bigint"                                                                      \
+	"    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"     \
+	"                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"          \
+	"                $14::text[], $15::text[], $16::text[])"                                   \
+	"         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"                \
+	"   CROSS JOIN nx"                                                                         \
+	"   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"                                               \
+	"        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"                \
+	"   WHERE EXISTS (SELECT 1 FROM lease)"                                                    \
+	"  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"                                           \
+	"  RETURNING 1),"                                                                          \
+	" ep AS ("                                                                                 \
+	"  INSERT INTO synchro.client_progress AS p (client_id, materialized_write_epoch)"         \
+	"  SELECT e.cid, LEAST(c.accepted_write_epoch, e.epoch)"                                   \
+	"    FROM (SELECT x.cid, max(x.ep) AS epoch"                                               \
+	"            FROM unnest($17::uuid[], $18::bigint[]) AS x(cid, ep) GROUP BY x.cid) e"      \
+	"    JOIN synchro.clients c ON c.client_id = e.cid"                                        \
+	"   WHERE EXISTS (SELECT 1 FROM lease)"                                                    \
+	"  ON CONFLICT (client_id) DO UPDATE"                                                      \
+	"     SET materialized_write_epoch = EXCLUDED.materialized_write_epoch"                    \
+	"   WHERE p.materialized_write_epoch < EXCLUDED.materialized_write_epoch"                  \
+	"  RETURNING 1)"
+#define WRITE_SQL_TAIL                                                                             \
+	" SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM " \
+	"ep)"
+static const char write_sql[] = WRITE_SQL_HEAD WRITE_SQL_TAIL;
+/* Migration 14: the durable stream position, in the transaction of what it covers. */
+static const char write_pos_sql[] = WRITE_SQL_HEAD
+        ", pos AS ("
+        "  UPDATE synchro.stream_position SET slot = $19,"
+        "     materialized_lsn = GREATEST(coalesce(materialized_lsn, '0/0'), $20::pg_lsn),"
+        "     updated_at = now()"
+        "   WHERE $20::pg_lsn IS NOT NULL AND EXISTS (SELECT 1 FROM lease))" WRITE_SQL_TAIL;
 
 /* Closes each array literal of k (and of the epochs when with_epochs) for the statement;
  * reopen() undoes it, so the batch can be written again after a failure. */
@@ -346,14 +364,17 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 			return vs;
 		}
 	}
-	const char *p[18] = {SY_STORE_LEASE_ROLE, epoch, l->token};
+	const char *p[20] = {SY_STORE_LEASE_ROLE, epoch, l->token};
 	for (int i = 0; i < COL_COUNT; i++)
 		p[3 + i] = k->col[i].data;
 	p[16] = with_epochs ? b->epoch_client.data : "{}";
 	p[17] = with_epochs ? b->epoch_value.data : "{}";
+	p[18] = b->end_slot;
+	p[19] = with_epochs && b->end_lsn[0] ? b->end_lsn : NULL;
+	bool pos = b->end_lsn[0] != '\0';
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c, write_sql, 18, p, PGRES_TUPLES_OK, "write the changelog",
-	                            NULL, &st, err);
+	PGresult *r = sy_store_exec(c, pos ? write_pos_sql : write_sql, pos ? 20 : 18, p,
+	                            PGRES_TUPLES_OK, "write the changelog", NULL, &st, err);
 	reopen(b, k, with_epochs);
 	if (!r)
 		return st;
@@ -453,7 +474,7 @@ sy_store_status sy_store_changelog_session(PGconn *c, sy_error *err)
 	return st;
 }
 
-sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err)
+sy_store_status sy_store_walsync_ready(PGconn *c, int *migration, sy_error *err)
 {
 	sy_store_status st;
 	const char *p[] = {SY_STORE_PUBLICATION};
@@ -468,6 +489,7 @@ sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err)
 	long long pubs = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	long long version = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
 	PQclear(r);
+	*migration = (int)version;
 	if (version < SY_STORE_WALSYNC_MIGRATION)
 		return sy_store_fail(err, SY_STORE_INVALID,
 		                     "the database is at migration %lld, walsync needs %d: run "

@@ -13,6 +13,12 @@
 /* The lowest synchro.migrations version walsync runs against (0009_client_progress, where
  * it records the materialized epochs). */
 #define SY_STORE_WALSYNC_MIGRATION 9
+/* From this migration on (0014_stream_continuity) walsync keeps synchro.stream_position and
+ * checks slot continuity; below it, it streams as before. */
+#define SY_STORE_CONTINUITY_MIGRATION 14
+/* From this migration on (0015_verified_messages) the publication streams the fence
+ * transitions that vouch for each version-fence message. */
+#define SY_STORE_VERIFY_MIGRATION 15
 /* The publication walsync names (migration 3): no table, messages only. */
 #define SY_STORE_PUBLICATION "synchro"
 
@@ -51,6 +57,10 @@ SY_MUST_CHECK bool sy_store_changes_add(sy_store_changes *b, const sy_store_chan
  * visible before it caps the epoch at accepted_write_epoch. */
 SY_MUST_CHECK bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id,
                                               long long epoch, uint32_t xid);
+/* The stream position (a COMMIT's end) the batch covers up to, read from slot: the write
+ * records it as synchro.stream_position in its own transaction (only call it when the
+ * database has migration 14). Cleared by sy_store_changes_clear(). */
+void sy_store_changes_set_end(sy_store_changes *b, const char *slot, uint64_t end_lsn);
 size_t sy_store_changes_count(const sy_store_changes *b);
 size_t sy_store_changes_epoch_count(const sy_store_changes *b);
 
@@ -85,9 +95,9 @@ SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *o
 SY_MUST_CHECK sy_store_status sy_store_changelog_session(PGconn *c, sy_error *err);
 
 /* SY_STORE_OK when the database is ready for walsync: migrations up to
- * SY_STORE_WALSYNC_MIGRATION applied and the publication present; SY_STORE_INVALID naming
- * what is missing. */
-SY_MUST_CHECK sy_store_status sy_store_walsync_ready(PGconn *c, sy_error *err);
+ * SY_STORE_WALSYNC_MIGRATION applied and the publication present, with the latest migration
+ * in *migration; SY_STORE_INVALID naming what is missing. */
+SY_MUST_CHECK sy_store_status sy_store_walsync_ready(PGconn *c, int *migration, sy_error *err);
 
 typedef struct {
 	bool found;

@@ -245,6 +245,31 @@ static const char *pg_type(sy_type t)
 	}
 }
 
+/*
+ * The changelog entry's key as a value of the table's key type, or NULL when it is not one:
+ * a damaged or forged entry must not make the statement of every pull fail on its cast
+ * (PostgreSQL 15 has no pg_input_is_valid). The guards accept exactly what the cast does
+ * for the canonical text the fence trigger writes; CASE evaluates the cast only after them.
+ */
+static void put_entry_key(sy_buf *b, sy_type t)
+{
+	switch (t) {
+	case SY_TYPE_INT32:
+		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,10}$' AND p.pk::numeric BETWEEN"
+		               " -2147483648 AND 2147483647 THEN p.pk::int4 END");
+		break;
+	case SY_TYPE_INT64:
+		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,19}$' AND p.pk::numeric BETWEEN"
+		               " -9223372036854775808 AND 9223372036854775807 THEN p.pk::int8 END");
+		break;
+	case SY_TYPE_UUID:
+		sy_buf_puts(b, "CASE WHEN p.pk ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+		               "[0-9a-f]{12}$' THEN p.pk::uuid END");
+		break;
+	default: sy_buf_puts(b, "p.pk"); break;
+	}
+}
+
 static char *steal(sy_buf *b)
 {
 	size_t len;
@@ -421,9 +446,10 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 		        &b,
 		        " FROM pick p"
 		        " LEFT JOIN synchro.row_fences f ON f.table_id = p.table_id AND f.pk = p.pk"
-		        " LEFT JOIN %s r ON r.%s = p.pk::%s"
-		        " WHERE p.table_id = %s",
-		        x->rel, x->pk, pg_type(x->t->pk.type), x->lit);
+		        " LEFT JOIN %s r ON r.%s = ",
+		        x->rel, x->pk);
+		put_entry_key(&b, x->t->pk.type);
+		sy_buf_printf(&b, " WHERE p.table_id = %s", x->lit);
 	}
 	sy_buf_puts(&b, ") SELECT m.*, ch.* FROM m LEFT JOIN ch ON true"
 	                " ORDER BY ch.commit_lsn, ch.ordinal");
@@ -744,7 +770,7 @@ static bool body_start(rd *x)
 	return x->schema != NULL && x->items != NULL;
 }
 
-typedef enum { ITEM_OK, ITEM_NOMEM, ITEM_INVALID } item_status;
+typedef enum { ITEM_OK, ITEM_NOMEM, ITEM_INVALID, ITEM_BAD_KEY } item_status;
 
 /*
  * Appends one change (or rebuild row) to the body: the row from r's columns col.. when
@@ -761,7 +787,7 @@ static item_status add_item(rd *x, const ptab *pt, const char *pk, const char *v
 	if (ws != SY_WIRE_OK) {
 		sy_error_set(why, SY_ERR_INVALID_REQUEST, "table %s: a key has no wire form",
 		             t->table_id);
-		return ws == SY_WIRE_NOMEM ? ITEM_NOMEM : ITEM_INVALID;
+		return ws == SY_WIRE_NOMEM ? ITEM_NOMEM : ITEM_BAD_KEY;
 	}
 	sy_json *o = sy_json_new_object(doc);
 	sy_json *pko = sy_json_new_object(doc);
@@ -973,6 +999,13 @@ static sy_store_status pull_body(rd *x, const sy_store_pull_request *req, const 
 		sy_error why = {0};
 		item_status s = add_item(x, pt, PQgetvalue(r, i, PC_PK), version, mid, upsert, r, i,
 		                         PC_VALUES, &why);
+		if (s == ITEM_BAD_KEY) {
+			/* No client can hold such a row: skip it, and the caller logs it. */
+			if (x->out->skipped++ == 0)
+				snprintf(x->out->skipped_table, sizeof x->out->skipped_table, "%s",
+				         pt->t->table_id);
+			continue;
+		}
 		if (s != ITEM_OK)
 			return item_failed(x, s, &why);
 	}
@@ -1028,6 +1061,7 @@ sy_store_status sy_store_pull_handle(sy_store_pull *p, PGconn *c, const sy_store
 	out->items = out->scanned = 0;
 	out->more = false;
 	out->waited_ms = out->statements = 0;
+	out->skipped = 0;
 	if (p->version == 0) {
 		out->statements++;
 		st = cache_load(p, c, err);

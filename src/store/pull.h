@@ -94,6 +94,10 @@ typedef struct {
 	bool more;           /* has_more, or a page_token (rebuild) */
 	unsigned waited_ms;  /* read-your-writes wait */
 	unsigned statements; /* statements sent */
+	/* Entries of the page skipped because their key has no wire form under the current
+	 * schema (a damaged entry must not fail every pull): how many, and the table of one. */
+	size_t skipped;
+	char skipped_table[64];
 } sy_store_read_answer;
 
 /* Frees the body; accepts a zeroed or already cleared answer. */

@@ -3,11 +3,15 @@
 # which this fragment adds to libsystore; synchroctl lease status reads the lease through it.
 src_store_libsystore_la_SOURCES += \
 	src/store/lease.c src/store/lease.h \
-	src/store/changelog.c src/store/changelog.h
+	src/store/changelog.c src/store/changelog.h \
+	src/store/stream_continuity.c src/store/stream_continuity.h
 
 sbin_PROGRAMS += src/walsync/synchro-walsync
 src_walsync_synchro_walsync_SOURCES = \
-	src/walsync/main.c \
+	src/walsync/main.c src/walsync/walsync.h \
+	src/walsync/walsync_decode.c \
+	src/walsync/walsync_fences.c src/walsync/walsync_fences.h \
+	src/walsync/walsync_continuity.c src/walsync/walsync_continuity.h \
 	src/walsync/stream.c src/walsync/stream.h \
 	src/walsync/pgoutput.c src/walsync/pgoutput.h
 src_walsync_synchro_walsync_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

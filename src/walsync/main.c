@@ -17,9 +17,12 @@
 #include "store/cfg.h"
 #include "store/conn.h"
 #include "store/lease.h"
+#include "store/stream_continuity.h"
 #include "synchro/alloc.h"
 #include "walsync/pgoutput.h"
 #include "walsync/stream.h"
+#include "walsync/walsync.h"
+#include "walsync/walsync_continuity.h"
 
 /* Standby status updates at least this often, well inside wal_sender_timeout (60 s). */
 #define STATUS_INTERVAL_MS 10000
@@ -42,56 +45,6 @@ static void on_hup(int sig)
 	(void)sig;
 	reload_requested = 1;
 }
-
-typedef struct {
-	/* settings */
-	const char *conf_path;
-	sy_cfg *cfg;
-	const char *conninfo;
-	const char *slot;
-	char writer_id[SY_STORE_WRITER_ID_MAX + 1];
-	int lease_s, renew_s, stale_s, lag_log_s;
-	size_t batch_rows;
-	/* test switches (environment, see synchro-walsync(8)) */
-	long exit_after_commits;
-	long stop_before_write;
-
-	PGconn *db;   /* SQL: lease, changelog */
-	PGconn *repl; /* the replication stream; only while leader */
-
-	bool leader;
-	sy_store_lease lease;
-	int64_t next_renew_ms; /* monotonic */
-	int64_t backoff_ms;
-	int64_t retry_at_ms;
-
-	/* stream state */
-	uint64_t skip_upto; /* transactions committed at or below it are in the changelog */
-	bool in_txn;
-	uint64_t txn_lsn;
-	uint32_t txn_xid;
-	int64_t txn_time;
-	int txn_ordinal;
-	bool txn_skip;
-	sy_store_changes *batch;
-	size_t batch_txns;
-	uint64_t batch_end;
-	int64_t batch_newest_time;
-	uint64_t idle_lsn;  /* a keepalive's position outside any transaction */
-	uint64_t confirmed; /* the position the slot was told is flushed */
-	int64_t next_status_ms;
-	char *arena; /* strings of one decoded message */
-	size_t arena_size;
-
-	/* statistics for the lag log and the heartbeat */
-	long long commits;
-	long long stat_changes, stat_txns;
-	int64_t stat_since_ms;
-	long long lag_max_ms;
-	long long last_lag_ms;
-	int64_t next_lag_log_ms;
-	long long bad_messages;
-} walsync;
 
 static int64_t mono_ms(void)
 {
@@ -191,6 +144,8 @@ static void reset_stream_state(walsync *w)
 	w->batch_end = 0;
 	w->batch_newest_time = 0;
 	w->idle_lsn = 0;
+	w->fences_known = false; /* a new stream sends its RELATION messages again */
+	sy_ws_fences_clear(w->fences);
 }
 
 static void close_stream(walsync *w)
@@ -247,9 +202,14 @@ static bool connect_db(walsync *w)
 		backoff(w);
 		return false;
 	}
+	int migration = 0;
 	sy_store_status st = sy_store_changelog_session(w->db, &err);
 	if (st == SY_STORE_OK)
-		st = sy_store_walsync_ready(w->db, &err);
+		st = sy_store_walsync_ready(w->db, &migration, &err);
+	w->continuity = migration >= SY_STORE_CONTINUITY_MIGRATION;
+	w->verify = false;
+	if (st == SY_STORE_OK && migration >= SY_STORE_VERIFY_MIGRATION)
+		st = sy_store_messages_verified_from(w->db, &w->verify, &w->verified_from, &err);
 	if (st != SY_STORE_OK) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		close_db(w);
@@ -305,6 +265,21 @@ static void renew(walsync *w)
 static bool send_status(walsync *w)
 {
 	sy_error err = {0};
+	/* Slot continuity: the slot is never told of a position that is not durable. */
+	if (w->continuity && w->confirmed > w->durable) {
+		sy_store_status st = sy_store_stream_position_record(w->db, &w->lease, w->slot,
+		                                                     w->confirmed, &err);
+		if (st == SY_STORE_CONFLICT) {
+			demote(w, "its stream position record was refused");
+			return false;
+		}
+		if (st != SY_STORE_OK) {
+			store_failed(w, st, &err);
+			close_stream(w);
+			return false;
+		}
+		w->durable = w->confirmed;
+	}
 	if (!sy_ws_send_status(w->repl, w->confirmed, &err)) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		close_stream(w);
@@ -338,8 +313,8 @@ static void start_stream(walsync *w)
 		backoff(w);
 		return;
 	}
+	bool created = false;
 	if (!slot.found) {
-		bool created = false;
 		if (!sy_ws_slot_create(w->repl, w->slot, &created, &err)) {
 			sy_log(SY_LOG_ERR, "%s", err.message);
 			close_stream(w);
@@ -354,6 +329,20 @@ static void start_stream(walsync *w)
 			store_failed(w, st, &err);
 			return;
 		}
+	}
+	sy_ws_continuity cont = SY_WS_CONTINUOUS;
+	if (w->continuity)
+		cont = sy_ws_continuity_check(w->db, &w->lease, w->slot, created,
+		                              slot.confirmed_flush, &w->durable, &st, &err);
+	switch (cont) {
+	case SY_WS_CONTINUOUS:
+	case SY_WS_RESOLVED: break;
+	case SY_WS_REFUSED:
+		close_stream(w);
+		backoff(w);
+		return;
+	case SY_WS_FENCED: demote(w, "the lease refused the stream position"); return;
+	case SY_WS_FAILED: store_failed(w, st, &err); return;
 	}
 	st = sy_store_changelog_last_lsn(w->db, &w->skip_upto, &err);
 	if (st != SY_STORE_OK) {
@@ -405,6 +394,8 @@ static void flush_batch(walsync *w)
 		}
 		sy_error err = {0};
 		sy_store_written wr;
+		if (w->continuity)
+			sy_store_changes_set_end(w->batch, w->slot, w->batch_end);
 		sy_store_status st =
 		        sy_store_changelog_write(w->db, &w->lease, w->batch, &wr, &err);
 		if (st == SY_STORE_CONFLICT) {
@@ -418,6 +409,8 @@ static void flush_batch(walsync *w)
 			close_stream(w);
 			return;
 		}
+		if (w->batch_end > w->durable)
+			w->durable = w->batch_end;
 		w->commits++;
 		if (w->exit_after_commits > 0 && w->commits >= w->exit_after_commits) {
 			sy_log(SY_LOG_INFO,
@@ -446,133 +439,6 @@ static void flush_batch(walsync *w)
 	if (w->idle_lsn > w->confirmed)
 		w->confirmed = w->idle_lsn;
 	(void)send_status(w);
-}
-
-static void bad_message(walsync *w, const sy_error *err)
-{
-	/* Never the payload: it may hold row identities. Forged or damaged, it is skipped. */
-	if (w->bad_messages++ < 10 || w->bad_messages % 1000 == 0)
-		sy_log(SY_LOG_WARNING, "skipped a malformed logical message (%lld so far): %s",
-		       w->bad_messages, err->message);
-}
-
-static bool on_message(walsync *w, const sy_ws_msg *m)
-{
-	bool change = strcmp(m->prefix, SY_WS_PREFIX_CHANGE) == 0;
-	bool epoch = strcmp(m->prefix, SY_WS_PREFIX_EPOCH) == 0;
-	if (!change && !epoch)
-		return true;
-	if (!m->transactional || !w->in_txn) {
-		sy_error err = {0};
-		sy_error_set(&err, SY_ERR_INVALID_REQUEST, "non-transactional %s message",
-		             m->prefix);
-		bad_message(w, &err);
-		return true;
-	}
-	int ordinal = change ? w->txn_ordinal++ : 0;
-	if (w->txn_skip)
-		return true;
-	sy_error err = {0};
-	if (epoch) {
-		char client[37];
-		long long e;
-		if (!sy_ws_epoch_parse(m->content, m->content_len, client, &e, &err)) {
-			bad_message(w, &err);
-			return true;
-		}
-		if (!sy_store_changes_add_epoch(w->batch, client, e, w->txn_xid)) {
-			sy_log(SY_LOG_ERR, "out of memory");
-			return false;
-		}
-		return true;
-	}
-	size_t need = m->content_len + 16;
-	if (need > w->arena_size) {
-		char *a = sy_realloc(w->arena, need);
-		if (!a) {
-			sy_log(SY_LOG_ERR, "out of memory");
-			return false;
-		}
-		w->arena = a;
-		w->arena_size = need;
-	}
-	sy_ws_change c;
-	if (!sy_ws_change_parse(m->content, m->content_len, w->arena, w->arena_size, &c, &err)) {
-		bad_message(w, &err);
-		return true;
-	}
-	sy_store_change row = {
-	        .commit_lsn = w->txn_lsn,
-	        .ordinal = ordinal,
-	        .xid = w->txn_xid,
-	        .commit_time = w->txn_time,
-	        .table_id = c.table_id,
-	        .pk = c.pk,
-	        .version = c.version,
-	        .deleted = c.deleted,
-	        .mutation_id = c.mutation_id,
-	        .client_id = c.client_id,
-	        .user_id = c.user_id,
-	        .owner_before = c.owner_before,
-	        .owner_after = c.owner_after,
-	};
-	if (!sy_store_changes_add(w->batch, &row)) {
-		sy_log(SY_LOG_ERR, "out of memory");
-		return false;
-	}
-	return true;
-}
-
-/* One frame of the stream; false when the stream must restart. */
-static bool on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
-{
-	sy_error err = {0};
-	sy_ws_frame f;
-	if (!sy_ws_frame_parse(p, n, &f, &err)) {
-		sy_log(SY_LOG_ERR, "%s", err.message);
-		return false;
-	}
-	if (f.kind == SY_WS_FRAME_KEEPALIVE) {
-		if (!w->in_txn && f.wal_end > w->idle_lsn)
-			w->idle_lsn = f.wal_end;
-		if (f.reply_requested)
-			*reply = true;
-		return true;
-	}
-	sy_ws_msg m;
-	if (!sy_ws_msg_parse(f.data, f.len, &m, &err)) {
-		sy_log(SY_LOG_ERR, "%s", err.message);
-		return false;
-	}
-	switch (m.kind) {
-	case SY_WS_BEGIN:
-		if (w->in_txn) {
-			sy_log(SY_LOG_ERR, "pgoutput: BEGIN inside a transaction");
-			return false;
-		}
-		w->in_txn = true;
-		w->txn_lsn = m.final_lsn;
-		w->txn_xid = m.xid;
-		w->txn_time = m.commit_time;
-		w->txn_ordinal = 0;
-		/* Delivered again after a restart: its rows were committed with its batch. */
-		w->txn_skip = m.final_lsn <= w->skip_upto;
-		return true;
-	case SY_WS_MESSAGE: return on_message(w, &m);
-	case SY_WS_COMMIT:
-		if (!w->in_txn || m.commit_lsn != w->txn_lsn) {
-			sy_log(SY_LOG_ERR, "pgoutput: COMMIT without its BEGIN");
-			return false;
-		}
-		w->in_txn = false;
-		w->batch_txns++;
-		w->batch_end = m.end_lsn;
-		if (!w->txn_skip && m.commit_time > w->batch_newest_time)
-			w->batch_newest_time = m.commit_time;
-		return true;
-	case SY_WS_OTHER: break;
-	}
-	return true;
 }
 
 static void log_lag(walsync *w)
@@ -650,7 +516,7 @@ static void stream_step(walsync *w)
 			backoff(w);
 			return;
 		}
-		bool ok = on_frame(w, (const unsigned char *)buf, (size_t)n, &reply);
+		bool ok = sy_ws_on_frame(w, (const unsigned char *)buf, (size_t)n, &reply);
 		PQfreemem(buf);
 		if (!ok) {
 			close_stream(w);
@@ -782,7 +648,9 @@ int main(int argc, char **argv)
 	w.exit_after_commits = env_long("SYNCHRO_WALSYNC_TEST_EXIT_AFTER_COMMITS");
 	w.stop_before_write = env_long("SYNCHRO_WALSYNC_TEST_STOP_BEFORE_WRITE");
 	w.batch = sy_store_changes_new(w.batch_rows);
-	if (!w.batch) {
+	w.fences = sy_ws_fences_new();
+	if (!w.batch || !w.fences) {
+		sy_ws_fences_free(w.fences);
 		sy_log(SY_LOG_ERR, "out of memory");
 		sy_cfg_free(w.cfg);
 		return 1;
@@ -804,6 +672,7 @@ int main(int argc, char **argv)
 	run(&w);
 	close_db(&w);
 	sy_store_changes_free(w.batch);
+	sy_ws_fences_free(w.fences);
 	sy_free(w.arena);
 	sy_cfg_free(w.cfg);
 	sy_log(SY_LOG_INFO, "stopped");

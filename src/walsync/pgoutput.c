@@ -102,8 +102,110 @@ bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error 
 		out->content_len = len;
 		return true;
 	}
+	case 'R':
+	case 'I':
+	case 'U':
+		out->kind = p[0] == 'R' ? SY_WS_RELATION : SY_WS_ROW;
+		out->raw = p;
+		out->raw_len = n;
+		return true;
 	default: out->kind = SY_WS_OTHER; return true;
 	}
+}
+
+/* A NUL-terminated string at *pos before end; NULL when there is none. */
+static const char *take_string(const unsigned char **pos, const unsigned char *end)
+{
+	const unsigned char *nul = memchr(*pos, '\0', (size_t)(end - *pos));
+	if (!nul)
+		return NULL;
+	const char *s = (const char *)*pos;
+	*pos = nul + 1;
+	return s;
+}
+
+bool sy_ws_relation_parse(const unsigned char *p, size_t n, sy_ws_relation *out, sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	const unsigned char *end = p + n, *pos = p + 5;
+	if (n < 5 || p[0] != 'R')
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "pgoutput RELATION of %zu bytes",
+		                    n);
+	out->oid = (uint32_t)sy_be_get(p + 1, 4);
+	out->nspname = take_string(&pos, end);
+	out->relname = out->nspname ? take_string(&pos, end) : NULL;
+	if (!out->relname || end - pos < 3)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "pgoutput RELATION without names");
+	pos++; /* replica identity */
+	out->ncols = (int)sy_be_get(pos, 2);
+	pos += 2;
+	for (int i = 0; i < out->ncols; i++) {
+		const char *name = end - pos >= 1 ? (pos++, take_string(&pos, end)) : NULL;
+		if (!name || end - pos < 8)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput RELATION column %d malformed", i);
+		pos += 8; /* type oid, typmod */
+		if (i < SY_WS_MAX_COLS)
+			out->cols[i] = name;
+	}
+	return true;
+}
+
+/* TupleData at *pos: its columns into out (the first SY_WS_MAX_COLS). */
+static bool take_tuple(const unsigned char **pos, const unsigned char *end, sy_ws_row *out)
+{
+	if (end - *pos < 2)
+		return false;
+	int ncols = (int)sy_be_get(*pos, 2);
+	*pos += 2;
+	if (out)
+		out->ncols = ncols;
+	for (int i = 0; i < ncols; i++) {
+		if (end - *pos < 1)
+			return false;
+		char kind = (char)*(*pos)++;
+		const unsigned char *data = NULL;
+		size_t len = 0;
+		if (kind == 't' || kind == 'b') {
+			if (end - *pos < 4)
+				return false;
+			len = (size_t)sy_be_get(*pos, 4);
+			*pos += 4;
+			if ((size_t)(end - *pos) < len)
+				return false;
+			data = *pos;
+			*pos += len;
+		} else if (kind != 'n' && kind != 'u') {
+			return false;
+		}
+		if (out && i < SY_WS_MAX_COLS)
+			out->cols[i] = (sy_ws_col){kind, data, len};
+	}
+	return true;
+}
+
+bool sy_ws_row_parse(const unsigned char *p, size_t n, sy_ws_row *out, sy_error *err)
+{
+	memset(out, 0, sizeof *out);
+	const unsigned char *end = p + n, *pos = p + 5;
+	if (n < 6 || (p[0] != 'I' && p[0] != 'U'))
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "pgoutput row change of %zu bytes",
+		                    n);
+	out->tag = (char)p[0];
+	out->oid = (uint32_t)sy_be_get(p + 1, 4);
+	/* UPDATE: the old key or row first, when the server sends it. */
+	if (p[0] == 'U' && (*pos == 'K' || *pos == 'O')) {
+		pos++;
+		if (!take_tuple(&pos, end, NULL) || pos >= end)
+			return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			                    "pgoutput UPDATE old tuple malformed");
+	}
+	if (*pos != 'N')
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "pgoutput row change without 'N'");
+	pos++;
+	if (!take_tuple(&pos, end, out) || pos != end)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "pgoutput tuple malformed");
+	return true;
 }
 
 /* Copies a JSON string value into the arena; NULL (and false from the caller) when it would

@@ -40,10 +40,12 @@ void sy_ws_status_build(unsigned char out[SY_WS_STATUS_LEN], uint64_t written, u
                         uint64_t applied, int64_t now_pg_usec, bool reply);
 
 typedef enum {
-	SY_WS_BEGIN,   /* 'B' */
-	SY_WS_COMMIT,  /* 'C' */
-	SY_WS_MESSAGE, /* 'M' */
-	SY_WS_OTHER    /* relation, type, origin, row changes, ...: nothing for walsync */
+	SY_WS_BEGIN,    /* 'B' */
+	SY_WS_COMMIT,   /* 'C' */
+	SY_WS_MESSAGE,  /* 'M' */
+	SY_WS_RELATION, /* 'R': parse raw with sy_ws_relation_parse() */
+	SY_WS_ROW,      /* 'I' or 'U': parse raw with sy_ws_row_parse() */
+	SY_WS_OTHER     /* type, origin, delete, truncate, ...: nothing for walsync */
 } sy_ws_msg_kind;
 
 typedef struct {
@@ -62,11 +64,47 @@ typedef struct {
 	const char *prefix; /* NUL-terminated inside the frame */
 	const char *content;
 	size_t content_len;
+	/* RELATION, ROW: the whole message */
+	const unsigned char *raw;
+	size_t raw_len;
 } sy_ws_msg;
 
 /* Parses one pgoutput message (proto_version 1, no streaming). false with *err set when the
  * bytes do not hold a well-formed B, C or M message; other tags are SY_WS_OTHER. */
 SY_MUST_CHECK bool sy_ws_msg_parse(const unsigned char *p, size_t n, sy_ws_msg *out, sy_error *err);
+
+/* Columns of a relation or row walsync looks at; later ones are counted, not kept. */
+#define SY_WS_MAX_COLS 32
+
+/* A pgoutput RELATION message; the strings point into the message. */
+typedef struct {
+	uint32_t oid;
+	const char *nspname;
+	const char *relname;
+	int ncols;
+	const char *cols[SY_WS_MAX_COLS];
+} sy_ws_relation;
+
+SY_MUST_CHECK bool sy_ws_relation_parse(const unsigned char *p, size_t n, sy_ws_relation *out,
+                                        sy_error *err);
+
+/* One column of a row: kind 'n' (null), 'u' (unchanged TOAST value), 't' (text in data/len)
+ * or 'b' (binary). */
+typedef struct {
+	char kind;
+	const unsigned char *data;
+	size_t len;
+} sy_ws_col;
+
+/* The new tuple of a pgoutput INSERT or UPDATE; data points into the message. */
+typedef struct {
+	char tag; /* 'I' or 'U' */
+	uint32_t oid;
+	int ncols;
+	sy_ws_col cols[SY_WS_MAX_COLS];
+} sy_ws_row;
+
+SY_MUST_CHECK bool sy_ws_row_parse(const unsigned char *p, size_t n, sy_ws_row *out, sy_error *err);
 
 #define SY_WS_PREFIX_CHANGE "synchro"
 #define SY_WS_PREFIX_EPOCH  "synchro-epoch"

@@ -584,7 +584,8 @@ static void test_messages(void)
 }
 
 /* walsync's pgoutput stream (publication synchro, messages on) carries the fence messages
- * and no row images: the publication holds no table. */
+ * and no application row image: the publication holds synchro.row_fences alone (migration 15:
+ * the fence transitions that vouch for each message). */
 static void test_pgoutput(void)
 {
 	pgt_exec(db, "SELECT pg_create_logical_replication_slot('synchro_p', 'pgoutput')");
@@ -600,7 +601,8 @@ static void test_pgoutput(void)
 	        "       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
 	        "            substring(data FROM 23), 'UTF8')::jsonb ->> 'version' END,"
 	        "       CASE WHEN get_byte(data, 0) = 77 THEN convert_from("
-	        "            substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END"
+	        "            substring(data FROM 23), 'UTF8')::jsonb ->> 'state' END,"
+	        "       position('\\x73796e6368726f00726f775f66656e63657300'::bytea IN data) = 6"
 	        "  FROM pg_logical_slot_get_binary_changes('synchro_p', NULL, NULL,"
 	        "       'proto_version', '1', 'publication_names', 'synchro', 'messages', 'true')"
 	        "  WITH ORDINALITY AS t(lsn, xid, data, n) ORDER BY n",
@@ -617,12 +619,15 @@ static void test_pgoutput(void)
 			                       messages == 1 ? "live" : "deleted");
 			if (messages == 2)
 				CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 3), version);
+		} else if (strcmp(kind, "R") == 0) {
+			/* Every relation streamed is synchro.row_fences. */
+			CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 5), "t");
 		} else if (strcmp(kind, "B") != 0 && strcmp(kind, "C") != 0) {
 			rows++;
 		}
 	}
 	CU_ASSERT_EQUAL(messages, 2);
-	CU_ASSERT_EQUAL(rows, 0);
+	CU_ASSERT_EQUAL(rows, 2); /* the fence's insert and update */
 	PQclear(r);
 	free(version);
 	pgt_exec(db, "SELECT pg_drop_replication_slot('synchro_p')");

@@ -4,7 +4,8 @@
 UNIT_TESTS += tests/unit/test_pgoutput
 check_PROGRAMS += tests/unit/test_pgoutput
 TESTS += tests/unit/test_pgoutput
-tests_unit_test_pgoutput_SOURCES = tests/unit/test_pgoutput.c src/walsync/pgoutput.c
+tests_unit_test_pgoutput_SOURCES = tests/unit/test_pgoutput.c src/walsync/pgoutput.c \
+	src/walsync/walsync_fences.c
 tests_unit_test_pgoutput_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pgoutput_LDADD = $(UNIT_LDADD)
 

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "walsync/pgoutput.h"
+#include "walsync/walsync_fences.h"
 
 static size_t put64(unsigned char *p, uint64_t v)
 {
@@ -117,10 +118,10 @@ static void test_begin_commit(void)
 	CU_ASSERT_FALSE(sy_ws_msg_parse(b, n + 1, &m, &err));
 
 	/* Relation, type, origin, row changes: ignored, not refused. */
-	const unsigned char r[] = {'R', 0, 0, 0, 1};
+	const unsigned char r[] = {'Y', 0, 0, 0, 1};
 	CU_ASSERT_TRUE(sy_ws_msg_parse(r, sizeof r, &m, &err));
 	CU_ASSERT_EQUAL(m.kind, SY_WS_OTHER);
-	CU_ASSERT_EQUAL(m.tag, 'R');
+	CU_ASSERT_EQUAL(m.tag, 'Y');
 	CU_ASSERT_FALSE(sy_ws_msg_parse(r, 0, &m, &err));
 }
 
@@ -306,6 +307,169 @@ static void test_epoch(void)
 	CU_ASSERT_EQUAL(e, INT64_MAX);
 }
 
+static size_t put_str(unsigned char *p, const char *s)
+{
+	memcpy(p, s, strlen(s) + 1);
+	return strlen(s) + 1;
+}
+
+/* RELATION synchro.row_fences as pgoutput sends it (flags, name, type oid, typmod per column). */
+static size_t fences_relation(unsigned char *b)
+{
+	static const char *const cols[] = {"table_id",    "pk",        "state",   "version",
+	                                   "mutation_id", "client_id", "user_id", "source_xid",
+	                                   "source_lsn",  "updated_at"};
+	size_t n = 0;
+	b[n++] = 'R';
+	n += put32(b + n, 16400);
+	n += put_str(b + n, "synchro");
+	n += put_str(b + n, "row_fences");
+	b[n++] = 'd';
+	b[n++] = 0;
+	b[n++] = 10;
+	for (int i = 0; i < 10; i++) {
+		b[n++] = i < 2;
+		n += put_str(b + n, cols[i]);
+		n += put32(b + n, 25);
+		n += put32(b + n, 0xffffffff);
+	}
+	return n;
+}
+
+static size_t text_col(unsigned char *p, const char *s)
+{
+	size_t n = 0;
+	if (!s) {
+		p[n++] = 'n';
+		return n;
+	}
+	p[n++] = 't';
+	n += put32(p + n, (uint32_t)strlen(s));
+	memcpy(p + n, s, strlen(s));
+	return n + strlen(s);
+}
+
+/* INSERT (or UPDATE, with an old key first when old) of one fence row. */
+static size_t fence_row(unsigned char *b, char tag, bool old, const char *version,
+                        const char *state, const char *mutation)
+{
+	const char *v[] = {"todo", "k1",    state, version, mutation,
+	                   NULL,   "alice", "7",   NULL,    "2026-01-01"};
+	size_t n = 0;
+	b[n++] = (unsigned char)tag;
+	n += put32(b + n, 16400);
+	if (old) {
+		b[n++] = 'K';
+		b[n++] = 0;
+		b[n++] = 2;
+		n += text_col(b + n, "todo");
+		n += text_col(b + n, "k1");
+	}
+	b[n++] = 'N';
+	b[n++] = 0;
+	b[n++] = 10;
+	for (int i = 0; i < 10; i++)
+		n += text_col(b + n, v[i]);
+	return n;
+}
+
+static void test_fence_rows(void)
+{
+	unsigned char b[1024];
+	sy_error err = {0};
+	sy_ws_msg m;
+	size_t n = fences_relation(b);
+	CU_ASSERT_TRUE_FATAL(sy_ws_msg_parse(b, n, &m, &err));
+	CU_ASSERT_EQUAL(m.kind, SY_WS_RELATION);
+	sy_ws_relation rel;
+	CU_ASSERT_TRUE_FATAL(sy_ws_relation_parse(m.raw, m.raw_len, &rel, &err));
+	CU_ASSERT_EQUAL(rel.oid, 16400);
+	CU_ASSERT_EQUAL(rel.ncols, 10);
+	sy_ws_fence_cols cols;
+	CU_ASSERT_TRUE_FATAL(sy_ws_fence_relation(&rel, &cols));
+	CU_ASSERT_EQUAL(cols.version, 3);
+	CU_ASSERT_EQUAL(cols.user_id, 6);
+	/* Truncated anywhere: refused, never read past the end. */
+	for (size_t k = 0; k < n; k++)
+		CU_ASSERT_FALSE(sy_ws_relation_parse(b, k, &rel, &err));
+	/* Another relation is not the fences. */
+	sy_ws_relation other = rel;
+	other.relname = "todo";
+	CU_ASSERT_FALSE(sy_ws_fence_relation(&other, &cols));
+
+	sy_ws_fences *f = sy_ws_fences_new();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	char buf[1024];
+	for (int old = 0; old < 2; old++) {
+		n = fence_row(b, old ? 'U' : 'I', old, old ? "v2" : "v1", "live",
+		              old ? NULL : "a0000000-0000-4000-8000-000000000001");
+		CU_ASSERT_TRUE_FATAL(sy_ws_msg_parse(b, n, &m, &err));
+		CU_ASSERT_EQUAL(m.kind, SY_WS_ROW);
+		sy_ws_row row;
+		CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(m.raw, m.raw_len, &row, &err));
+		CU_ASSERT_EQUAL(row.oid, 16400);
+		CU_ASSERT_EQUAL(row.ncols, 10);
+		sy_ws_fence t;
+		CU_ASSERT_TRUE_FATAL(sy_ws_fence_from_row(&row, &cols, buf, n + 8, &t));
+		CU_ASSERT_STRING_EQUAL(t.version, old ? "v2" : "v1");
+		CU_ASSERT_PTR_NULL(t.client_id);
+		CU_ASSERT_TRUE(sy_ws_fences_add(f, &t));
+		for (size_t k = 0; k < n; k++)
+			CU_ASSERT_FALSE(sy_ws_row_parse(b, k, &row, &err));
+	}
+	/* A bad state is no transition. */
+	n = fence_row(b, 'I', false, "v3", "gone", NULL);
+	sy_ws_row row;
+	sy_ws_fence t;
+	CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+	CU_ASSERT_FALSE(sy_ws_fence_from_row(&row, &cols, buf, n + 8, &t));
+
+	/* A message matches its transition once, and only with every field equal. */
+	sy_ws_change c = {.table_id = "todo",
+	                  .pk = "k1",
+	                  .version = "v1",
+	                  .deleted = false,
+	                  .mutation_id = "a0000000-0000-4000-8000-000000000001",
+	                  .user_id = "alice"};
+	sy_ws_change bad = c;
+	bad.deleted = true;
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &bad));
+	bad = c;
+	bad.pk = "k2";
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &bad));
+	bad = c;
+	bad.mutation_id = NULL;
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &bad));
+	bad = c;
+	bad.version = "forged";
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &bad));
+	CU_ASSERT_TRUE(sy_ws_fences_take(f, &c));
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &c));
+	c.version = "v2";
+	c.mutation_id = NULL;
+	CU_ASSERT_TRUE(sy_ws_fences_take(f, &c));
+	CU_ASSERT_EQUAL(sy_ws_fences_count(f), 0);
+	/* Many transitions (the table grows), then a new transaction forgets them. */
+	char v[32];
+	for (int i = 0; i < 10000; i++) {
+		snprintf(v, sizeof v, "v%d", i);
+		sy_ws_fence x = {.table_id = "t", .pk = "p", .version = v};
+		CU_ASSERT_TRUE_FATAL(sy_ws_fences_add(f, &x));
+		if (i % 2 == 0) {
+			sy_ws_change y = {.table_id = "t", .pk = "p", .version = v};
+			CU_ASSERT_TRUE(sy_ws_fences_take(f, &y));
+		}
+	}
+	CU_ASSERT_EQUAL(sy_ws_fences_count(f), 5000);
+	sy_ws_change y = {.table_id = "t", .pk = "p", .version = "v9999"};
+	CU_ASSERT_TRUE(sy_ws_fences_take(f, &y));
+	sy_ws_fences_clear(f);
+	CU_ASSERT_EQUAL(sy_ws_fences_count(f), 0);
+	y.version = "v9997";
+	CU_ASSERT_FALSE(sy_ws_fences_take(f, &y));
+	sy_ws_fences_free(f);
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -315,6 +479,8 @@ int main(void)
 	        {"pgoutput MESSAGE", test_message},
 	        {"version-fence message JSON", test_change},
 	        {"accepted-epoch message JSON", test_epoch},
+	        {"row_fences RELATION and rows, and the transaction's transitions",
+	         test_fence_rows},
 	        {NULL, NULL},
 	};
 	sy_test_add_suite("pgoutput", tests);

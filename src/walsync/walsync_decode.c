@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
+ * and accepted-epoch messages into the batch, and the check of every version-fence message
+ * against the fence transitions of its own transaction (doc/operations.md "Forged
+ * messages"). */
+#include "config.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "synchro/alloc.h"
+#include "walsync/pgoutput.h"
+#include "walsync/walsync.h"
+
+static void bad_message(walsync *w, const sy_error *err)
+{
+	/* Never the payload: it may hold row identities. Forged or damaged, it is skipped. */
+	if (w->bad_messages++ < 10 || w->bad_messages % 1000 == 0)
+		sy_log(SY_LOG_WARNING, "skipped a malformed logical message (%lld so far): %s",
+		       w->bad_messages, err->message);
+}
+
+static bool on_message(walsync *w, const sy_ws_msg *m)
+{
+	bool change = strcmp(m->prefix, SY_WS_PREFIX_CHANGE) == 0;
+	bool epoch = strcmp(m->prefix, SY_WS_PREFIX_EPOCH) == 0;
+	if (!change && !epoch)
+		return true;
+	if (!m->transactional || !w->in_txn) {
+		sy_error err = {0};
+		sy_error_set(&err, SY_ERR_INVALID_REQUEST, "non-transactional %s message",
+		             m->prefix);
+		bad_message(w, &err);
+		return true;
+	}
+	int ordinal = change ? w->txn_ordinal++ : 0;
+	if (w->txn_skip)
+		return true;
+	sy_error err = {0};
+	if (epoch) {
+		char client[37];
+		long long e;
+		if (!sy_ws_epoch_parse(m->content, m->content_len, client, &e, &err)) {
+			bad_message(w, &err);
+			return true;
+		}
+		if (!sy_store_changes_add_epoch(w->batch, client, e, w->txn_xid)) {
+			sy_log(SY_LOG_ERR, "out of memory");
+			return false;
+		}
+		return true;
+	}
+	size_t need = m->content_len + 16;
+	if (need > w->arena_size) {
+		char *a = sy_realloc(w->arena, need);
+		if (!a) {
+			sy_log(SY_LOG_ERR, "out of memory");
+			return false;
+		}
+		w->arena = a;
+		w->arena_size = need;
+	}
+	sy_ws_change c;
+	if (!sy_ws_change_parse(m->content, m->content_len, w->arena, w->arena_size, &c, &err)) {
+		bad_message(w, &err);
+		return true;
+	}
+	/* Migration 15: any role may emit a message; only the fence transition of the same
+	 * transaction proves the version-fence trigger wrote it. */
+	if (w->verify && w->txn_lsn > w->verified_from && !sy_ws_fences_take(w->fences, &c)) {
+		if (w->forged_messages++ < 10 || w->forged_messages % 1000 == 0)
+			sy_log(SY_LOG_WARNING,
+			       "refused a version-fence message that no fence transition of its "
+			       "transaction (xid %u) vouches for (%lld so far): forged or damaged",
+			       w->txn_xid, w->forged_messages);
+		return true;
+	}
+	sy_store_change row = {
+	        .commit_lsn = w->txn_lsn,
+	        .ordinal = ordinal,
+	        .xid = w->txn_xid,
+	        .commit_time = w->txn_time,
+	        .table_id = c.table_id,
+	        .pk = c.pk,
+	        .version = c.version,
+	        .deleted = c.deleted,
+	        .mutation_id = c.mutation_id,
+	        .client_id = c.client_id,
+	        .user_id = c.user_id,
+	        .owner_before = c.owner_before,
+	        .owner_after = c.owner_after,
+	};
+	if (!sy_store_changes_add(w->batch, &row)) {
+		sy_log(SY_LOG_ERR, "out of memory");
+		return false;
+	}
+	return true;
+}
+
+/* synchro.row_fences is the one table of the publication (migration 15): its oid and the
+ * columns a transition needs. */
+static void on_relation(walsync *w, const sy_ws_msg *m)
+{
+	sy_error err = {0};
+	sy_ws_relation rel;
+	if (!sy_ws_relation_parse(m->raw, m->raw_len, &rel, &err)) {
+		bad_message(w, &err);
+		return;
+	}
+	sy_ws_fence_cols cols;
+	if (sy_ws_fence_relation(&rel, &cols)) {
+		w->fences_oid = rel.oid;
+		w->fence_cols = cols;
+		w->fences_known = true;
+	}
+}
+
+/* A fence transition of the transaction: remembered until its message comes. */
+static bool on_row(walsync *w, const sy_ws_msg *m)
+{
+	if (!w->in_txn || w->txn_skip || !w->verify)
+		return true;
+	sy_error err = {0};
+	sy_ws_row row;
+	if (!sy_ws_row_parse(m->raw, m->raw_len, &row, &err)) {
+		bad_message(w, &err);
+		return true;
+	}
+	if (!w->fences_known || row.oid != w->fences_oid)
+		return true;
+	size_t need = m->raw_len + 8;
+	if (need > w->arena_size) {
+		char *a = sy_realloc(w->arena, need);
+		if (!a) {
+			sy_log(SY_LOG_ERR, "out of memory");
+			return false;
+		}
+		w->arena = a;
+		w->arena_size = need;
+	}
+	sy_ws_fence t;
+	if (!sy_ws_fence_from_row(&row, &w->fence_cols, w->arena, w->arena_size, &t)) {
+		sy_error_set(&err, SY_ERR_INVALID_REQUEST, "a row_fences row without its columns");
+		bad_message(w, &err);
+		return true;
+	}
+	if (!sy_ws_fences_add(w->fences, &t)) {
+		sy_log(SY_LOG_ERR, "out of memory");
+		return false;
+	}
+	return true;
+}
+
+/* One frame of the stream; false when the stream must restart. */
+bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
+{
+	sy_error err = {0};
+	sy_ws_frame f;
+	if (!sy_ws_frame_parse(p, n, &f, &err)) {
+		sy_log(SY_LOG_ERR, "%s", err.message);
+		return false;
+	}
+	if (f.kind == SY_WS_FRAME_KEEPALIVE) {
+		if (!w->in_txn && f.wal_end > w->idle_lsn)
+			w->idle_lsn = f.wal_end;
+		if (f.reply_requested)
+			*reply = true;
+		return true;
+	}
+	sy_ws_msg m;
+	if (!sy_ws_msg_parse(f.data, f.len, &m, &err)) {
+		sy_log(SY_LOG_ERR, "%s", err.message);
+		return false;
+	}
+	switch (m.kind) {
+	case SY_WS_BEGIN:
+		if (w->in_txn) {
+			sy_log(SY_LOG_ERR, "pgoutput: BEGIN inside a transaction");
+			return false;
+		}
+		w->in_txn = true;
+		w->txn_lsn = m.final_lsn;
+		w->txn_xid = m.xid;
+		w->txn_time = m.commit_time;
+		w->txn_ordinal = 0;
+		sy_ws_fences_clear(w->fences);
+		/* Delivered again after a restart: its rows were committed with its batch. */
+		w->txn_skip = m.final_lsn <= w->skip_upto;
+		return true;
+	case SY_WS_MESSAGE: return on_message(w, &m);
+	case SY_WS_RELATION: on_relation(w, &m); return true;
+	case SY_WS_ROW: return on_row(w, &m);
+	case SY_WS_COMMIT:
+		if (!w->in_txn || m.commit_lsn != w->txn_lsn) {
+			sy_log(SY_LOG_ERR, "pgoutput: COMMIT without its BEGIN");
+			return false;
+		}
+		w->in_txn = false;
+		w->batch_txns++;
+		w->batch_end = m.end_lsn;
+		if (!w->txn_skip && m.commit_time > w->batch_newest_time)
+			w->batch_newest_time = m.commit_time;
+		return true;
+	case SY_WS_OTHER: break;
+	}
+	return true;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The fence transitions of the transaction being decoded (rows of synchro.row_fences that
+ * pgoutput streams since migration 15), against which every version-fence message of that
+ * transaction is checked: only a message naming a transition its own transaction made is
+ * Synchro's (doc/operations.md "Forged messages"). Pure: no I/O. */
+#ifndef SY_WALSYNC_FENCES_H
+#define SY_WALSYNC_FENCES_H
+
+#include <stddef.h>
+
+#include "synchro/common.h"
+#include "walsync/pgoutput.h"
+
+/* One transition; NULL strings are SQL NULL. */
+typedef struct {
+	const char *table_id;
+	const char *pk;
+	const char *version;
+	bool deleted;
+	const char *mutation_id;
+	const char *client_id;
+	const char *user_id;
+} sy_ws_fence;
+
+typedef struct sy_ws_fences sy_ws_fences;
+
+/* NULL when out of memory. */
+SY_MUST_CHECK sy_ws_fences *sy_ws_fences_new(void);
+/* Accepts NULL. */
+void sy_ws_fences_free(sy_ws_fences *f);
+/* Forgets every transition (a new transaction begins). */
+void sy_ws_fences_clear(sy_ws_fences *f);
+/* Records one transition (copied); false when out of memory. */
+SY_MUST_CHECK bool sy_ws_fences_add(sy_ws_fences *f, const sy_ws_fence *t);
+size_t sy_ws_fences_count(const sy_ws_fences *f);
+
+/* Whether the transaction made the transition the message names (same table_id, pk,
+ * version, state, mutation, client and user); a match is consumed, so one transition
+ * vouches for one message. */
+bool sy_ws_fences_take(sy_ws_fences *f, const sy_ws_change *c);
+
+/* The columns of synchro.row_fences a transition needs, found by name in a RELATION. */
+typedef struct {
+	int table_id, pk, state, version, mutation_id, client_id, user_id; /* -1: missing */
+} sy_ws_fence_cols;
+
+/* Whether rel is synchro.row_fences with every needed column (their indexes into *cols). */
+bool sy_ws_fence_relation(const sy_ws_relation *rel, sy_ws_fence_cols *cols);
+
+/*
+ * The transition of a row of synchro.row_fences, its strings copied NUL-terminated into buf
+ * (size bytes; the row message's length + 8 always suffices). false when a needed column is
+ * missing, not text, holds U+0000, or the state is neither live nor deleted.
+ */
+SY_MUST_CHECK bool sy_ws_fence_from_row(const sy_ws_row *row, const sy_ws_fence_cols *cols,
+                                        char *buf, size_t size, sy_ws_fence *out);
+
+#endif
