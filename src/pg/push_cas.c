@@ -189,6 +189,16 @@ bool sp_classify(sp_push *x, size_t k, const sp_row *row)
 bool sp_lock_and_classify(sp_push *x, size_t k)
 {
 	sp_row row;
+	/*
+	 * An insert compares no version: it needs the identity's state (one consistent read of
+	 * fence and row), and its write reserves an absent identity itself (the unique key; a
+	 * deleted fence refuses it with SY006). A conflict or a refusal writes nothing, so
+	 * nothing needs a lock. Update and delete lock row and fence before the comparison.
+	 */
+	if (x->req->mutations[k].op == SY_OP_INSERT) {
+		sp_read(x, k, &row);
+		return sp_classify(x, k, &row);
+	}
 	for (int tries = 0; !lock_once(x, k, &row); tries++)
 		if (tries + 1 >= LOCK_TRIES)
 			sp_fail("row and fence disagree (a write bypassed the fence trigger)");

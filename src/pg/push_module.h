@@ -223,7 +223,8 @@ bool sp_needs_row(const sp_push *x, size_t k);
 void sp_settle_without_row(sp_push *x, size_t k);
 
 /* push_cas.c */
-/* Locks k's row and fence (row first) and classifies; true when k may write. */
+/* The compare-and-swap's first half: k's row state (update and delete lock row, then fence)
+ * and its classification; true when k may write. */
 bool sp_lock_and_classify(sp_push *x, size_t k);
 void sp_read(sp_push *x, size_t k, sp_row *row);
 void sp_fill_row(sp_push *x, size_t k, const sp_row *row);
