@@ -35,6 +35,7 @@ void sy_client_intent_free(sy_client_intent *i)
 	sy_free(i->batch_id);
 	sy_free(i->code);
 	sy_free(i->outcome_json);
+	sy_free(i->resolution);
 	sy_free(i);
 }
 
@@ -64,6 +65,7 @@ static sy_client_intent *intent_row(sqlite3_stmt *st)
 	i->batch_id = sy_cl_col_text(st, 15);
 	i->code = sy_cl_col_text(st, 16);
 	i->outcome_json = sy_cl_col_text(st, 17);
+	i->resolution = sy_cl_col_text(st, 18);
 	if (i->table == NULL || i->pk_json == NULL || i->op == NULL || i->client_version == NULL ||
 	    i->schema_hash == NULL) {
 		sy_client_intent_free(i);
@@ -231,8 +233,11 @@ sy_client_rc sy_client_explain(sy_client *c, const char *mutation_id, char **tex
 		                                                         "be sent whole");
 		break;
 	case SY_INTENT_RESOLVED:
-		sy_buf_printf(&b, "it was resolved explicitly%s%s.", i->link ? "; successor " : "",
-		              i->link ? i->link : "");
+		sy_buf_printf(
+		        &b,
+		        "it was resolved explicitly (%s)%s%s; its payload and outcome are kept.",
+		        i->resolution ? i->resolution : "?", i->link ? "; successor " : "",
+		        i->link ? i->link : "");
 		break;
 	case SY_INTENT__COUNT: break;
 	}

@@ -69,6 +69,22 @@ void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, cons
 		c->listener(c->listener_ctx, kind, table, pk, mutation_id);
 }
 
+void sy_cl_emit_rows(sy_client *c, const sy_json *items)
+{
+	if (c->listener == NULL || items == NULL || items->type != SY_JSON_ARRAY)
+		return;
+	for (size_t i = 0; i < items->u.array.count; i++) {
+		const sy_json *it = items->u.array.items[i];
+		const char *table = sy_cl_jstr(it, "table");
+		const sy_json *pk = sy_json_get(it, "pk");
+		char *pktext = pk ? sy_cl_jcs(sy_json_get(pk, "value"), NULL) : NULL;
+		if (table != NULL && pktext != NULL)
+			c->listener(c->listener_ctx, SY_CLIENT_EVENT_ROW, table, pktext,
+			            sy_cl_jstr(it, "mutation_id"));
+		sy_free(pktext);
+	}
+}
+
 sy_client_rc sy_cl_new_txn(sy_client *c, bool atomic, int64_t *id, sy_client_error *err)
 {
 	sqlite3_stmt *st;
@@ -534,8 +550,10 @@ sy_client_rc sy_client_commit(sy_client_txn *t, sy_client_error *err)
 	sy_client *c = t->c;
 	sy_free(t);
 	sy_client_rc rc = sy_cl_commit(c, err);
-	if (rc == SY_CLIENT_OK)
+	if (rc == SY_CLIENT_OK) {
+		sy_client_kick(c);
 		sy_cl_emit(c, SY_CLIENT_EVENT_INTENT, NULL, NULL, NULL);
+	}
 	return rc;
 }
 

@@ -106,6 +106,8 @@ char *sy_cl_col_text(sqlite3_stmt *st, int i);
 /* client_intent.c */
 void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
                 const char *mutation_id);
+/* A ROW event for every {table, pk:{value}} of items (pull changes, push outcomes). */
+void sy_cl_emit_rows(sy_client *c, const sy_json *items);
 SY_MUST_CHECK sy_client_rc sy_cl_state_from_name(const char *s, sy_intent_state *out);
 /*
  * Adds an intent row inside the current SQLite transaction (writes, rebase,

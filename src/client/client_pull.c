@@ -149,8 +149,6 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 	else
 		rc = sy_cl_row_put(c, table, pktext, rowtext, !upsert, sv, &ref,
 		                   sy_cl_jstr(ch, "row_checksum"), rebuild, err);
-	if (rc == SY_CLIENT_OK && !rebuild)
-		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, table, pktext, sy_cl_jstr(ch, "mutation_id"));
 	sy_free(pktext);
 	sy_free(rowtext);
 	return rc;
@@ -203,13 +201,16 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		                err);
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
-		if (rc == SY_CLIENT_OK)
-			sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
 	}
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_commit(c, err);
 	else
 		sy_cl_rollback(c);
+	/* Listeners hear of committed state only. A rebuild's rows change at its last page. */
+	if (rc == SY_CLIENT_OK && !rebuild)
+		sy_cl_emit_rows(c, items);
+	else if (rc == SY_CLIENT_OK && !*has_more)
+		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
 done:
 	sy_json_doc_free(doc);
 	return rc;

@@ -258,8 +258,6 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_erro
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_settle_dependents(c, id, strcmp(state, "applied") == 0,
 		                             sy_cl_jstr(o, "server_version"), err);
-	if (rc == SY_CLIENT_OK)
-		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, t.tbl, t.pk, id);
 	sy_free(text);
 	target_free(&t);
 	return rc;
@@ -315,6 +313,13 @@ sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *bod
 		rc = sy_cl_commit(c, err);
 	else
 		sy_cl_rollback(c);
+	for (int p = 0; p < 2 && rc == SY_CLIENT_OK; p++) {
+		const sy_json *arr = sy_json_get(root, parts[p]);
+		for (size_t i = 0; i < arr->u.array.count; i++)
+			sy_cl_emit(c, SY_CLIENT_EVENT_INTENT, NULL, NULL,
+			           sy_cl_jstr(arr->u.array.items[i], "mutation_id"));
+		sy_cl_emit_rows(c, arr);
+	}
 done:
 	sy_json_doc_free(resp);
 	sy_push_request_free(req);

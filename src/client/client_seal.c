@@ -185,39 +185,39 @@ static sy_json *envelope(sy_json_doc *doc, const sy_client *c, const char *batch
 /*
  * Whether one mutation passes the push limits and shapes alone (ADR "Exact
  * mutation shapes": at most 256 columns, 65,536 octets normalized): checked by
- * the core's own parser over a one-mutation request. *why receives the reason.
+ * the core's own parser over a one-mutation request. 1: it fits; 0: it does not,
+ * *why says why; -1: out of memory (nothing is decided).
  */
-static bool mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char *why,
-                          size_t whylen)
+static int mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char *why,
+                         size_t whylen)
 {
 	sy_json_doc *doc = sy_json_doc_new();
 	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
 	char id[SY_UUID_LEN + 1];
 	sy_cl_new_uuid(id);
-	bool ok = false;
-	if (arr == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m))) {
-		snprintf(why, whylen, "out of memory");
-		goto done;
-	}
-	sy_json *env = envelope(doc, c, id, false, arr);
+	int fits = -1;
+	char *body = NULL, *mtext = NULL;
 	size_t n = 0;
-	char *body = env ? sy_cl_jcs(env, &n) : NULL;
-	char *mtext = sy_cl_jcs(m, len);
-	if (body == NULL || mtext == NULL) {
-		snprintf(why, whylen, "out of memory");
-	} else {
-		sy_error e = {0};
-		sy_push_request *req = sy_push_parse(body, n, &e);
-		if (req == NULL)
-			snprintf(why, whylen, "%s", e.message);
-		ok = req != NULL;
-		sy_push_request_free(req);
+	if (arr == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m)))
+		goto done;
+	sy_json *env = envelope(doc, c, id, false, arr);
+	if (env == NULL || (body = sy_cl_jcs(env, &n)) == NULL ||
+	    (mtext = sy_cl_jcs(m, len)) == NULL)
+		goto done;
+	sy_error e = {0};
+	sy_push_request *req = sy_push_parse(body, n, &e);
+	if (req != NULL)
+		fits = 1;
+	else if (e.code != SY_ERR_NOMEM) {
+		snprintf(why, whylen, "%s", e.message);
+		fits = 0;
 	}
+	sy_push_request_free(req);
+done:
 	sy_free(body);
 	sy_free(mtext);
-done:
 	sy_json_doc_free(doc);
-	return ok;
+	return fits;
 }
 
 static sy_client_rc set_state(sy_client *c, const char *id, const char *state, const char *link,
@@ -412,7 +412,12 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		}
 		char why[SY_ERROR_MESSAGE_MAX];
 		size_t len = 0;
-		bool fits = mutation_fits(c, wire, &len, why, sizeof why);
+		int verdict = mutation_fits(c, wire, &len, why, sizeof why);
+		if (verdict < 0) {
+			sy_free(cols);
+			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		}
+		bool fits = verdict == 1;
 		if (fits && p->bytes + len + ENVELOPE_ROOM > SY_PUSH_MAX_BODY) {
 			/* The batch is full: this row waits for the next one (atomic: blocked). */
 			if (!atomic) {
@@ -477,6 +482,38 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 	return rc;
 }
 
+typedef struct {
+	size_t start, len; /* a chain in the sorted array */
+	const irow *head;  /* its first intent in local order */
+} chain_group;
+
+static bool same_row(const irow *a, const irow *b)
+{
+	return strcmp(a->tbl, b->tbl) == 0 && strcmp(a->pk, b->pk) == 0;
+}
+
+static int compare_local_order(const irow *a, const irow *b)
+{
+	if (a->ord != b->ord)
+		return a->ord < b->ord ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int compare_row_order(const void *pa, const void *pb)
+{
+	const irow *a = *(const irow *const *)pa, *b = *(const irow *const *)pb;
+	int d = strcmp(a->tbl, b->tbl);
+	if (d == 0)
+		d = strcmp(a->pk, b->pk);
+	return d != 0 ? d : compare_local_order(a, b);
+}
+
+static int compare_groups(const void *pa, const void *pb)
+{
+	return compare_local_order(((const chain_group *)pa)->head,
+	                           ((const chain_group *)pb)->head);
+}
+
 sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 {
 	irows r = {0};
@@ -501,19 +538,43 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	size_t end = 0;
 	while (end < r.n && (atomic ? r.v[end].txn == txn : !r.v[end].atomic))
 		end++;
+	/*
+	 * Same-row chains, taken in the local order of their first intent: the group's
+	 * intents sorted by (table, pk, local order) make each chain contiguous.
+	 */
+	irow **idx = sy_calloc(end ? end : 1, sizeof *idx);
+	chain_group *groups = sy_calloc(end ? end : 1, sizeof *groups);
+	size_t ngroups = 0;
+	if (idx == NULL || groups == NULL) {
+		sy_free(idx);
+		sy_free(groups);
+		sy_free(chain);
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < end; i++)
+		idx[i] = &r.v[i];
+	qsort(idx, end, sizeof *idx, compare_row_order);
+	for (size_t i = 0; i < end; i++) {
+		if (i == 0 || !same_row(idx[i], idx[i - 1])) {
+			groups[ngroups].start = i;
+			groups[ngroups].head = idx[i];
+			groups[ngroups].len = 0;
+			ngroups++;
+		}
+		groups[ngroups - 1].len++;
+	}
+	qsort(groups, ngroups, sizeof *groups, compare_groups);
 	bool stop = false;
-	for (size_t i = 0; i < end && !stop && rc == SY_CLIENT_OK && p.n < c->batch_max; i++) {
-		if (r.v[i].done)
-			continue;
-		size_t n = 0;
-		for (size_t k = i; k < end; k++)
-			if (!r.v[k].done && strcmp(r.v[k].tbl, r.v[i].tbl) == 0 &&
-			    strcmp(r.v[k].pk, r.v[i].pk) == 0)
-				chain[n++] = &r.v[k];
-		if (n > 256)
-			n = 256; /* the rest of a very long chain waits for the next pass */
+	for (size_t g = 0; g < ngroups && !stop && rc == SY_CLIENT_OK && p.n < c->batch_max; g++) {
+		/* the rest of a very long chain waits for the next pass */
+		size_t n = groups[g].len > 256 ? 256 : groups[g].len;
+		for (size_t k = 0; k < n; k++)
+			chain[k] = idx[groups[g].start + k];
 		rc = seal_chain(c, &p, chain, n, atomic, &stop, err);
 	}
+	sy_free(idx);
+	sy_free(groups);
 	sy_free(chain);
 	if (rc != SY_CLIENT_OK)
 		goto fail;

@@ -51,6 +51,7 @@ static const char *const upgrades[] = {
         " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
         "CREATE INDEX intents_row ON intents(tbl, pk, ord);"
         "CREATE INDEX intents_state ON intents(state, ord);"
+        "CREATE INDEX intents_pred ON intents(pred) WHERE pred IS NOT NULL;"
         "CREATE TABLE batches(seq INTEGER PRIMARY KEY, batch_id TEXT NOT NULL UNIQUE,"
         " state TEXT NOT NULL, generation INTEGER NOT NULL, schema_version INTEGER NOT NULL,"
         " schema_hash TEXT NOT NULL, atomic INTEGER NOT NULL, body BLOB NOT NULL,"

@@ -516,14 +516,19 @@ static void pause_ms(sy_client *c, int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
+void sy_client_kick(sy_client *c)
+{
+	/* ADR: after 429/503 the prescribed delay stands; anything else may start now. */
+	if (c->phase == SY_PHASE_IDLE || c->last_error[0] == '\0' || !c->last_retryable)
+		c->next_due_ms = 0;
+	c->pull_caught_up = false;
+}
+
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)
 {
 	int64_t start_ms = sy_cl_now(c);
 	int64_t deadline = timeout_ms > 0 ? start_ms + timeout_ms : INT64_MAX;
-	c->pull_caught_up = false;
-	/* An explicit sync starts now, except while a server's Retry-After runs. */
-	if (c->phase == SY_PHASE_IDLE || c->last_error[0] == '\0' || !c->last_retryable)
-		c->next_due_ms = 0;
+	sy_client_kick(c);
 	for (;;) {
 		int64_t next;
 		sy_client_rc rc = sy_client_step(c, &next, err);

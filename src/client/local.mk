@@ -41,3 +41,4 @@ src_client_example_todo_CFLAGS = $(AM_CFLAGS) $(UUID_CFLAGS)
 src_client_example_todo_LDADD = src/libsynchro-client.la $(UUID_LIBS)
 dist_man_MANS += doc/synchro-cli.1 doc/libsynchro-client.3
 dist_doc_DATA += doc/client.md
+

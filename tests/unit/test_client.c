@@ -705,6 +705,47 @@ static void test_write_validation(void)
 	stop();
 }
 
+typedef struct {
+	int rows, intents;
+	bool saw_applied;
+} heard;
+
+static void listener(void *ctx, sy_client_event_kind kind, const char *table, const char *pk,
+                     const char *mutation_id)
+{
+	heard *h = ctx;
+	if (kind == SY_CLIENT_EVENT_ROW && table != NULL && pk != NULL) {
+		h->rows++;
+		/* Called on this thread with committed state: reading back works. */
+		char *row = NULL;
+		sy_client_row_state st;
+		if (sy_client_get(C, table, pk, &row, &st, NULL) == SY_CLIENT_OK &&
+		    st == SY_ROW_SYNCED)
+			h->saw_applied = true;
+		sy_free(row);
+	}
+	if (kind == SY_CLIENT_EVENT_INTENT && mutation_id != NULL)
+		h->intents++;
+}
+
+static void test_listener_after_commit(void)
+{
+	start();
+	heard h = {0};
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.listener = listener;
+	o.listener_ctx = &h;
+	OK(sy_client_open(path, &o, &C, &E));
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	sync_ok();
+	CU_ASSERT(h.intents >= 1);
+	CU_ASSERT(h.rows >= 2); /* the outcome and the pulled echo */
+	CU_ASSERT_TRUE(h.saw_applied);
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -735,6 +776,8 @@ int main(void)
 	        {"an atomic transaction that fails", test_atomic_group_fails},
 	        {"verify and the store's immutability triggers", test_verify_detects_tampering},
 	        {"writes checked against the schema", test_write_validation},
+	        {"listeners hear committed state on the caller's thread",
+	         test_listener_after_commit},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client", tests);

@@ -229,6 +229,11 @@ const char *sy_client_phase_name(sy_client_phase p);
  * (EFROZEN, EREADONLY, ESERVER); network and server trouble shows in status.
  */
 SY_MUST_CHECK sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err);
+/*
+ * Makes the next step due now (the network came back, the app came to the
+ * foreground), unless a server's Retry-After is running. A commit does this too.
+ */
+void sy_client_kick(sy_client *c);
 /* Waits at most timeout_ms for the in-flight request (the transport's poll); returns at once when
  * none. */
 void sy_client_wait(sy_client *c, int timeout_ms);
@@ -302,6 +307,7 @@ typedef struct {
 	char *batch_id;     /* the batch that carried it last, or NULL */
 	char *code;         /* outcome code, or NULL */
 	char *outcome_json; /* the outcome as received, or NULL */
+	char *resolution;   /* resolved: "discarded", "accepted_server", "rebased", "remapped" */
 } sy_client_intent;
 
 SY_MUST_CHECK sy_client_rc sy_client_intent_get(sy_client *c, const char *mutation_id,

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * contrib/bench/client: libsynchro-client's own figures (run through contrib/bench/client/run).
+ *   bench_client writes DB URL USER:PW N PER_TXN   durable local writes per second
+ *   bench_client sync DB URL USER:PW N             N queued intents, then one sync: push-done
+ *                                                  time, sync-done time (pull of the echoes)
+ * Prints one JSON object per run on stdout.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uuid/uuid.h>
+
+#include "synchro/client.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static sy_client *open_client(const char *db, const char *url, char *userpw)
+{
+	char *pw = strchr(userpw, ':');
+	if (pw != NULL)
+		*pw++ = '\0';
+	sy_client_options o = {.url = url, .user = userpw, .password = pw, .batch_max = 1000};
+	sy_client_error err;
+	sy_client *c = NULL;
+	if (sy_client_open(db, &o, &c, &err) != SY_CLIENT_OK ||
+	    sy_client_sync(c, 60000, &err) != SY_CLIENT_OK) {
+		fprintf(stderr, "bench_client: %s\n", err.message);
+		sy_client_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int write_n(sy_client *c, long n, long per_txn)
+{
+	sy_client_error err;
+	for (long i = 0; i < n;) {
+		sy_client_txn *t;
+		if (sy_client_begin(c, false, &t, &err) != SY_CLIENT_OK)
+			goto fail;
+		for (long k = 0; k < per_txn && i < n; k++, i++) {
+			uuid_t u;
+			char id[37], pk[40], cols[64];
+			uuid_generate_random(u);
+			uuid_unparse_lower(u, id);
+			snprintf(pk, sizeof pk, "\"%s\"", id);
+			snprintf(cols, sizeof cols, "{\"title\":\"bench %ld\"}", i);
+			if (sy_client_insert(t, "todo", pk, cols, NULL, &err) != SY_CLIENT_OK) {
+				sy_client_rollback(t);
+				goto fail;
+			}
+		}
+		if (sy_client_commit(t, &err) != SY_CLIENT_OK)
+			goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "bench_client: %s\n", err.message);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 6) {
+		fprintf(stderr, "usage: bench_client writes|sync DB URL USER:PW N [PER_TXN]\n");
+		return 2;
+	}
+	long n = strtol(argv[5], NULL, 10);
+	sy_client *c = open_client(argv[2], argv[3], argv[4]);
+	if (c == NULL)
+		return 1;
+	int rc = 1;
+	sy_client_error err;
+	if (strcmp(argv[1], "writes") == 0 && argc == 7) {
+		long per = strtol(argv[6], NULL, 10);
+		double t0 = now_s();
+		if (write_n(c, n, per) == 0) {
+			double dt = now_s() - t0;
+			printf("{\"mode\":\"writes\",\"writes\":%ld,\"per_txn\":%ld,\"seconds\":%."
+			       "3f,"
+			       "\"writes_per_s\":%.0f}\n",
+			       n, per, dt, (double)n / dt);
+			rc = 0;
+		}
+	} else if (strcmp(argv[1], "sync") == 0) {
+		if (write_n(c, n, 1000) != 0)
+			goto done;
+		double t0 = now_s(), pushed = 0;
+		for (;;) {
+			int64_t next;
+			if (sy_client_step(c, &next, &err) != SY_CLIENT_OK) {
+				fprintf(stderr, "bench_client: %s\n", err.message);
+				goto done;
+			}
+			sy_client_status s;
+			if (sy_client_status_get(c, &s, &err) != SY_CLIENT_OK)
+				goto done;
+			if (pushed == 0 && s.counts[SY_INTENT_APPLIED] >= (size_t)n)
+				pushed = now_s() - t0;
+			if (s.phase == SY_PHASE_IDLE && pushed > 0)
+				break;
+			if (s.phase == SY_PHASE_STOPPED ||
+			    (s.phase == SY_PHASE_IDLE && pushed == 0)) {
+				fprintf(stderr, "bench_client: stopped (%s)\n", s.last_error);
+				goto done;
+			}
+			sy_client_wait(c, 100);
+		}
+		double dt = now_s() - t0;
+		printf("{\"mode\":\"sync\",\"intents\":%ld,\"push_seconds\":%.3f,\"intents_per_s\":"
+		       "%.0f,"
+		       "\"sync_seconds\":%.3f}\n",
+		       n, pushed, (double)n / pushed, dt);
+		rc = 0;
+	}
+done:
+	sy_client_close(c);
+	return rc;
+}
