@@ -1,0 +1,13 @@
+# synchro.synchro_push's push units at the SQL level (ADR 002 "Push unit constraint checks",
+# issue 11 items 3, 4 and 8), against a throwaway PostgreSQL (tests/integration/with-pg):
+# 25000, trigger authority, unit modes, the row after its unit, no redo, deferred fences,
+# deferrable pks, killed backends, grants, the pk rule of schema publish, the server log.
+if HAVE_PG_SERVER
+check_PROGRAMS += tests/integration/test_push_units.pgt
+TESTS += tests/integration/test_push_units.pgt
+endif
+tests_integration_test_push_units_pgt_SOURCES = tests/integration/test_push_units.c
+nodist_tests_integration_test_push_units_pgt_SOURCES = src/store/sql_migrations.c
+tests_integration_test_push_units_pgt_CFLAGS = $(PGT_CFLAGS)
+tests_integration_test_push_units_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
+	$(PGT_LDADD) $(CRYPTO_LIBS) $(UUID_LIBS) -lm
