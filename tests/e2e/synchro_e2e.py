@@ -1,13 +1,20 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The end-to-end stack for tests: a throwaway PostgreSQL (from tests/integration/with-pg),
 synchro installed with contrib/example, synchro-fcgi on a UNIX socket, and real nginx or
-Apache (mod_proxy_fcgi) with HTTP basic authentication for alice and bob. Real HTTP only."""
+Apache (mod_proxy_fcgi) with HTTP basic authentication for alice and bob. Real HTTP only.
 
+Every file a server's own user must read or execute (configuration, htpasswd, sockets, logs,
+the responder binary that Apache's mod_fcgid spawns) lives in the stack's directory, which
+that user can reach even when the build tree is readable by root only. Every process a stack
+starts is stopped on every exit path: a failed start, a failed case, an exception, SIGTERM."""
+
+import atexit
 import base64
 import hashlib
 import http.client
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -23,6 +30,23 @@ SYNCHROCTL = os.path.join(BUILD, "src/ctl/synchroctl")
 FCGI = os.path.join(BUILD, "src/fcgi/synchro-fcgi")
 WALSYNC = os.path.join(BUILD, "src/walsync/synchro-walsync")
 USERS = {"alice": "alice", "bob": "bob", "carol": "carol"}
+
+
+def _service_user():
+    """The user the web servers' workers run as when the tests run as root (Debian's)."""
+    for name in ("www-data", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    return None
+
+
+def _tmpbase():
+    """Where stack directories go: as root /tmp itself (as with-pg does), since a private
+    TMPDIR may not be reachable for the servers' users; else the usual temporary directory."""
+    return "/tmp" if os.getuid() == 0 else tempfile.gettempdir()
 
 
 def free_port():
@@ -51,6 +75,24 @@ def canonical(obj):
 _live = []
 
 
+def _stop_live():
+    for st in list(_live):
+        try:
+            st.stop()
+        except Exception as e:  # noqa: BLE001 - stop the others whatever happens
+            print("stopping the stack in %s: %r" % (st.dir, e), file=sys.stderr, flush=True)
+
+
+def _on_signal(signum, _frame):
+    # SystemExit unwinds through every finally and then atexit: the servers stop.
+    raise SystemExit(128 + signum)
+
+
+atexit.register(_stop_live)
+for _sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(_sig, _on_signal)
+
+
 class Stack:
     def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None):
         self.server = server
@@ -58,42 +100,60 @@ class Stack:
         self.extra_conf = extra_conf
         # [fcgi] options of this stack over the defaults of write_conf (e.g. {"max_inflight_per_client": 0})
         self.fcgi_conf = dict(fcgi_conf or {})
-        self.dir = tempfile.mkdtemp(prefix="synchro-e2e-")
+        self.dir = tempfile.mkdtemp(prefix="synchro-e2e-", dir=_tmpbase())
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "synchro.sock")
         self.port = free_port()
         self.procs = {}
         self.conf = os.path.join(self.dir, "synchro.conf")
+        self.keep = False
 
     # --- lifecycle ---------------------------------------------------------
     def start(self):
+        """Installs synchro and the example, starts the servers and waits for /healthz. A
+        failed start stops whatever it had started (and keeps the directory) before raising."""
         self.keep = False
         _live.append(self)
-        self.write_conf()
-        self.ctl("init")
-        self.psql_file(os.path.join(SRC, "contrib/example/schema.sql"))
-        self.ctl("schema", "publish", os.path.join(SRC, "contrib/example/manifest.json"))
-        self.start_fcgi()
-        if self.server == "nginx":
-            self.start_nginx()
-        else:
-            self.start_apache()
-        wait_for(lambda: self.try_status("GET", "/healthz") == 200, what="healthz through " + self.server)
+        try:
+            self.write_conf()
+            self.ctl("init")
+            self.psql_file(os.path.join(SRC, "contrib/example/schema.sql"))
+            self.ctl("schema", "publish", os.path.join(SRC, "contrib/example/manifest.json"))
+            self.start_fcgi()
+            if self.server == "nginx":
+                self.start_nginx()
+            else:
+                self.start_apache()
+            wait_for(lambda: self.try_status("GET", "/healthz") == 200, what="healthz through " + self.server)
+        except BaseException:
+            self.keep = True
+            self.show_logs()
+            self.stop()
+            raise
         return self
 
+    # Web servers first (no new requests), then the responders, then walsync.
+    STOP_ORDER = ("nginx", "apache", "fcgi")
+
     def stop(self):
-        for name in list(self.procs):
-            self.stop_proc(name)
-        if self in _live:
-            _live.remove(self)
-        if getattr(self, "keep", False):
+        """Stops every process of the stack (also after a failure, whatever state it is in)
+        and removes the directory unless a failure asked to keep it."""
+        try:
+            names = [n for n in self.STOP_ORDER if n in self.procs]
+            names += [n for n in self.procs if n not in names]
+            for name in names:
+                self.stop_proc(name)
+        finally:
+            if self in _live:
+                _live.remove(self)
+        if self.keep:
             print("kept for inspection after a failure: %s" % self.dir, flush=True)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def show_logs(self, lines=40):
         """The tails of the responders' and the web server's logs (they never hold bodies)."""
-        for name in ("fcgi", "nginx-error", "apache-error"):
+        for name in ("fcgi", "nginx-error", "apache-error", "walsync"):
             path = os.path.join(self.dir, name + ".log")
             if not os.path.exists(path):
                 continue
@@ -121,6 +181,7 @@ class Stack:
             for k, v in opts.items():
                 f.write("%s = %s\n" % (k, v))
             f.write(self.extra_conf)
+        os.chmod(self.conf, 0o644)
 
     def ctl(self, *args, check=True):
         r = subprocess.run([SYNCHROCTL, "-c", self.conf] + list(args), capture_output=True, text=True)
@@ -146,15 +207,27 @@ class Stack:
         return self.procs[name]
 
     def stop_proc(self, name, sig=signal.SIGTERM, timeout=20):
+        """Stops a process the stack spawned (sig, then SIGKILL after timeout seconds) and
+        then whatever is left of its process group (a web server's or a master's children)."""
         p = self.procs.pop(name, None)
-        if p is None or p.poll() is not None:
+        if p is None:
             return
-        p.send_signal(sig)
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._killpg(p.pid)
+                p.wait()
+        # spawn() made each process the leader of a session and group of its own.
+        self._killpg(p.pid)
+
+    @staticmethod
+    def _killpg(pgid):
         try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def log(self, name):
         try:
@@ -255,8 +328,27 @@ http {
     scgi_temp_path %(d)s/nginx-scgi;
 %(site)s
 }
-""" % {"d": d, "site": site, "user": "user root;" if os.getuid() == 0 else ""})
+""" % {"d": d, "site": site, "user": self.nginx_user()})
         self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
+
+    @staticmethod
+    def nginx_user():
+        """As root, nginx's workers run as the service user (as Debian's nginx does), so
+        that the stack shows what that user can reach; otherwise as the current user."""
+        if os.getuid() != 0:
+            return ""
+        return "user %s;" % (_service_user() or "root")
+
+    def install_binary(self, path):
+        """A copy of the program `path` in the stack's directory, executable by everyone: a
+        server that runs it as its own user (mod_fcgid as www-data) may not reach the build."""
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        os.chmod(bindir, 0o755)
+        copy = os.path.join(bindir, os.path.basename(path))
+        shutil.copy2(path, copy)
+        os.chmod(copy, 0o755)
+        return copy
 
     def start_apache(self):
         d = self.dir
@@ -344,7 +436,10 @@ class Runner:
                 st.show_logs()
 
     def finish(self):
+        """Ends the suite (stopping any stack still running): the summary and the exit status."""
+        _stop_live()
+        ran = self.ran
         print("%d cases, %d failed" % (self.ran, len(self.failures)))
         for f in self.failures:
             print("  failed: " + f)
-        return 1 if self.failures or self.ran == 0 else 0
+        return 1 if self.failures or ran == 0 else 0
