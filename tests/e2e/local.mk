@@ -21,3 +21,9 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_push.pgt
 endif
 EXTRA_DIST += tests/e2e/push_check.py tests/e2e/test_push.pgt
+
+# The stack as production runs it: least-privilege login roles (contrib/example/roles.sql).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_stack.pgt
+endif
+EXTRA_DIST += tests/e2e/test_stack.pgt contrib/example/roles.sql contrib/example/grants.sql

@@ -3,6 +3,11 @@
 synchro installed with contrib/example, synchro-fcgi on a UNIX socket, and real nginx or
 Apache (mod_proxy_fcgi) with HTTP basic authentication for alice and bob. Real HTTP only.
 
+Least privilege as in production (doc/operations.md, "Login roles"): synchroctl runs as the
+cluster's superuser (admin.conf), the responders as APP_ROLE (LOGIN, member of synchro_app
+only), synchro-walsync as WALSYNC_ROLE (LOGIN REPLICATION, member of synchro_walsync only);
+the example's app-table grants are contrib/example/grants.sql.
+
 Every file a server's own user must read or execute (configuration, htpasswd, sockets, logs,
 the responder binary that Apache's mod_fcgid spawns) lives in the stack's directory, which
 that user can reach even when the build tree is readable by root only. Every process a stack
@@ -30,6 +35,10 @@ SYNCHROCTL = os.path.join(BUILD, "src/ctl/synchroctl")
 FCGI = os.path.join(BUILD, "src/fcgi/synchro-fcgi")
 WALSYNC = os.path.join(BUILD, "src/walsync/synchro-walsync")
 USERS = {"alice": "alice", "bob": "bob", "carol": "carol"}
+# The login roles of contrib/example/roles.sql (the quickstart creates the same ones).
+APP_ROLE = "synchro_fcgi"
+WALSYNC_ROLE = "synchro_ws"
+EXAMPLE = os.path.join(SRC, "contrib/example")
 
 
 def _service_user():
@@ -105,7 +114,9 @@ class Stack:
         self.sock = os.path.join(self.dir, "synchro.sock")
         self.port = free_port()
         self.procs = {}
+        # synchro.conf: the responders' (APP_ROLE); admin.conf: synchroctl's (the superuser).
         self.conf = os.path.join(self.dir, "synchro.conf")
+        self.admin_conf = os.path.join(self.dir, "admin.conf")
         self.keep = False
 
     # --- lifecycle ---------------------------------------------------------
@@ -115,10 +126,12 @@ class Stack:
         self.keep = False
         _live.append(self)
         try:
-            self.write_conf()
+            self.write_admin_conf()
             self.ctl("init")
-            self.psql_file(os.path.join(SRC, "contrib/example/schema.sql"))
-            self.ctl("schema", "publish", os.path.join(SRC, "contrib/example/manifest.json"))
+            self.psql_file(os.path.join(EXAMPLE, "roles.sql"))
+            self.psql_file(os.path.join(EXAMPLE, "schema.sql"))
+            self.ctl("schema", "publish", os.path.join(EXAMPLE, "manifest.json"))
+            self.write_conf()
             self.start_fcgi()
             if self.server == "nginx":
                 self.start_nginx()
@@ -131,6 +144,10 @@ class Stack:
             self.stop()
             raise
         return self
+
+    def grant_app_tables(self):
+        """The example's app-table grants: contrib/example/grants.sql, the one place they are."""
+        self.psql_file(os.path.join(EXAMPLE, "grants.sql"))
 
     # Web servers first (no new requests), then the responders, then walsync.
     STOP_ORDER = ("nginx", "apache", "fcgi")
@@ -174,19 +191,31 @@ class Stack:
                 "lock_timeout_ms": "5000", "retry_after_s": "1"}
         opts.update({k: str(v) for k, v in self.fcgi_conf.items()})
         opts.update({k: str(v) for k, v in fcgi.items()})
-        conninfo = "host=%s port=%s dbname=%s user=%s" % (
-            os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"], os.environ.get("PGUSER", "postgres"))
         with open(self.conf, "w") as f:
-            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % conninfo)
+            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % self.conninfo(APP_ROLE))
             for k, v in opts.items():
                 f.write("%s = %s\n" % (k, v))
             f.write(self.extra_conf)
         os.chmod(self.conf, 0o644)
 
+    def conninfo(self, user):
+        """The stack's database as `user`."""
+        return "host=%s port=%s dbname=%s user=%s" % (
+            os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"], user)
+
+    def write_admin_conf(self):
+        """synchroctl's configuration: the cluster's superuser (init, publish, admin work)."""
+        with open(self.admin_conf, "w") as f:
+            f.write("[database]\nconninfo = %s\n" % self.conninfo(os.environ.get("PGUSER", "postgres")))
+
     def ctl(self, *args, check=True):
-        r = subprocess.run([SYNCHROCTL, "-c", self.conf] + list(args), capture_output=True, text=True)
+        """synchroctl as the administrator (admin.conf). After a successful `schema publish`
+        the example's grants are applied again: they have the last word (grant_app_tables)."""
+        r = subprocess.run([SYNCHROCTL, "-c", self.admin_conf] + list(args), capture_output=True, text=True)
         if check and r.returncode != 0:
             raise AssertionError("synchroctl %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
+        if r.returncode == 0 and list(args[:2]) == ["schema", "publish"]:
+            self.grant_app_tables()
         return r
 
     def psql(self, sql, check=True):
@@ -260,8 +289,8 @@ class Stack:
         opts = {"writer_id": name}
         opts.update({k: str(v) for k, v in walsync.items()})
         conf = os.path.join(self.dir, name + ".conf")
-        with open(self.conf) as src, open(conf, "w") as f:
-            f.write(src.read())
+        with open(conf, "w") as f:
+            f.write("[database]\nconninfo = %s\n" % self.conninfo(WALSYNC_ROLE))
             f.write("\n[walsync]\n")
             for k, v in opts.items():
                 f.write("%s = %s\n" % (k, v))
@@ -274,7 +303,7 @@ class Stack:
                                  " WHERE lease_until > now()", check=False) == name and \
                     self.psql("SELECT EXISTS (SELECT 1 FROM pg_replication_slots s"
                               " JOIN pg_stat_replication r ON r.pid = s.active_pid"
-                              " WHERE s.slot_name = 'synchro' AND r.state <> 'startup')",
+                              " WHERE s.slot_name = '%s' AND r.state <> 'startup')" % opts.get("slot", "synchro"),
                               check=False) == "t"
             wait_for(holds, what="synchro-walsync %s to hold the writer lease and stream" % name)
         return proc
