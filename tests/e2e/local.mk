@@ -22,7 +22,8 @@ TESTS += tests/e2e/test_push.pgt
 endif
 EXTRA_DIST += tests/e2e/push_check.py tests/e2e/test_push.pgt
 
-# The stack as production runs it: least-privilege login roles (contrib/example/roles.sql).
+# The stack as production runs it: least-privilege login roles (contrib/example/roles.sql),
+# PgBouncer in transaction pooling between the responders and PostgreSQL.
 if HAVE_PG_SERVER
 TESTS += tests/e2e/test_stack.pgt
 endif

@@ -6,7 +6,8 @@ Apache (mod_proxy_fcgi) with HTTP basic authentication for alice and bob. Real H
 Least privilege as in production (doc/operations.md, "Login roles"): synchroctl runs as the
 cluster's superuser (admin.conf), the responders as APP_ROLE (LOGIN, member of synchro_app
 only), synchro-walsync as WALSYNC_ROLE (LOGIN REPLICATION, member of synchro_walsync only);
-the example's app-table grants are contrib/example/grants.sql.
+the example's app-table grants are contrib/example/grants.sql. Stack(pgbouncer=True) puts
+PgBouncer (transaction pooling) between the responders and PostgreSQL.
 
 Every file a server's own user must read or execute (configuration, htpasswd, sockets, logs,
 the responder binary that Apache's mod_fcgid spawns) lives in the stack's directory, which
@@ -39,6 +40,9 @@ USERS = {"alice": "alice", "bob": "bob", "carol": "carol"}
 APP_ROLE = "synchro_fcgi"
 WALSYNC_ROLE = "synchro_ws"
 EXAMPLE = os.path.join(SRC, "contrib/example")
+# PgBouncer's admin console user (no database role of that name is needed).
+PGB_ADMIN = "pgbouncer_admin"
+PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if os.path.exists("/usr/sbin/pgbouncer") else None)
 
 
 def _service_user():
@@ -103,12 +107,19 @@ for _sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
 
 
 class Stack:
-    def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None):
+    def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None, pgbouncer=False,
+                 pgbouncer_pool_size=2):
         self.server = server
         self.workers = workers
         self.extra_conf = extra_conf
         # [fcgi] options of this stack over the defaults of write_conf (e.g. {"max_inflight_per_client": 0})
         self.fcgi_conf = dict(fcgi_conf or {})
+        # pgbouncer=True: the responders reach PostgreSQL through PgBouncer (pool_mode =
+        # transaction, start_pgbouncer); synchroctl, walsync and the tests' psql do not.
+        self.pgbouncer = pgbouncer
+        self.pgbouncer_pool_size = pgbouncer_pool_size
+        self.pgb_dir = None
+        self.pgb_port = None
         self.dir = tempfile.mkdtemp(prefix="synchro-e2e-", dir=_tmpbase())
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "synchro.sock")
@@ -131,6 +142,8 @@ class Stack:
             self.psql_file(os.path.join(EXAMPLE, "roles.sql"))
             self.psql_file(os.path.join(EXAMPLE, "schema.sql"))
             self.ctl("schema", "publish", os.path.join(EXAMPLE, "manifest.json"))
+            if self.pgbouncer:
+                self.start_pgbouncer(self.pgbouncer_pool_size)
             self.write_conf()
             self.start_fcgi()
             if self.server == "nginx":
@@ -149,7 +162,7 @@ class Stack:
         """The example's app-table grants: contrib/example/grants.sql, the one place they are."""
         self.psql_file(os.path.join(EXAMPLE, "grants.sql"))
 
-    # Web servers first (no new requests), then the responders, then walsync.
+    # Web servers first (no new requests), then the responders, walsync, PgBouncer.
     STOP_ORDER = ("nginx", "apache", "fcgi")
 
     def stop(self):
@@ -157,7 +170,8 @@ class Stack:
         and removes the directory unless a failure asked to keep it."""
         try:
             names = [n for n in self.STOP_ORDER if n in self.procs]
-            names += [n for n in self.procs if n not in names]
+            names += [n for n in self.procs if n not in names and n != "pgbouncer"]
+            names += [n for n in ("pgbouncer",) if n in self.procs]
             for name in names:
                 self.stop_proc(name)
         finally:
@@ -170,7 +184,7 @@ class Stack:
 
     def show_logs(self, lines=40):
         """The tails of the responders' and the web server's logs (they never hold bodies)."""
-        for name in ("fcgi", "nginx-error", "apache-error", "walsync"):
+        for name in ("fcgi", "nginx-error", "apache-error", "pgbouncer", "walsync"):
             path = os.path.join(self.dir, name + ".log")
             if not os.path.exists(path):
                 continue
@@ -192,16 +206,19 @@ class Stack:
         opts.update({k: str(v) for k, v in self.fcgi_conf.items()})
         opts.update({k: str(v) for k, v in fcgi.items()})
         with open(self.conf, "w") as f:
-            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % self.conninfo(APP_ROLE))
+            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % self.conninfo(APP_ROLE, via_pgbouncer=self.pgbouncer))
             for k, v in opts.items():
                 f.write("%s = %s\n" % (k, v))
             f.write(self.extra_conf)
         os.chmod(self.conf, 0o644)
 
-    def conninfo(self, user):
-        """The stack's database as `user`."""
-        return "host=%s port=%s dbname=%s user=%s" % (
-            os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"], user)
+    def conninfo(self, user, via_pgbouncer=False):
+        """The stack's database as `user`, directly or through the stack's PgBouncer."""
+        if via_pgbouncer:
+            host, port = self.pgb_dir, self.pgb_port
+        else:
+            host, port = os.environ["PGHOST"], os.environ["PGPORT"]
+        return "host=%s port=%s dbname=%s user=%s" % (host, port, os.environ["PGDATABASE"], user)
 
     def write_admin_conf(self):
         """synchroctl's configuration: the cluster's superuser (init, publish, admin work)."""
@@ -290,6 +307,7 @@ class Stack:
         opts.update({k: str(v) for k, v in walsync.items()})
         conf = os.path.join(self.dir, name + ".conf")
         with open(conf, "w") as f:
+            # Always straight to PostgreSQL: PgBouncer does not carry replication connections.
             f.write("[database]\nconninfo = %s\n" % self.conninfo(WALSYNC_ROLE))
             f.write("\n[walsync]\n")
             for k, v in opts.items():
@@ -378,6 +396,85 @@ http {
         shutil.copy2(path, copy)
         os.chmod(copy, 0o755)
         return copy
+
+    # --- PgBouncer (pool_mode = transaction) between the responders and PostgreSQL -------
+    def start_pgbouncer(self, pool_size=2):
+        """Starts PgBouncer in the stack's directory: UNIX socket only, pool_mode =
+        transaction, auth_type = trust with a userlist naming APP_ROLE, `pool_size` server
+        connections for the stack's database (fewer than the responders, so they share
+        them). As root it runs as the cluster's owner (PgBouncer refuses root). Returns once
+        APP_ROLE can run a query through it; Stack.stop() stops it."""
+        if PGBOUNCER is None:
+            raise AssertionError("pgbouncer is not installed")
+        d = os.path.join(self.dir, "pgbouncer")
+        os.mkdir(d)
+        os.chmod(d, 0o755)
+        self.pgb_dir, self.pgb_port = d, free_port()
+        db = os.environ["PGDATABASE"]
+        with open(os.path.join(d, "userlist.txt"), "w") as f:
+            f.write('"%s" ""\n"%s" ""\n' % (APP_ROLE, PGB_ADMIN))
+        ini = os.path.join(d, "pgbouncer.ini")
+        with open(ini, "w") as f:
+            f.write("""[databases]
+%(db)s = host=%(pghost)s port=%(pgport)s dbname=%(db)s pool_size=%(pool)d
+
+[pgbouncer]
+listen_addr =
+listen_port = %(port)d
+unix_socket_dir = %(d)s
+unix_socket_mode = 0777
+auth_type = trust
+auth_file = %(d)s/userlist.txt
+admin_users = %(admin)s
+pool_mode = transaction
+max_client_conn = 200
+default_pool_size = %(pool)d
+min_pool_size = 0
+reserve_pool_size = 0
+server_lifetime = 3600
+server_idle_timeout = 600
+log_connections = 0
+log_disconnections = 0
+""" % {"db": db, "pghost": os.environ["PGHOST"], "pgport": os.environ["PGPORT"], "pool": pool_size,
+                "port": self.pgb_port, "d": d, "admin": PGB_ADMIN})
+        run = []
+        if os.getuid() == 0:
+            owner = "postgres" if self._user_exists("postgres") else "nobody"
+            shutil.chown(d, owner)
+            for f in ("userlist.txt", "pgbouncer.ini"):
+                os.chmod(os.path.join(d, f), 0o644)
+            run = ["runuser", "-u", owner, "--"]
+        # In the foreground; without a logfile it logs to stderr, into pgbouncer.log.
+        p = self.spawn("pgbouncer", run + [PGBOUNCER, ini])
+
+        def ready():
+            if p.poll() is not None:
+                raise AssertionError("pgbouncer exited (%s): %s" % (p.returncode, self.log("pgbouncer")))
+            r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-h", d, "-p", str(self.pgb_port), "-U", APP_ROLE,
+                                "-d", db, "-c", "SELECT 1"], capture_output=True, text=True)
+            return r.returncode == 0 and r.stdout.strip() == "1"
+        wait_for(ready, what="pgbouncer to pass a query")
+        return p
+
+    def pgbouncer_show(self, what):
+        """SHOW `what` on PgBouncer's admin console (e.g. "pools", "stats"): a list of dicts,
+        every value a string. The console's user is PGB_ADMIN (trust, over the socket)."""
+        r = subprocess.run(["psql", "-X", "-q", "-A", "-F", "\t", "-P", "footer=off", "-h", self.pgb_dir,
+                            "-p", str(self.pgb_port), "-U", PGB_ADMIN, "-d", "pgbouncer", "-c", "SHOW " + what],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("pgbouncer SHOW %s: %s" % (what, r.stderr))
+        lines = r.stdout.splitlines()
+        head = lines[0].split("\t")
+        return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
+
+    @staticmethod
+    def _user_exists(name):
+        try:
+            pwd.getpwnam(name)
+            return True
+        except KeyError:
+            return False
 
     def start_apache(self):
         d = self.dir
