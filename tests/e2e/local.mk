@@ -23,7 +23,7 @@ endif
 EXTRA_DIST += tests/e2e/push_check.py tests/e2e/test_push.pgt
 
 # The stack as production runs it: least-privilege login roles (contrib/example/roles.sql),
-# PgBouncer in transaction pooling between the responders and PostgreSQL.
+# PgBouncer in transaction pooling between the responders and PostgreSQL, no value in a log.
 if HAVE_PG_SERVER
 TESTS += tests/e2e/test_stack.pgt
 endif

@@ -12,7 +12,11 @@ PgBouncer (transaction pooling) between the responders and PostgreSQL.
 Every file a server's own user must read or execute (configuration, htpasswd, sockets, logs,
 the responder binary that Apache's mod_fcgid spawns) lives in the stack's directory, which
 that user can reach even when the build tree is readable by root only. Every process a stack
-starts is stopped on every exit path: a failed start, a failed case, an exception, SIGTERM."""
+starts is stopped on every exit path: a failed start, a failed case, an exception, SIGTERM.
+
+Logs: Stack.stop() scans the stack's logs for crashes and sanitizer reports, Runner.finish()
+scans PostgreSQL's server log too (every suite ends with that case); assert_no_markers()
+checks that values sent in requests reach no log (the ADR forbids payloads in logs)."""
 
 import atexit
 import base64
@@ -21,6 +25,7 @@ import http.client
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -86,6 +91,8 @@ def canonical(obj):
 
 # Stacks started and not yet stopped: a failing case shows their logs and keeps their directory.
 _live = []
+# Problems the log scans found (Stack.stop() adds its stack's; Runner.finish() reports them).
+_log_problems = []
 
 
 def _stop_live():
@@ -104,6 +111,61 @@ def _on_signal(signum, _frame):
 atexit.register(_stop_live)
 for _sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(_sig, _on_signal)
+
+
+# --- log scans ---------------------------------------------------------------------------------
+# A crash anywhere: PostgreSQL's postmaster ("server process (PID n) was terminated by signal 11",
+# also for walsenders and workers), a PANIC, an assertion (TRAP), a sanitizer report, a
+# responder the synchro-fcgi master saw die of a fatal signal. A kill -9 a test sends on
+# purpose is declared first with expect_backend_kill(pid).
+CRASH_RES = [re.compile(p) for p in (
+    r"\(PID (\d+)\) was terminated by (signal|exception)",
+    r"terminated by signal",
+    r"\bPANIC:",
+    r"\bTRAP: ",
+    r"ERROR: AddressSanitizer|AddressSanitizer:|LeakSanitizer|ThreadSanitizer|MemorySanitizer",
+    r"runtime error:",
+    r"killed by signal (4|6|7|8|11)\b",
+)]
+_expected_kills = set()
+
+
+def expect_backend_kill(pid):
+    """Declares that a test kills the PostgreSQL backend `pid` on purpose (kill -9 or another
+    signal): the postmaster's "server process (PID pid) was terminated by signal" line is
+    then not a crash. Call it before the kill."""
+    _expected_kills.add(int(pid))
+
+
+def crash_lines(text):
+    """The lines of `text` that show a crash not declared with expect_backend_kill()."""
+    bad = []
+    for line in text.splitlines():
+        m = CRASH_RES[0].search(line)
+        if m and int(m.group(1)) in _expected_kills and m.group(2) == "signal":
+            continue
+        if any(r.search(line) for r in CRASH_RES):
+            bad.append(line)
+    return bad
+
+
+def pg_log():
+    """PostgreSQL's server log of the cluster (with-pg's $SYNCHRO_PG_LOG), "" when none."""
+    path = os.environ.get("SYNCHRO_PG_LOG")
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def assert_no_crash_in_pg_log():
+    bad = crash_lines(pg_log())
+    if bad:
+        raise AssertionError("PostgreSQL's server log shows %d crash line(s):\n  %s"
+                             % (len(bad), "\n  ".join(bad[:20])))
 
 
 class Stack:
@@ -166,8 +228,9 @@ class Stack:
     STOP_ORDER = ("nginx", "apache", "fcgi")
 
     def stop(self):
-        """Stops every process of the stack (also after a failure, whatever state it is in)
-        and removes the directory unless a failure asked to keep it."""
+        """Stops every process of the stack (also after a failure, whatever state it is in),
+        scans the stack's logs for crashes (Runner.finish() reports them) and removes the
+        directory unless a failure asked to keep it."""
         try:
             names = [n for n in self.STOP_ORDER if n in self.procs]
             names += [n for n in self.procs if n not in names and n != "pgbouncer"]
@@ -177,10 +240,40 @@ class Stack:
         finally:
             if self in _live:
                 _live.remove(self)
+        bad = crash_lines(self.server_logs())
+        if bad:
+            self.keep = True
+            _log_problems.append("stack %s (%s): %s" % (self.dir, self.server, "\n    ".join(bad[:20])))
         if self.keep:
             print("kept for inspection after a failure: %s" % self.dir, flush=True)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log_names(self):
+        """The names (NAME.log in the stack's directory) of every log its servers wrote."""
+        try:
+            return sorted(f[:-4] for f in os.listdir(self.dir) if f.endswith(".log"))
+        except OSError:
+            return []
+
+    def server_logs(self):
+        """Every log of the stack's servers (responders, walsync, web server, PgBouncer), joined."""
+        return "".join("==> %s.log\n%s\n" % (n, self.log(n)) for n in self.log_names())
+
+    def assert_no_markers(self, markers):
+        """Asserts that no marker string (values a test sent in a request body: accepted and
+        refused pushes, 400s) appears in any log: PostgreSQL's server log and every log of
+        this stack. Call it while the stack runs; markers should be unique (uuid4 hex)."""
+        markers = [m for m in markers if m]
+        assert markers, "no marker to look for"
+        found = []
+        for name, text in [("postgresql", pg_log())] + [(n, self.log(n)) for n in self.log_names()]:
+            for m in markers:
+                if m in text:
+                    line = next(l for l in text.splitlines() if m in l)
+                    found.append("%s: %r in %r" % (name, m, line[:300]))
+        if found:
+            raise AssertionError("request values reached the logs:\n  " + "\n  ".join(found))
 
     def show_logs(self, lines=40):
         """The tails of the responders' and the web server's logs (they never hold bodies)."""
@@ -539,6 +632,13 @@ Mutex file:%(d)s default
         return json.loads(body)
 
 
+def scan_logs():
+    """Fails on a crash in PostgreSQL's server log or in the log of any stack stopped so far."""
+    assert_no_crash_in_pg_log()
+    if _log_problems:
+        raise AssertionError("crashes in the servers' logs:\n  " + "\n  ".join(_log_problems))
+
+
 class Runner:
     """A tiny test runner: named cases, each failure reported, exit status for automake."""
 
@@ -562,9 +662,13 @@ class Runner:
                 st.show_logs()
 
     def finish(self):
-        """Ends the suite (stopping any stack still running): the summary and the exit status."""
+        """Ends the suite: the log scan as a case of its own (no PostgreSQL backend crash
+        in the server log, none of the problems the stacks' scans found), then the summary
+        and the exit status. Call it after every stack has stopped."""
         _stop_live()
         ran = self.ran
+        self.case("logs: no PostgreSQL backend crash, no crash or sanitizer report in any server's log",
+                  scan_logs)
         print("%d cases, %d failed" % (self.ran, len(self.failures)))
         for f in self.failures:
             print("  failed: " + f)
