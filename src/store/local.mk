@@ -12,6 +12,7 @@ src_store_libsystore_la_SOURCES = \
 	src/store/prepared.c src/store/prepared.h \
 	src/store/session.c src/store/session.h \
 	src/store/pull.c src/store/pull.h \
+	src/store/pull_broken.c src/store/pull_broken.h src/store/pull_internal.h \
 	src/store/push_call.c src/store/push_call.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "store/prepared.h"
+#include "store/pull_broken.h"
+#include "store/pull_internal.h"
 #include "store/pull.h"
 #include "synchro/alloc.h"
 #include "synchro/fingerprint.h"
@@ -164,38 +166,11 @@ static void lsn_text(uint64_t lsn, char out[24])
 
 /* ---- the current manifest and its statements ---- */
 
-/* A synced table of the current manifest, with its quoted names and rebuild statements. */
-typedef struct {
-	const sy_table *t;
-	bool owner_scope; /* policy.read owner: only rows whose owner field is the caller */
-	char *lit;        /* table_id as an SQL literal */
-	char *rel;
-	char *pk;
-	char *owner; /* quoted owner column, or NULL */
-	char **cols; /* per field */
-	char first_name[48], after_name[48];
-	char *first_sql, *after_sql;
-	sy_store_stmt first, after;
-} ptab;
-
-struct sy_store_pull {
-	long long version; /* 0: nothing cached */
-	char hash[SY_HASH_HEX_LEN + 1];
-	sy_manifest *m;
-	ptab *tabs;                      /* per table of m, in m's order */
-	size_t *order;                   /* indexes into tabs sorted by table_id bytes */
-	size_t maxf;                     /* most fields of a table */
-	char *all_tables, *owner_tables; /* text[] literals for the page statement */
-	char page_name[48];
-	char *page_sql;
-	sy_store_stmt page;
-};
-
 static void cache_clear(sy_store_pull *p)
 {
 	if (p->tabs != NULL && p->m != NULL) {
 		for (size_t i = 0; i < p->m->table_count; i++) {
-			ptab *x = &p->tabs[i];
+			sy_store_ptab *x = &p->tabs[i];
 			sy_free(x->lit);
 			sy_free(x->rel);
 			sy_free(x->pk);
@@ -213,6 +188,7 @@ static void cache_clear(sy_store_pull *p)
 	sy_free(p->all_tables);
 	sy_free(p->owner_tables);
 	sy_free(p->page_sql);
+	sy_free(p->broken_tables);
 	sy_manifest_free(p->m);
 	memset(p, 0, sizeof *p);
 }
@@ -270,7 +246,7 @@ static void put_entry_key(sy_buf *b, sy_type t)
 	}
 }
 
-static char *steal(sy_buf *b)
+char *sy_store_pull_steal(sy_buf *b)
 {
 	size_t len;
 	if (b->failed) {
@@ -299,7 +275,7 @@ static char *quote_literal(PGconn *c, const char *s, sy_error *err)
  * which is what sy_wire_decode_pg_text reads, except bool, whose cast to text spells the
  * word out.
  */
-static void put_value(sy_buf *b, const ptab *x, size_t j)
+void sy_store_pull_put_value(sy_buf *b, const sy_store_ptab *x, size_t j)
 {
 	if (x->t->fields[j].type == SY_TYPE_BOOL)
 		sy_buf_printf(b, ", left(r.%s::text, 1)", x->cols[j]);
@@ -308,7 +284,7 @@ static void put_value(sy_buf *b, const ptab *x, size_t j)
 }
 
 /* The rebuild statements of one table: $1 client, $2 limit, then [$3 after] and the user. */
-static bool build_rebuild_sql(ptab *x)
+static bool build_rebuild_sql(sy_store_ptab *x)
 {
 	for (int after = 0; after < 2; after++) {
 		sy_buf b = SY_BUF_INIT;
@@ -317,7 +293,7 @@ static bool build_rebuild_sql(ptab *x)
 		              " CASE WHEN f.client_id = $1::uuid THEN f.mutation_id END",
 		              x->pk);
 		for (size_t j = 0; j < x->t->field_count; j++)
-			put_value(&b, x, j);
+			sy_store_pull_put_value(&b, x, j);
 		sy_buf_printf(&b,
 		              " FROM %s r JOIN synchro.row_fences f"
 		              " ON f.table_id = %s AND f.pk = r.%s::text",
@@ -332,7 +308,7 @@ static bool build_rebuild_sql(ptab *x)
 		if (x->owner_scope)
 			sy_buf_printf(&b, "%s r.%s = $%d::text", w, x->owner, n++);
 		sy_buf_printf(&b, " ORDER BY r.%s LIMIT $2::integer", x->pk);
-		char *sql = steal(&b);
+		char *sql = sy_store_pull_steal(&b);
 		if (sql == NULL)
 			return false;
 		if (after) {
@@ -377,7 +353,8 @@ enum {
 	PC_CUT,     /* the window stopped before an entry whose source is not visible yet */
 	PC_WIN_LSN, /* the window's last entry */
 	PC_WIN_ORD,
-	PC_TABLE, /* index into tabs; NULL when the page has no change */
+	PC_CUT_TABLE, /* ... or of a broken table: that table_id (else NULL) */
+	PC_TABLE,     /* index into tabs; NULL when the page has no change */
 	PC_LSN,
 	PC_ORD,
 	PC_PK,
@@ -397,7 +374,7 @@ enum {
  * entry per row is joined with the row's fence and source row, one UNION ALL branch per
  * table. One statement, one snapshot: horizon, window and rows agree.
  */
-static bool build_page_sql(sy_store_pull *p, sy_error *err)
+bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 {
 	sy_buf b = SY_BUF_INIT;
 	sy_buf_puts(
@@ -406,7 +383,9 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 	        " SELECT * FROM synchro.pull_window($3::pg_lsn, $4::integer, $2, $6::text[],"
 	        "                                   $7::text[], $5::integer + 1, " SCAN_BUDGET ")),"
 	        /* The window ends before the first entry whose source is not visible yet. */
-	        " cut AS (SELECT commit_lsn, ordinal FROM win0 WHERE NOT visible"
+	        " cut AS (SELECT commit_lsn, ordinal,"
+	        "                CASE WHEN table_id = ANY ($8::text[]) THEN table_id END AS broken"
+	        "           FROM win0 WHERE NOT visible OR table_id = ANY ($8::text[])"
 	        "          ORDER BY commit_lsn, ordinal LIMIT 1),"
 	        " win AS MATERIALIZED ("
 	        " SELECT w.* FROM win0 w WHERE NOT EXISTS (SELECT 1 FROM cut"
@@ -418,7 +397,7 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 	        " m AS ("
 	        " SELECT " GATE_COLS ", (SELECT count(*) FROM win), lw.commit_lsn, lw.ordinal,"
 	        "        bw.commit_lsn, bw.ordinal, EXISTS (SELECT 1 FROM cut), wl.commit_lsn,"
-	        "        wl.ordinal" GATE_FROM
+	        "        wl.ordinal, (SELECT broken FROM cut)" GATE_FROM
 	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn, ordinal"
 	        "               OFFSET $5::integer - 1 LIMIT 1) lw ON true"
 	        /* Only when the window is short: a one-time filter skips the call else. */
@@ -429,16 +408,20 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn DESC,"
 	        "               ordinal DESC LIMIT 1) wl ON true),"
 	        " ch AS (");
+	bool first = true;
 	for (size_t i = 0; i < p->m->table_count; i++) {
-		const ptab *x = &p->tabs[i];
+		const sy_store_ptab *x = &p->tabs[i];
+		if (x->broken)
+			continue; /* its entries stop the window (cut) */
 		sy_buf_printf(&b,
 		              "%s SELECT %zu AS ti, p.commit_lsn, p.ordinal, p.pk, p.version,"
 		              " CASE WHEN p.client_id = $1::uuid THEN p.mutation_id END AS mid,"
 		              " p.owner_after, f.version AS fv, r.%s IS NOT NULL AS has_row",
-		              i ? " UNION ALL" : "", i, x->pk);
+		              first ? "" : " UNION ALL", i, x->pk);
+		first = false;
 		for (size_t j = 0; j < p->maxf; j++) {
 			if (j < x->t->field_count)
-				put_value(&b, x, j);
+				sy_store_pull_put_value(&b, x, j);
 			else
 				sy_buf_puts(&b, ", NULL::text");
 		}
@@ -451,13 +434,24 @@ static bool build_page_sql(sy_store_pull *p, sy_error *err)
 		put_entry_key(&b, x->t->pk.type);
 		sy_buf_printf(&b, " WHERE p.table_id = %s", x->lit);
 	}
+	if (first) {
+		/* Every table is broken: a branch of the same shape and no row. */
+		sy_buf_puts(&b,
+		            " SELECT NULL::integer AS ti, NULL::pg_lsn AS commit_lsn,"
+		            " NULL::integer AS ordinal, NULL, NULL, NULL::uuid, NULL, NULL, NULL");
+		for (size_t j = 0; j < p->maxf; j++)
+			sy_buf_puts(&b, ", NULL::text");
+		sy_buf_puts(&b, " WHERE false");
+	}
 	sy_buf_puts(&b, ") SELECT m.*, ch.* FROM m LEFT JOIN ch ON true"
 	                " ORDER BY ch.commit_lsn, ch.ordinal");
-	p->page_sql = steal(&b);
+	sy_free(p->page_sql);
+	p->page_sql = sy_store_pull_steal(&b);
 	if (p->page_sql == NULL)
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory") == SY_STORE_OK;
-	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld", p->version);
-	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql, 7);
+	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld_%u", p->version,
+	         p->page_gen++);
+	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql, 8);
 	return true;
 }
 
@@ -476,7 +470,7 @@ static void sort_tables(sy_store_pull *p, size_t n)
 }
 
 /* Array literal element (double-quoted, \ and " escaped). */
-static void array_elem(sy_buf *b, bool first, const char *s)
+void sy_store_pull_array_elem(sy_buf *b, bool first, const char *s)
 {
 	if (!first)
 		sy_buf_putc(b, ',');
@@ -506,7 +500,7 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 	sy_buf_putc(&all, '{');
 	sy_buf_putc(&own, '{');
 	for (size_t i = 0; i < n; i++) {
-		ptab *x = &p->tabs[i];
+		sy_store_ptab *x = &p->tabs[i];
 		const sy_table *t = &m->tables[i];
 		x->t = t;
 		p->order[i] = i;
@@ -537,18 +531,18 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 		if (!build_rebuild_sql(x))
 			goto nomem_lists;
 		if (x->owner_scope)
-			array_elem(&own, own.len == 1, t->table_id);
+			sy_store_pull_array_elem(&own, own.len == 1, t->table_id);
 		else
-			array_elem(&all, all.len == 1, t->table_id);
+			sy_store_pull_array_elem(&all, all.len == 1, t->table_id);
 	}
 	sy_buf_putc(&all, '}');
 	sy_buf_putc(&own, '}');
-	p->all_tables = steal(&all);
-	p->owner_tables = steal(&own);
+	p->all_tables = sy_store_pull_steal(&all);
+	p->owner_tables = sy_store_pull_steal(&own);
 	if (p->all_tables == NULL || p->owner_tables == NULL)
 		goto nomem;
 	sort_tables(p, n);
-	if (!build_page_sql(p, err))
+	if (!sy_store_pull_build_page_sql(p, err))
 		goto fail;
 	return SY_STORE_OK;
 nomem_lists:
@@ -776,7 +770,7 @@ typedef enum { ITEM_OK, ITEM_NOMEM, ITEM_INVALID, ITEM_BAD_KEY } item_status;
  * Appends one change (or rebuild row) to the body: the row from r's columns col.. when
  * upsert, its checksum under the current schema, the mutation id when given.
  */
-static item_status add_item(rd *x, const ptab *pt, const char *pk, const char *version,
+static item_status add_item(rd *x, const sy_store_ptab *pt, const char *pk, const char *version,
                             const char *mutation_id, bool upsert, const PGresult *r, int row,
                             int col, sy_error *why)
 {
@@ -953,8 +947,19 @@ static sy_store_status pull_body(rd *x, const sy_store_pull_request *req, const 
 	if (more) {
 		if (!get_pos(r, 0, PC_LAST_LSN, &next))
 			return bad_result(x, "pull");
+	} else if (strcmp(PQgetvalue(r, 0, PC_CUT), "t") == 0 && n == 0 &&
+	           !PQgetisnull(r, 0, PC_CUT_TABLE)) {
+		/* The next change is of a table whose mapping is broken: this client's own error,
+		 * until a publish or the table is mended; never a cursor past the change. */
+		char msg[SY_ERROR_MESSAGE_MAX];
+		snprintf(msg, sizeof msg,
+		         "table %s cannot be read now: its relation no longer matches the schema;"
+		         " retry later",
+		         PQgetvalue(r, 0, PC_CUT_TABLE));
+		return answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, msg);
 	} else if (strcmp(PQgetvalue(r, 0, PC_CUT), "t") == 0) {
-		/* A source commit is an instant from visible: stop before it, come back at once. */
+		/* A source commit is an instant from visible: stop before it, come back at once.
+		 * (Or the next change is of a broken table: deliver up to it.) */
 		if (n > 0 && !get_pos(r, 0, PC_WIN_LSN, &next))
 			return bad_result(x, "pull");
 		more = true;
@@ -977,7 +982,7 @@ static sy_store_status pull_body(rd *x, const sy_store_pull_request *req, const 
 		long long ti;
 		if (!get_ll(r, i, PC_TABLE, &ti) || ti < 0 || (size_t)ti >= p->m->table_count)
 			return bad_result(x, "pull");
-		const ptab *pt = &p->tabs[ti];
+		const sy_store_ptab *pt = &p->tabs[ti];
 		const char *version = PQgetvalue(r, i, PC_VERSION);
 		const char *mid =
 		        PQgetisnull(r, i, PC_MUTATION) ? NULL : PQgetvalue(r, i, PC_MUTATION);
@@ -1085,12 +1090,48 @@ sy_store_status sy_store_pull_handle(sy_store_pull *p, PGconn *c, const sy_store
 	snprintf(ord, sizeof ord, "%" PRIu32, req->cursor.ordinal);
 	snprintf(limit, sizeof limit, "%u", req->limit);
 	long long target = -1; /* the accepted epoch to wait for, once seen */
+	if (p->nbroken > 0 && sy_store_mono_ms() >= p->probe_at_ms) {
+		bool changed;
+		if ((st = sy_store_pull_probe_tables(p, c, true, &changed, err)) != SY_STORE_OK) {
+			st = op_fail(&x, st);
+			goto done;
+		}
+	}
+	bool probed = false;
 	for (int attempt = 0; attempt < ATTEMPTS + 2; attempt++) {
-		const char *pv[] = {req->client_id, req->user,      lsn, ord, limit,
-		                    p->all_tables,  p->owner_tables};
+		const char *pv[] = {req->client_id,
+		                    req->user,
+		                    lsn,
+		                    ord,
+		                    limit,
+		                    p->all_tables,
+		                    p->owner_tables,
+		                    p->broken_tables ? p->broken_tables : "{}"};
+		char sqlstate[6] = "";
 		x.out->statements++;
-		PGresult *r = sy_store_exec_stmt(c, &p->page, pv, PGRES_TUPLES_OK, "pull", NULL,
+		PGresult *r = sy_store_exec_stmt(c, &p->page, pv, PGRES_TUPLES_OK, "pull", sqlstate,
 		                                 &st, err);
+		if (r == NULL && st == SY_STORE_FAILED && sy_store_sqlstate_is_mapping(sqlstate) &&
+		    !probed) {
+			/* A table no longer matches its mapping: a publish may have mended it (the
+			 * responder reads the current manifest again), else the tables that fail
+			 * their probe leave the statement and every other table keeps serving. */
+			probed = true;
+			long long was = p->version;
+			x.out->statements++;
+			if ((st = cache_load(p, c, err)) == SY_STORE_OK && p->version == was) {
+				bool changed = false;
+				st = sy_store_pull_probe_tables(p, c, false, &changed, err);
+				if (st == SY_STORE_OK && !changed)
+					st = sy_store_fail(
+					        err, SY_STORE_FAILED,
+					        "pull: statement failed (SQLSTATE %s) and no "
+					        "table fails its probe",
+					        sqlstate);
+			}
+			if (st == SY_STORE_OK)
+				continue;
+		}
 		if (r == NULL) {
 			st = op_fail(&x, st);
 			goto done;
@@ -1174,12 +1215,12 @@ static sy_store_status rebuild_rows(rd *x, const sy_store_rebuild_request *req, 
 {
 	sy_store_pull *p = x->p;
 	unsigned left = req->limit;
-	const ptab *last_tab = NULL;
+	const sy_store_ptab *last_tab = NULL;
 	char *last_pk = NULL;
 	sy_store_status st = SY_STORE_OK;
 	*more = false;
 	for (; k < p->m->table_count && !*more; k++, after = NULL) {
-		ptab *pt = &p->tabs[p->order[k]];
+		sy_store_ptab *pt = &p->tabs[p->order[k]];
 		char lim[16];
 		snprintf(lim, sizeof lim, "%u", left + 1);
 		const char *pv[4] = {req->client_id, lim};

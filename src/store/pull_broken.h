@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Tables of the current manifest whose mapping no longer matches their relation (a column
+ * dropped or renamed, the relation gone) between two publishes (doc/operations.md "DDL
+ * between publishes"): found by a probe per table, so one broken table does not take every
+ * pull down. */
+#ifndef SY_STORE_PULL_BROKEN_H
+#define SY_STORE_PULL_BROKEN_H
+
+#include "store/store.h"
+
+/* How long a table found broken stays so before it is probed again. */
+#define SY_STORE_PROBE_INTERVAL_MS 5000
+
+/*
+ * Runs sql (a probe that reads every mapped column of one table and no row). *broken true
+ * when the database refused it for what the statement names (SQLSTATE class 42, e.g.
+ * undefined column or relation, or a cast that no longer applies); SY_STORE_OK then too.
+ * Any other failure is returned as such (a lost connection: SY_STORE_CONNECTION).
+ */
+SY_MUST_CHECK sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken,
+                                             sy_error *err);
+
+/* Whether a failed statement's SQLSTATE says that what it names no longer exists or fits. */
+bool sy_store_sqlstate_is_mapping(const char *sqlstate);
+
+/* Monotonic milliseconds. */
+long long sy_store_mono_ms(void);
+
+#endif
