@@ -69,17 +69,7 @@ void sp_run_units(sp_push *x)
 			sp_settle_without_row(x, k);
 			continue;
 		}
-		/*
-		 * An insert no rule refuses writes at once: its write reserves the absent
-		 * identity (the unique key; SY006 over a deleted fence), and an identity that
-		 * exists refuses it, which sp_refused classifies from the committed state (owner
-		 * policy, then the matrix), as a read first would have. One statement fewer for
-		 * the common case. An atomic group reads first instead: there a deferred key's
-		 * failure at the group's end could not name its mutation.
-		 */
-		if (x->req->mutations[k].op == SY_OP_INSERT && x->pre[k].rules == 0)
-			unit(x, k);
-		else if (sp_lock_and_classify(x, k))
+		if (sp_lock_and_classify(x, k))
 			unit(x, k);
 	}
 }
