@@ -20,6 +20,9 @@ src_pg_synchro_la_SOURCES = \
 	src/pg/push_ledger.c
 src_pg_synchro_la_CPPFLAGS = -D_GNU_SOURCE -I$(top_srcdir)/src/include -I$(top_srcdir)/src/pg \
 	-isystem $(PG_INCLUDEDIR_SERVER)
-src_pg_synchro_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+# The core is compiled again for the module, without the sanitizers (SANITIZE_CFLAGS):
+# postgres is not instrumented, and an instrumented library cannot be loaded into it.
+src_pg_synchro_la_SOURCES += $(src_core_libsycore_la_SOURCES)
+src_pg_synchro_la_CFLAGS = $(WARN_CFLAGS) $(CRYPTO_CFLAGS)
 src_pg_synchro_la_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,--allow-shlib-undefined
-src_pg_synchro_la_LIBADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
+src_pg_synchro_la_LIBADD = $(CRYPTO_LIBS) -lm
