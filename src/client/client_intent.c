@@ -88,13 +88,13 @@ void sy_cl_emit_rows(sy_client *c, const sy_json *items)
 sy_client_rc sy_cl_new_txn(sy_client *c, bool atomic, int64_t *id, sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc =
-	        sy_cl_prepare(c, "INSERT INTO txns(atomic, created_ms) VALUES (?, ?)", &st, err);
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c, "INSERT INTO txns(atomic, created_ms) VALUES (?, ?)", &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_int(st, 1, atomic);
 	sqlite3_bind_int64(st, 2, sy_cl_now(c));
-	if ((rc = sy_cl_run(c, st, err)) == SY_CLIENT_OK)
+	if ((rc = sy_cl_run_cached(c, st, err)) == SY_CLIENT_OK)
 		*id = sqlite3_last_insert_rowid(c->db);
 	return rc;
 }
@@ -107,7 +107,7 @@ sy_client_rc sy_cl_intent_insert(sy_client *c, int64_t txn, bool normalized, int
                                  sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
 	        "INSERT INTO intents(mutation_id, txn, normalized, ord, tbl, pk, pk_field, op,"
 	        " columns, base, client_version, schema_version, schema_hash, state, pred,"
@@ -141,7 +141,7 @@ sy_client_rc sy_cl_intent_insert(sy_client *c, int64_t txn, bool normalized, int
 		sqlite3_bind_text(st, 15, pred, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 16, now);
 	sqlite3_bind_int64(st, 17, now);
-	if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
 		return rc;
 	return SY_CLIENT_OK;
 }
@@ -210,8 +210,8 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 	const sy_json *row = NULL;
 	const char *pk_field = NULL;
 	char *pk_field_owned = NULL;
-	if ((rc = sy_cl_prepare(c, "SELECT row, deleted FROM rows WHERE tbl = ? AND pk = ?", &st,
-	                        err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_prepare_cached(c, "SELECT row, deleted FROM rows WHERE tbl = ? AND pk = ?",
+	                               &st, err)) != SY_CLIENT_OK)
 		goto fail;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
@@ -223,13 +223,13 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 				row = sy_json_new_object(doc);
 		}
 	}
-	sqlite3_finalize(st);
+	sy_cl_release(st);
 	st = NULL;
 	bool pending = false, conflict = false, blocked = false;
-	if ((rc = sy_cl_prepare(c,
-	                        "SELECT op, columns, state, pk_field FROM intents"
-	                        " WHERE tbl = ? AND pk = ? ORDER BY ord, seq",
-	                        &st, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_prepare_cached(c,
+	                               "SELECT op, columns, state, pk_field FROM intents"
+	                               " WHERE tbl = ? AND pk = ? ORDER BY ord, seq",
+	                               &st, err)) != SY_CLIENT_OK)
 		goto fail;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
@@ -292,7 +292,7 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 		}
 	}
 fail:
-	sqlite3_finalize(st);
+	sy_cl_release(st);
 	sy_free(pk_field_owned);
 	sy_json_doc_free(doc);
 	if (rc != SY_CLIENT_OK) {
@@ -457,11 +457,12 @@ static sy_client_rc outstanding(sy_client *c, const char *table, const char *pk,
 	sqlite3_stmt *st;
 	*any = false;
 	*sealed_pred = NULL;
-	sy_client_rc rc = sy_cl_prepare(c,
-	                                "SELECT state, mutation_id FROM intents WHERE tbl = ? AND"
-	                                " pk = ? AND state IN ('pending','waiting','sealed')"
-	                                " ORDER BY ord, seq",
-	                                &st, err);
+	sy_client_rc rc =
+	        sy_cl_prepare_cached(c,
+	                             "SELECT state, mutation_id FROM intents WHERE tbl = ? AND"
+	                             " pk = ? AND state IN ('pending','waiting','sealed')"
+	                             " ORDER BY ord, seq",
+	                             &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
@@ -473,7 +474,7 @@ static sy_client_rc outstanding(sy_client *c, const char *table, const char *pk,
 			*sealed_pred = sy_cl_col_text(st, 1);
 		}
 	}
-	sqlite3_finalize(st);
+	sy_cl_release(st);
 	return SY_CLIENT_OK;
 }
 

@@ -47,6 +47,7 @@ struct sy_client {
 	size_t inflight_len;
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
+	bool sealed_ahead; /* the next batch was sealed while this push is in flight */
 	void (*sleep_ms)(void *, int64_t);
 	bool need_connect; /* 409 client_generation_expired or first use */
 	bool need_schema;  /* 422 schema_mismatch */
@@ -55,6 +56,11 @@ struct sy_client {
 	sy_client_phase phase;
 	int64_t next_due_ms;
 	unsigned backoff_ms;
+	struct {
+		const char *sql; /* a string literal: looked up by its address */
+		sqlite3_stmt *st;
+	} cache[48]; /* prepared statements of the hot paths (client_store.c) */
+	size_t ncache;
 	char last_error[48];
 	char last_message[256];
 	bool last_retryable;
@@ -80,6 +86,17 @@ SY_MUST_CHECK sy_client_rc sy_cl_store_open(sy_client *c, const char *path, sy_c
 SY_MUST_CHECK sy_client_rc sy_cl_exec(sy_client *c, const char *sql, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_prepare(sy_client *c, const char *sql, sqlite3_stmt **st,
                                          sy_client_error *err);
+/*
+ * The cached form for statements run per row or per outcome: sql must be a string
+ * literal (the cache keys on its address). The statement comes back reset and
+ * unbound; give it back with sy_cl_release() (or run it with sy_cl_run_cached),
+ * never sqlite3_finalize(): sy_client_close finalizes the cache.
+ */
+SY_MUST_CHECK sy_client_rc sy_cl_prepare_cached(sy_client *c, const char *sql, sqlite3_stmt **st,
+                                                sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_run_cached(sy_client *c, sqlite3_stmt *st, sy_client_error *err);
+void sy_cl_release(sqlite3_stmt *st);
+void sy_cl_cache_free(sy_client *c);
 /* Steps a statement that returns no row (SQLITE_DONE) and finalizes it. */
 SY_MUST_CHECK sy_client_rc sy_cl_run(sy_client *c, sqlite3_stmt *st, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_begin(sy_client *c, sy_client_error *err);

@@ -28,7 +28,7 @@ sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk, 
 {
 	sqlite3_stmt *st;
 	*version = NULL;
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc = sy_cl_prepare_cached(
 	        c, "SELECT server_version FROM rows WHERE tbl = ? AND pk = ?", &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
@@ -36,7 +36,7 @@ sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk, 
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW && (*version = sy_cl_col_text(st, 0)) == NULL)
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-	sqlite3_finalize(st);
+	sy_cl_release(st);
 	return rc;
 }
 
@@ -45,7 +45,7 @@ sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, cons
                            const char *checksum, bool rebuild, sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
 	        rebuild ? "INSERT OR REPLACE INTO rebuild_rows(tbl, pk, row, deleted, "
 	                  "server_version,"
@@ -65,28 +65,30 @@ sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, cons
 	sqlite3_bind_text(st, 7, schema->hash, -1, SQLITE_STATIC);
 	if (checksum != NULL)
 		sqlite3_bind_text(st, 8, checksum, -1, SQLITE_STATIC);
-	return sy_cl_run(c, st, err);
+	return sy_cl_run_cached(c, st, err);
 }
 
 sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk, sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(c, "DELETE FROM rows WHERE tbl = ? AND pk = ?", &st, err);
+	sy_client_rc rc =
+	        sy_cl_prepare_cached(c, "DELETE FROM rows WHERE tbl = ? AND pk = ?", &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	return sy_cl_run(c, st, err);
+	return sy_cl_run_cached(c, st, err);
 }
 
 static sy_client_rc attempt_insert(sy_client *c, const char *batch_id, const sy_client_response *r,
                                    sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(c,
-	                                "INSERT INTO attempts(batch_id, at_ms, status, retry_after,"
-	                                " response) VALUES (?, ?, ?, ?, ?)",
-	                                &st, err);
+	sy_client_rc rc =
+	        sy_cl_prepare_cached(c,
+	                             "INSERT INTO attempts(batch_id, at_ms, status, retry_after,"
+	                             " response) VALUES (?, ?, ?, ?, ?)",
+	                             &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
@@ -96,7 +98,7 @@ static sy_client_rc attempt_insert(sy_client *c, const char *batch_id, const sy_
 		sqlite3_bind_int(st, 4, r->retry_after_s);
 	if (r->body != NULL)
 		sqlite3_bind_blob(st, 5, r->body, (int)r->body_len, SQLITE_STATIC);
-	return sy_cl_run(c, st, err);
+	return sy_cl_run_cached(c, st, err);
 }
 
 sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id, const sy_client_response *r,
@@ -119,7 +121,7 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 		 * ADR: an accepted predecessor supplies the opaque base of the next unsealed
 		 * update or delete of the row; only that server-owned base is refreshed.
 		 */
-		rc = sy_cl_prepare(
+		rc = sy_cl_prepare_cached(
 		        c,
 		        "UPDATE intents SET base = ?2 WHERE seq = (SELECT seq FROM intents"
 		        " WHERE pred = ?1 AND state = 'waiting' ORDER BY ord, seq LIMIT 1)"
@@ -130,26 +132,27 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 		sqlite3_bind_text(st, 1, mutation_id, -1, SQLITE_STATIC);
 		if (server_version != NULL)
 			sqlite3_bind_text(st, 2, server_version, -1, SQLITE_STATIC);
-		if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+		if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
 			return rc;
-		rc = sy_cl_prepare(c,
-		                   "UPDATE intents SET state = 'pending', updated_ms = ?2"
-		                   " WHERE pred = ?1 AND state = 'waiting'",
-		                   &st, err);
+		rc = sy_cl_prepare_cached(c,
+		                          "UPDATE intents SET state = 'pending', updated_ms = ?2"
+		                          " WHERE pred = ?1 AND state = 'waiting'",
+		                          &st, err);
 	} else {
 		/* ADR: a conflicted or rejected predecessor leaves its dependents inspectable. */
-		rc = sy_cl_prepare(c,
-		                   "UPDATE intents SET state = 'blocked_by_predecessor', link = ?1,"
-		                   " updated_ms = ?2 WHERE state IN ('waiting', 'pending') AND"
-		                   " (pred = ?1 OR (tbl, pk) = (SELECT tbl, pk FROM intents"
-		                   " WHERE mutation_id = ?1))",
-		                   &st, err);
+		rc = sy_cl_prepare_cached(
+		        c,
+		        "UPDATE intents SET state = 'blocked_by_predecessor', link = ?1,"
+		        " updated_ms = ?2 WHERE state IN ('waiting', 'pending') AND"
+		        " (pred = ?1 OR (tbl, pk) = (SELECT tbl, pk FROM intents"
+		        " WHERE mutation_id = ?1))",
+		        &st, err);
 	}
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, mutation_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, sy_cl_now(c));
-	return sy_cl_run(c, st, err);
+	return sy_cl_run_cached(c, st, err);
 }
 
 /* The intent's table, pk, op and base (new strings). */
@@ -169,7 +172,7 @@ static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_clie
 {
 	sqlite3_stmt *st;
 	memset(t, 0, sizeof *t);
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc = sy_cl_prepare_cached(
 	        c, "SELECT tbl, pk, op, base FROM intents WHERE mutation_id = ?", &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
@@ -184,7 +187,7 @@ static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_clie
 		if (t->tbl == NULL || t->pk == NULL || t->op == NULL)
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	}
-	sqlite3_finalize(st);
+	sy_cl_release(st);
 	return rc;
 }
 
@@ -240,7 +243,7 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_erro
 		rc = apply_outcome_row(c, &t, o, err);
 	sqlite3_stmt *st = NULL;
 	if (rc == SY_CLIENT_OK)
-		rc = sy_cl_prepare(
+		rc = sy_cl_prepare_cached(
 		        c,
 		        "UPDATE intents SET state = ?, code = ?, outcome = ?, updated_ms = ?"
 		        " WHERE mutation_id = ?",
@@ -253,7 +256,7 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_erro
 		sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 4, sy_cl_now(c));
 		sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
-		rc = sy_cl_run(c, st, err);
+		rc = sy_cl_run_cached(c, st, err);
 	}
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_settle_dependents(c, id, strcmp(state, "applied") == 0,

@@ -225,12 +225,13 @@ static sy_client_rc set_state(sy_client *c, const char *id, const char *state, c
                               sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(c,
-	                                "UPDATE intents SET state = ?, link = COALESCE(?, link),"
-	                                " pred = COALESCE(?, pred), code = COALESCE(?, code),"
-	                                " outcome = COALESCE(?, outcome), updated_ms = ?"
-	                                " WHERE mutation_id = ?",
-	                                &st, err);
+	sy_client_rc rc =
+	        sy_cl_prepare_cached(c,
+	                             "UPDATE intents SET state = ?, link = COALESCE(?, link),"
+	                             " pred = COALESCE(?, pred), code = COALESCE(?, code),"
+	                             " outcome = COALESCE(?, outcome), updated_ms = ?"
+	                             " WHERE mutation_id = ?",
+	                             &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
@@ -244,7 +245,7 @@ static sy_client_rc set_state(sy_client *c, const char *id, const char *state, c
 		sqlite3_bind_text(st, 5, outcome, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, sy_cl_now(c));
 	sqlite3_bind_text(st, 7, id, -1, SQLITE_STATIC);
-	return sy_cl_run(c, st, err);
+	return sy_cl_run_cached(c, st, err);
 }
 
 /* {"code","message"} of a local refusal, as a new JCS string (NULL without memory). */
@@ -275,7 +276,7 @@ static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic,
 	sqlite3_stmt *st;
 	char hex[65];
 	sha256_hex(body, len, hex);
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
 	        "INSERT INTO batches(batch_id, state, generation, schema_version, schema_hash,"
 	        " atomic, body, sha256, sealed_ms) VALUES (?, 'sealed', ?, ?, ?, ?, ?, ?, ?)",
@@ -290,28 +291,29 @@ static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic,
 	sqlite3_bind_blob(st, 6, body, (int)len, SQLITE_STATIC);
 	sqlite3_bind_text(st, 7, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 8, sy_cl_now(c));
-	if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
 		return rc;
 	for (size_t i = 0; i < n && rc == SY_CLIENT_OK; i++) {
-		if ((rc = sy_cl_prepare(c,
-		                        "INSERT INTO batch_members(batch_id, ordinal, mutation_id)"
-		                        " VALUES (?, ?, ?)",
-		                        &st, err)) != SY_CLIENT_OK)
+		if ((rc = sy_cl_prepare_cached(
+		             c,
+		             "INSERT INTO batch_members(batch_id, ordinal, mutation_id)"
+		             " VALUES (?, ?, ?)",
+		             &st, err)) != SY_CLIENT_OK)
 			break;
 		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
 		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
-		if ((rc = sy_cl_run(c, st, err)) != SY_CLIENT_OK)
+		if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
 			break;
-		if ((rc = sy_cl_prepare(c,
-		                        "UPDATE intents SET state = 'sealed', batch_id = ?,"
-		                        " updated_ms = ? WHERE mutation_id = ?",
-		                        &st, err)) != SY_CLIENT_OK)
+		if ((rc = sy_cl_prepare_cached(c,
+		                               "UPDATE intents SET state = 'sealed', batch_id = ?,"
+		                               " updated_ms = ? WHERE mutation_id = ?",
+		                               &st, err)) != SY_CLIENT_OK)
 			break;
 		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, sy_cl_now(c));
 		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
-		rc = sy_cl_run(c, st, err);
+		rc = sy_cl_run_cached(c, st, err);
 	}
 	return rc;
 }

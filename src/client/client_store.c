@@ -145,6 +145,52 @@ sy_client_rc sy_cl_prepare(sy_client *c, const char *sql, sqlite3_stmt **st, sy_
 	return SY_CLIENT_OK;
 }
 
+sy_client_rc sy_cl_prepare_cached(sy_client *c, const char *sql, sqlite3_stmt **st,
+                                  sy_client_error *err)
+{
+	for (size_t i = 0; i < c->ncache; i++)
+		if (c->cache[i].sql == sql) {
+			*st = c->cache[i].st;
+			return SY_CLIENT_OK;
+		}
+	/* The cache is sized for the hot paths; a miss past it is a bug (asserted in tests). */
+	if (c->ncache == sizeof c->cache / sizeof c->cache[0])
+		return sy_cl_fail(err, SY_CLIENT_ESTORE, "statement cache full");
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
+		*st = NULL;
+		return sy_cl_store_fail(c, err, "prepare");
+	}
+	c->cache[c->ncache].sql = sql;
+	c->cache[c->ncache].st = *st;
+	c->ncache++;
+	return SY_CLIENT_OK;
+}
+
+void sy_cl_release(sqlite3_stmt *st)
+{
+	if (st != NULL) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+}
+
+sy_client_rc sy_cl_run_cached(sy_client *c, sqlite3_stmt *st, sy_client_error *err)
+{
+	int rc = sqlite3_step(st);
+	sy_client_rc out = SY_CLIENT_OK;
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		out = sy_cl_store_fail(c, err, "store");
+	sy_cl_release(st);
+	return out;
+}
+
+void sy_cl_cache_free(sy_client *c)
+{
+	for (size_t i = 0; i < c->ncache; i++)
+		sqlite3_finalize(c->cache[i].st);
+	c->ncache = 0;
+}
+
 sy_client_rc sy_cl_run(sy_client *c, sqlite3_stmt *st, sy_client_error *err)
 {
 	int rc = sqlite3_step(st);

@@ -42,6 +42,11 @@ const char *sy_client_phase_name(sy_client_phase p)
 	return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : "unknown";
 }
 
+static sy_client_rc unsettled(sy_client *c, const char *skip, char id[SY_UUID_LEN + 1], char **body,
+                              size_t *len, sy_client_error *err);
+static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, const char *path,
+                          char *body, size_t len, sy_client_phase phase);
+
 static void set_phase(sy_client *c, sy_client_phase p)
 {
 	if (c->phase != p) {
@@ -197,17 +202,41 @@ done:
 	return rc;
 }
 
+/*
+ * A 200 arrived for batch: the batch sealed ahead goes out now, and this one is
+ * reconciled while it is in flight. Safe: a younger batch is sent only after
+ * every older one was answered with a 200 (executed: only a replay can answer it
+ * again), and its rows are disjoint from theirs (later intents of those rows wait).
+ */
+static sy_client_rc pipeline_next(sy_client *c, const char *batch, sy_client_error *err)
+{
+	char id[SY_UUID_LEN + 1];
+	char *body = NULL;
+	size_t len = 0;
+	if (c->frozen || c->retired || c->need_connect || c->need_schema)
+		return SY_CLIENT_OK;
+	sy_client_rc rc = unsettled(c, batch, id, &body, &len, err);
+	if (rc != SY_CLIENT_OK || body == NULL)
+		return rc;
+	memcpy(c->inflight_batch, id, sizeof id);
+	return start(c, SY_CL_REQ_PUSH, "POST", "/v3/push", body, len, SY_PHASE_PUSHING);
+}
+
 static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t now,
                             sy_client_error *err)
 {
 	char code[48], msg[256];
+	char batch[SY_UUID_LEN + 1];
+	memcpy(batch, c->inflight_batch, sizeof batch);
 	sy_client_rc rc = SY_CLIENT_OK;
 	if (r->status == 200) {
-		rc = sy_cl_reconcile(c, c->inflight_batch, r->body, r->body_len, r->status, err);
+		if ((rc = pipeline_next(c, batch, err)) != SY_CLIENT_OK)
+			return rc;
+		rc = sy_cl_reconcile(c, batch, r->body, r->body_len, r->status, err);
 		if (rc == SY_CLIENT_EPROTOCOL) {
 			/* Not applied; the same bytes go again and the replay is checked again. */
 			note_error(c, "invalid_response", true, err ? err->message : "");
-			sy_client_rc r2 = sy_cl_attempt_log(c, c->inflight_batch, r, err);
+			sy_client_rc r2 = sy_cl_attempt_log(c, batch, r, err);
 			retry_later(c, &(sy_client_response){.retry_after_s = -1}, now);
 			return r2;
 		}
@@ -217,7 +246,7 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		}
 		return rc;
 	}
-	if ((rc = sy_cl_attempt_log(c, c->inflight_batch, r, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_attempt_log(c, batch, r, err)) != SY_CLIENT_OK)
 		return rc;
 	if (r->status == 0) {
 		note_error(c, "network", true, "no response");
@@ -236,8 +265,7 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		/* ADR: the rejected batch is kept and never sent again; a successor follows. */
 		sy_client_rc r2 = sy_cl_begin(c, err);
 		if (r2 == SY_CLIENT_OK &&
-		    (r2 = sy_cl_meta_set(c, "successor_for", c->inflight_batch, err)) ==
-		            SY_CLIENT_OK)
+		    (r2 = sy_cl_meta_set(c, "successor_for", batch, err)) == SY_CLIENT_OK)
 			r2 = sy_cl_commit(c, err);
 		else
 			sy_cl_rollback(c);
@@ -337,6 +365,7 @@ static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, cons
 	c->inflight_body = body;
 	c->inflight_len = len;
 	c->inflight = kind;
+	c->sealed_ahead = false;
 	set_phase(c, phase);
 	sy_client_request req = {.method = method, .path = path, .body = body, .body_len = len};
 	if (!c->tr.start(c->tr.ctx, &req)) {
@@ -349,16 +378,19 @@ static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, cons
 }
 
 /* The oldest unsettled sealed batch: its id and exact bytes (new), or none. */
-static sy_client_rc unsettled(sy_client *c, char id[SY_UUID_LEN + 1], char **body, size_t *len,
-                              sy_client_error *err)
+static sy_client_rc unsettled(sy_client *c, const char *skip, char id[SY_UUID_LEN + 1], char **body,
+                              size_t *len, sy_client_error *err)
 {
 	sqlite3_stmt *st;
 	*body = NULL;
-	sy_client_rc rc = sy_cl_prepare(
-	        c, "SELECT batch_id, body FROM batches WHERE state = 'sealed' ORDER BY seq LIMIT 1",
-	        &st, err);
+	sy_client_rc rc = sy_cl_prepare(c,
+	                                "SELECT batch_id, body FROM batches WHERE state = 'sealed'"
+	                                " AND (?1 IS NULL OR batch_id <> ?1) ORDER BY seq LIMIT 1",
+	                                &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
+	if (skip != NULL)
+		sqlite3_bind_text(st, 1, skip, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		snprintf(id, SY_UUID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
 		*len = (size_t)sqlite3_column_bytes(st, 1);
@@ -374,25 +406,55 @@ static sy_client_rc unsettled(sy_client *c, char id[SY_UUID_LEN + 1], char **bod
 	return rc;
 }
 
+static sy_client_rc successors(sy_client *c, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	char(*ids)[SY_UUID_LEN + 1] = NULL;
+	size_t n = 0;
+	sy_client_rc rc = sy_cl_prepare(
+	        c, "SELECT batch_id FROM batches WHERE state = 'sealed' ORDER BY seq", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		char(*nv)[SY_UUID_LEN + 1] = sy_realloc(ids, (n + 1) * sizeof *ids);
+		if (nv == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			break;
+		}
+		ids = nv;
+		snprintf(ids[n++], SY_UUID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n && rc == SY_CLIENT_OK; i++)
+		rc = sy_cl_seal_successor(c, ids[i], err);
+	sy_free(ids);
+	return rc;
+}
+
 static sy_client_rc next_push(sy_client *c, bool *started, sy_client_error *err)
 {
 	char id[SY_UUID_LEN + 1];
 	char *body = NULL, *succ = NULL;
 	size_t len = 0;
 	*started = false;
-	sy_client_rc rc = unsettled(c, id, &body, &len, err);
+	sy_client_rc rc = unsettled(c, NULL, id, &body, &len, err);
 	if (rc == SY_CLIENT_OK && body != NULL) {
 		rc = sy_cl_meta_get(c, "successor_for", &succ, err);
 		if (rc == SY_CLIENT_OK && succ != NULL && strcmp(succ, id) == 0) {
 			sy_free(body);
 			body = NULL;
-			/* the successor and the cleared marker: two commits, both idempotent */
-			rc = sy_cl_seal_successor(c, id, err);
+			/*
+			 * Every unsettled batch gets its successor, in order: only the oldest is
+			 * ever sent, so the younger ones (sealed ahead) never left the device.
+			 * The successors and the cleared marker: separate commits; after a crash
+			 * in between, the next 409/422 repeats the step for what is left.
+			 */
+			rc = successors(c, err);
 			if (rc == SY_CLIENT_OK)
 				rc = sy_cl_exec(c, "DELETE FROM meta WHERE key = 'successor_for'",
 				                err);
 			if (rc == SY_CLIENT_OK)
-				rc = unsettled(c, id, &body, &len, err);
+				rc = unsettled(c, NULL, id, &body, &len, err);
 		}
 	}
 	sy_free(succ);
@@ -400,7 +462,7 @@ static sy_client_rc next_push(sy_client *c, bool *started, sy_client_error *err)
 		bool sealed = false;
 		rc = sy_cl_seal_next(c, &sealed, err);
 		if (rc == SY_CLIENT_OK && sealed)
-			rc = unsettled(c, id, &body, &len, err);
+			rc = unsettled(c, NULL, id, &body, &len, err);
 	}
 	if (rc != SY_CLIENT_OK || body == NULL) {
 		sy_free(body);
@@ -457,6 +519,28 @@ static sy_client_rc decide(sy_client *c, int64_t now, sy_client_error *err)
 	return SY_CLIENT_OK;
 }
 
+/*
+ * While a batch is in flight, the next one is sealed (once): the sealing work
+ * overlaps the server's. Sealing ahead is safe because only the oldest unsettled
+ * batch is ever sent, and rows of the batch in flight are left waiting.
+ */
+static sy_client_rc seal_ahead(sy_client *c, sy_client_error *err)
+{
+	if (c->inflight != SY_CL_REQ_PUSH || c->sealed_ahead || c->frozen || c->retired)
+		return SY_CLIENT_OK;
+	c->sealed_ahead = true;
+	sqlite3_stmt *st;
+	bool one = false;
+	sy_client_rc rc = sy_cl_prepare(
+	        c, "SELECT count(*) = 1 FROM batches WHERE state = 'sealed'", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	one = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+	sqlite3_finalize(st);
+	bool sealed = false;
+	return one ? sy_cl_seal_next(c, &sealed, err) : SY_CLIENT_OK;
+}
+
 sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
 {
 	int64_t now = sy_cl_now(c);
@@ -467,17 +551,18 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 			c->done_ready = true;
 		if (!c->done_ready) {
 			*next_due_ms = now + 10;
-			return SY_CLIENT_OK;
+			return seal_ahead(c, err);
 		}
 		sy_cl_req kind = c->inflight;
 		sy_client_response r = c->done;
 		c->inflight = SY_CL_REQ_NONE;
 		c->done_ready = false;
 		memset(&c->done, 0, sizeof c->done);
-		rc = on_response(c, kind, &r, now, err);
-		sy_free(r.body);
+		/* on_response may start the next request (pipelining): this one is done */
 		sy_free(c->inflight_body);
 		c->inflight_body = NULL;
+		rc = on_response(c, kind, &r, now, err);
+		sy_free(r.body);
 		*next_due_ms = c->next_due_ms > now ? c->next_due_ms : now;
 		return rc;
 	}
