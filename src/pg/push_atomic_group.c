@@ -13,6 +13,7 @@
 
 #include "access/xact.h"
 #include "utils/memutils.h"
+#include "utils/errcodes.h"
 #include "utils/resowner.h"
 
 #include "push_module.h"
@@ -90,9 +91,32 @@ void sp_run_group(sp_push *x)
 	if (failing == n && sqlerrcode == 0)
 		return;
 	if (failing == n) {
-		/* ADR: a failed check at the group end gives validation_failed to the last. */
-		failing = n - 1;
-		sp_set_terminal(x, failing, SY_CODE_VALIDATION_FAILED, sp_msg_constraint);
+		/*
+		 * ADR: a failed check at the group end gives validation_failed to the last. But
+		 * an insert over a live or deleted row is a conflict whatever the pk's
+		 * deferrability (doc/protocol.md): a unique violation or SY006 at the end is first
+		 * matched against the inserts' identities as committed now (a concurrent insert
+		 * took one after the group read it absent).
+		 */
+		bool conflict = false;
+		if (sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
+		    sqlerrcode == MAKE_SQLSTATE('S', 'Y', '0', '0', '6')) {
+			for (size_t k = 0; k < n && !conflict; k++) {
+				sp_row row;
+				if (x->req->mutations[k].op != SY_OP_INSERT)
+					continue;
+				sp_read(x, k, &row);
+				if (row.state == SY_ROW_ABSENT)
+					continue;
+				(void)sp_classify(x, k, &row); /* never applied over an identity */
+				failing = k;
+				conflict = true;
+			}
+		}
+		if (!conflict) {
+			failing = n - 1;
+			sp_set_terminal(x, failing, SY_CODE_VALIDATION_FAILED, sp_msg_constraint);
+		}
 	} else if (sqlerrcode != 0) {
 		sp_refused(x, failing, sqlerrcode);
 	} else if (x->res[failing].o.status == SY_STATUS_CONFLICT) {

@@ -122,6 +122,9 @@ static void execute(sp_push *x)
 	else
 		sp_run_units(x);
 	sp_finish(x);
+	/* ADR: after a first execution every deferrable constraint of the calling transaction
+	 * is IMMEDIATE, whether or not a unit ran (no event is pending: every unit ended so). */
+	sp_constraints(false);
 }
 
 static bool retryable(int sqlerrcode)

@@ -737,13 +737,6 @@ static bool fails_with(PGconn *c, const char *sql, const char *state)
 	return ok;
 }
 
-/* Whether the cases disabled as known module deviations run (SYNCHRO_TEST_KNOWN_BUGS=1). */
-static bool known_bugs(void)
-{
-	const char *v = getenv("SYNCHRO_TEST_KNOWN_BUGS");
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
 /* ---- 1. the calling transaction ---- */
 
 /* In app's open transaction: synchro_push of json must fail with 25000 and leave nothing. */
@@ -874,9 +867,8 @@ static void test_pending_event(void)
 /*
  * ADR: "After a first execution of synchro_push, every deferrable constraint of the calling
  * transaction is in IMMEDIATE mode." Seen from a caller's explicit transaction: a deferred
- * event queued after the call fires at its own statement, not at commit. The cases where no
- * unit of the call was released are DISABLED (a module deviation, see the report):
- * SYNCHRO_TEST_KNOWN_BUGS=1 runs them.
+ * event queued after the call fires at its own statement, not at commit, also when no unit
+ * of the call was released (a refusal, a conflict).
  */
 static void test_mode_after_push(void)
 {
@@ -891,10 +883,7 @@ static void test_mode_after_push(void)
 	const mspec *probes[] = {&applied, &refused, &conflict};
 	const char *status[] = {"applied", "rejected_terminal", "conflict"};
 	const char *codes[] = {NULL, "validation_failed", "row_already_exists"};
-	int cases = known_bugs() ? 3 : 1;
-	if (cases == 1)
-		fprintf(stderr, "(no unit released: disabled, known module deviation) ");
-	for (int i = 0; i < cases; i++) {
+	for (int i = 0; i < 3; i++) {
 		long long fired = seq_value("u_fired");
 		char *json = build(NULL, probes[i], 1, ids);
 		pgt_exec(app, "BEGIN");
@@ -1869,18 +1858,8 @@ static void test_pk_race(void)
 	race("u_kill", false);
 	race("u_kill", true);
 	race("u_dpk", false);
-	/*
-	 * DISABLED (a module bug, see the report of this suite's commit): in an atomic group,
-	 * an insert that meets a racing insert on a DEFERRABLE INITIALLY IMMEDIATE pk answers
-	 * mutation 0 atomic_batch_rejected and the last mutation validation_failed instead of
-	 * row_already_exists with the committed row (push_atomic_group.c: the pk's 23505 is
-	 * raised by the group's end check, at == n, and is classified as a failed end check).
-	 * SYNCHRO_TEST_KNOWN_BUGS=1 runs it.
-	 */
-	if (known_bugs())
-		race("u_dpk", true);
-	else
-		fprintf(stderr, "(atomic race on a deferrable pk: disabled, known module bug) ");
+	/* in an atomic group the deferrable pk's 23505 comes from the group's end check */
+	race("u_dpk", true);
 }
 
 /* ---- 9. a backend killed mid-push ---- */
