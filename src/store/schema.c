@@ -9,6 +9,7 @@
 
 #include "store/migrate.h"
 #include "store/schema.h"
+#include "store/schema_pull_effect.h"
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 
@@ -648,6 +649,20 @@ static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16]
 	out->created = !same;
 	if (same)
 		return SY_STORE_OK;
+	/* Issue 16: a publish that changes what pull delivers makes every client rebuild. */
+	bool expired;
+	char why[SY_ERROR_MESSAGE_MAX], horizon[40];
+	if ((st = sy_store_schema_pull_effect(c, m, out->version, &expired, why, sizeof why,
+	                                      horizon, err)) != SY_STORE_OK)
+		return st;
+	if (expired) {
+		char line[SY_ERROR_MESSAGE_MAX + 128];
+		snprintf(line, sizeof line,
+		         "%s: every cursor before %s expired, every client rebuilds under the new "
+		         "version",
+		         why, horizon);
+		note_line(note, arg, line);
+	}
 	const char *p[] = {m->hash, m->canonical};
 	PGresult *r = sy_store_exec(c,
 	                            "INSERT INTO synchro.schema_versions (version, hash, manifest)"
