@@ -446,13 +446,8 @@ done:
 	return rc;
 }
 
-/*
- * The newest outstanding intent of the row: *sealed_pred receives the sealed
- * one (new string) when one is in flight; *outstanding whether any pending,
- * waiting or sealed intent exists.
- */
-static sy_client_rc outstanding(sy_client *c, const char *table, const char *pk, bool *any,
-                                char **sealed_pred, sy_client_error *err)
+sy_client_rc sy_cl_outstanding(sy_client *c, const char *table, const char *pk, bool *any,
+                               char **sealed_pred, sy_client_error *err)
 {
 	sqlite3_stmt *st;
 	*any = false;
@@ -506,7 +501,7 @@ static sy_client_rc write_intent(sy_client_txn *t, sy_op op, const char *table, 
 		goto done;
 	}
 	bool any = false;
-	if ((rc = outstanding(c, table, pk, &any, &pred, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_outstanding(c, table, pk, &any, &pred, err)) != SY_CLIENT_OK)
 		goto done;
 	if (!any && op != SY_OP_INSERT &&
 	    (rc = sy_cl_row_version(c, table, pk, &base, err)) != SY_CLIENT_OK)

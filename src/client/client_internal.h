@@ -136,6 +136,13 @@ SY_MUST_CHECK sy_client_rc sy_cl_intent_insert(
         const char *pk_field, const char *op, const char *columns, const char *base,
         const char *client_version, const sy_schema_ref *schema, const char *state,
         const char *pred, char id[SY_UUID_LEN + 1], sy_client_error *err);
+/*
+ * Whether the row has a pending, waiting or sealed intent (*any), and the newest
+ * sealed one (*sealed_pred, new string, or NULL): a new intent of the row then
+ * has no usable base and waits behind it.
+ */
+SY_MUST_CHECK sy_client_rc sy_cl_outstanding(sy_client *c, const char *table, const char *pk,
+                                             bool *any, char **sealed_pred, sy_client_error *err);
 /* Checks columns_json against table t (fields, writability, wire values); *out its JCS. */
 SY_MUST_CHECK sy_client_rc sy_cl_check_columns(const sy_table *t, const char *columns_json,
                                                bool nonempty, char **out, sy_client_error *err);

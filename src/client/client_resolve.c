@@ -74,23 +74,6 @@ sy_client_rc sy_client_accept_server(sy_client *c, const char *mutation_id, sy_c
 	return settle(c, mutation_id, "accepted_server", true, err);
 }
 
-/* Whether any pending, waiting or sealed intent of the row exists. */
-static bool row_busy(sy_client *c, const char *table, const char *pk)
-{
-	sqlite3_stmt *st;
-	bool busy = false;
-	if (sy_cl_prepare(c,
-	                  "SELECT 1 FROM intents WHERE tbl = ? AND pk = ? AND state IN"
-	                  " ('pending', 'waiting', 'sealed') LIMIT 1",
-	                  &st, NULL) != SY_CLIENT_OK)
-		return true;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	busy = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return busy;
-}
-
 /* A new intent replacing i: op on the server's current row (remap: under the current schema). */
 static sy_client_rc replace(sy_client *c, const char *id, const char *columns_json, bool remap,
                             char *new_id, sy_client_error *err)
@@ -100,7 +83,7 @@ static sy_client_rc replace(sy_client *c, const char *id, const char *columns_js
 	if (c->manifest == NULL)
 		return sy_cl_fail(err, SY_CLIENT_ESTATE, "no schema yet: connect first");
 	sy_client_intent *i = NULL;
-	char *base = NULL, *cols = NULL;
+	char *base = NULL, *cols = NULL, *pred = NULL;
 	sy_client_rc rc = sy_client_intent_get(c, id, &i, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
@@ -152,14 +135,16 @@ static sy_client_rc replace(sy_client *c, const char *id, const char *columns_js
 	sy_cl_client_version(c, cv);
 	int64_t txn = 0;
 	char nid[SY_UUID_LEN + 1];
-	bool busy = row_busy(c, i->table, i->pk_json);
-	if ((rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
+	/* As for a write: behind an outstanding intent of the row there is no usable base. */
+	bool busy = false;
+	if ((rc = sy_cl_outstanding(c, i->table, i->pk_json, &busy, &pred, err)) != SY_CLIENT_OK ||
+	    (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
 		goto done;
 	rc = sy_cl_new_txn(c, false, &txn, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_intent_insert(c, txn, false, 0, i->table, i->pk_json, t->pk.field_id, op,
-		                         cols, busy ? NULL : base, cv, &c->schema, "pending", NULL,
-		                         nid, err);
+		                         cols, busy ? NULL : base, cv, &c->schema,
+		                         pred != NULL ? "waiting" : "pending", pred, nid, err);
 	if (rc == SY_CLIENT_OK)
 		rc = mark(c, id, remap ? "remapped" : "rebased", nid, err);
 	if (rc == SY_CLIENT_OK)
@@ -174,6 +159,7 @@ static sy_client_rc replace(sy_client *c, const char *id, const char *columns_js
 done:
 	sy_free(base);
 	sy_free(cols);
+	sy_free(pred);
 	sy_client_intent_free(i);
 	return rc;
 }

@@ -30,7 +30,7 @@ typedef struct {
 	int64_t seq, ord, txn;
 	bool atomic;
 	uint64_t schema_version;
-	char *id, *tbl, *pk, *pk_field, *op, *columns, *base, *cv, *hash;
+	char *id, *tbl, *pk, *pk_field, *op, *columns, *base, *cv, *hash, *pred;
 	bool done; /* handled in this sealing */
 } irow;
 
@@ -52,6 +52,7 @@ static void irows_free(irows *r)
 		sy_free(x->base);
 		sy_free(x->cv);
 		sy_free(x->hash);
+		sy_free(x->pred);
 	}
 	sy_free(r->v);
 	r->v = NULL;
@@ -66,7 +67,7 @@ static sy_client_rc load_pending(sy_client *c, irows *out, sy_client_error *err)
 	        c,
 	        "SELECT i.seq, i.ord, i.txn, t.atomic, i.schema_version, i.mutation_id, i.tbl, "
 	        "i.pk,"
-	        " i.pk_field, i.op, i.columns, i.base, i.client_version, i.schema_hash"
+	        " i.pk_field, i.op, i.columns, i.base, i.client_version, i.schema_hash, i.pred"
 	        " FROM intents i JOIN txns t ON t.id = i.txn WHERE i.state = 'pending'"
 	        " ORDER BY i.ord, i.seq",
 	        &st, err);
@@ -100,6 +101,7 @@ static sy_client_rc load_pending(sy_client *c, irows *out, sy_client_error *err)
 		x->base = sy_cl_col_text(st, 11);
 		x->cv = sy_cl_col_text(st, 12);
 		x->hash = sy_cl_col_text(st, 13);
+		x->pred = sy_cl_col_text(st, 14);
 		if (x->id == NULL || x->tbl == NULL || x->pk == NULL || x->op == NULL ||
 		    x->cv == NULL || x->hash == NULL || x->pk_field == NULL) {
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
@@ -193,8 +195,8 @@ static int mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char
 {
 	sy_json_doc *doc = sy_json_doc_new();
 	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
-	char id[SY_UUID_LEN + 1];
-	sy_cl_new_uuid(id);
+	/* Any valid batch id will do for this check: the envelope is never sent. */
+	static const char id[] = "00000000-0000-4000-8000-000000000001";
 	int fits = -1;
 	char *body = NULL, *mtext = NULL;
 	size_t n = 0;
@@ -390,7 +392,7 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		}
 		/* ADR: never sent with a made-up version; an update or delete needs its base. */
 		if (norm.op != SY_OP_INSERT && head->base == NULL)
-			return block_rest(c, chain, at, n, NULL, err);
+			return block_rest(c, chain, at, n, head->pred, err);
 		char nid[SY_UUID_LEN + 1];
 		char *cols = NULL;
 		const char *id = head->id;

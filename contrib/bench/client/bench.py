@@ -50,10 +50,12 @@ def raw_push_rate(stack):
 
 
 def client(*args):
-    r = subprocess.run([BENCH] + list(args), capture_output=True, text=True, timeout=900)
+    # BENCH_CLIENT_WRAP: a profiler command line for the sync runs, e.g. "perf record -g -o F"
+    wrap = os.environ.get("BENCH_CLIENT_WRAP", "").split() if args[0] == "sync" else []
+    r = subprocess.run(wrap + [BENCH] + list(args), capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise SystemExit("bench_client %s: %s" % (args[0], r.stderr))
-    return json.loads(r.stdout)
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -81,6 +83,8 @@ def main():
               % (BATCH, raw, ", ".join("%.0f" % x for x in raws)))
         print("client sync of %d intents, pushed: %8.0f intents/s    (runs: %s)"
               % (N, rate, ", ".join("%.0f" % s["intents_per_s"] for s in syncs)))
+        print("client CPU while pushing (seal, validate, reconcile, SQLite): %s s"
+              % ", ".join("%.2f" % s["push_cpu_seconds"] for s in syncs))
         print("client sync until idle (pull of the echoes included): %s s"
               % ", ".join("%.2f" % s["sync_seconds"] for s in syncs))
         print("client / raw, paired per round: %s; median %.0f%% (target >= 80%%)"

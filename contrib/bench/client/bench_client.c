@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <uuid/uuid.h>
 
@@ -21,6 +22,14 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static sy_client *open_client(const char *db, const char *url, char *userpw)
@@ -94,7 +103,7 @@ int main(int argc, char **argv)
 	} else if (strcmp(argv[1], "sync") == 0) {
 		if (write_n(c, n, 1000) != 0)
 			goto done;
-		double t0 = now_s(), pushed = 0;
+		double t0 = now_s(), pushed = 0, c0 = cpu_s(), pushed_cpu = 0;
 		for (;;) {
 			int64_t next;
 			if (sy_client_step(c, &next, &err) != SY_CLIENT_OK) {
@@ -104,8 +113,10 @@ int main(int argc, char **argv)
 			sy_client_status s;
 			if (sy_client_status_get(c, &s, &err) != SY_CLIENT_OK)
 				goto done;
-			if (pushed == 0 && s.counts[SY_INTENT_APPLIED] >= (size_t)n)
+			if (pushed == 0 && s.counts[SY_INTENT_APPLIED] >= (size_t)n) {
 				pushed = now_s() - t0;
+				pushed_cpu = cpu_s() - c0;
+			}
 			if (s.phase == SY_PHASE_IDLE && pushed > 0)
 				break;
 			if (s.phase == SY_PHASE_STOPPED ||
@@ -116,10 +127,9 @@ int main(int argc, char **argv)
 			sy_client_wait(c, 100);
 		}
 		double dt = now_s() - t0;
-		printf("{\"mode\":\"sync\",\"intents\":%ld,\"push_seconds\":%.3f,\"intents_per_s\":"
-		       "%.0f,"
-		       "\"sync_seconds\":%.3f}\n",
-		       n, pushed, (double)n / pushed, dt);
+		printf("{\"mode\":\"sync\",\"intents\":%ld,\"push_seconds\":%.3f,"
+		       "\"intents_per_s\":%.0f,\"push_cpu_seconds\":%.3f,\"sync_seconds\":%.3f}\n",
+		       n, pushed, (double)n / pushed, pushed_cpu, dt);
 		rc = 0;
 	}
 done:
