@@ -757,7 +757,7 @@ static void test_pipelined_batches(void)
 	OK(sy_client_open(path, &o, &C, &E));
 	char m[3][SY_UUID_LEN + 1];
 	for (int k = 0; k < 3; k++) {
-		char pk[8];
+		char pk[24];
 		snprintf(pk, sizeof pk, "\"p%d\"", k);
 		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
 	}
