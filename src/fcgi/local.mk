@@ -1,5 +1,5 @@
 # synchro-fcgi: the preforked FastCGI master and its responders (router, routes, push,
-# admission control, metrics). SQL lives in src/store only.
+# the in-flight gauge, metrics). SQL lives in src/store only.
 sbin_PROGRAMS += src/fcgi/synchro-fcgi
 src_fcgi_synchro_fcgi_SOURCES = \
 	src/fcgi/main.c \
@@ -10,7 +10,7 @@ src_fcgi_synchro_fcgi_SOURCES = \
 	src/fcgi/routes.c \
 	src/fcgi/push.c \
 	src/fcgi/pull.c \
-	src/fcgi/admission.c src/fcgi/admission.h \
+	src/fcgi/inflight.c src/fcgi/inflight.h \
 	src/fcgi/metrics.c src/fcgi/metrics.h
 src_fcgi_synchro_fcgi_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
 src_fcgi_synchro_fcgi_LDADD = src/common/libsycommon.la src/store/libsystore.la \

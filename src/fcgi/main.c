@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "fcgi/admission.h"
+#include "fcgi/inflight.h"
 #include "fcgi/metrics.h"
 #include "fcgi/prefork.h"
 #include "fcgi/responder.h"
@@ -30,7 +30,7 @@ typedef struct {
 	const char *path; /* the configuration file; NULL: every option at its default */
 	sy_cfg *cfg;      /* current; replaced on reload (responders keep their copy) */
 	char *listen;     /* what the master bound; a reload cannot change it */
-	sy_admission *admission;
+	sy_inflight *inflight;
 	sy_metrics *metrics;
 	int slot; /* in a responder: its slot */
 } master_ctx;
@@ -66,7 +66,7 @@ static int worker(void *arg, int listen_fd, long max_requests)
 {
 	master_ctx *ctx = arg;
 	sy_responder r;
-	sy_responder_init(&r, ctx->cfg, ctx->admission, ctx->metrics, ctx->slot);
+	sy_responder_init(&r, ctx->cfg, ctx->inflight, ctx->metrics, ctx->slot);
 	int status = sy_responder_serve(&r, listen_fd, max_requests);
 	sy_responder_done(&r);
 	return status;
@@ -82,8 +82,8 @@ static void child_init(void *arg, int slot)
 static void reaped(void *arg, int slot)
 {
 	master_ctx *ctx = arg;
-	/* A responder killed during a first execution must not hold its admission slot. */
-	sy_admission_clear(ctx->admission, slot);
+	/* A responder killed during a push must not count as one in flight. */
+	sy_inflight_leave(ctx->inflight, slot);
 	sy_metrics_event(ctx->metrics, SY_METRIC_RESPONDERS_REAPED);
 }
 
@@ -218,8 +218,8 @@ int main(int argc, char **argv)
 	ctx.metrics = sy_metrics_create();
 	/* Only the gauge of pushes in flight: the caps (max_inflight, max_inflight_per_client)
 	 * are held by synchro_push in the database, across every responder of every host. */
-	ctx.admission = sy_admission_create(fd0 ? 1 : SY_PREFORK_MAX_WORKERS, 0, 0);
-	if (ctx.metrics == NULL || ctx.admission == NULL) {
+	ctx.inflight = sy_inflight_create(fd0 ? 1 : SY_PREFORK_MAX_WORKERS);
+	if (ctx.metrics == NULL || ctx.inflight == NULL) {
 		sy_log(SY_LOG_ERR, "cannot map shared memory: %s", strerror(errno));
 		goto fail;
 	}
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 		sy_log(SY_LOG_INFO, "responder %d on the inherited socket (fd 0)", (int)getpid());
 		sy_prefork_worker_signals();
 		sy_responder r;
-		sy_responder_init(&r, ctx.cfg, ctx.admission, ctx.metrics, 0);
+		sy_responder_init(&r, ctx.cfg, ctx.inflight, ctx.metrics, 0);
 		status = sy_responder_serve(&r, 0, 0);
 		sy_responder_done(&r);
 		goto fail;
@@ -281,7 +281,7 @@ serve:;
 		unlink(sock);
 fail:
 	free(ctx.listen);
-	sy_admission_destroy(ctx.admission);
+	sy_inflight_destroy(ctx.inflight);
 	sy_metrics_destroy(ctx.metrics);
 	sy_cfg_free(ctx.cfg);
 	return status;

@@ -81,7 +81,7 @@ static uint64_t get(_Atomic uint64_t *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out)
+bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 {
 	static const struct {
 		const char *name, *help;
@@ -139,8 +139,8 @@ bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out)
 		              events[e].help, events[e].name, events[e].name,
 		              m != NULL ? (unsigned long long)get(&m->events[e]) : 0ULL);
 	sy_buf_printf(out,
-	              "# HELP synchro_push_inflight First executions of pushes in flight now.\n"
+	              "# HELP synchro_push_inflight Pushes in flight on this host now.\n"
 	              "# TYPE synchro_push_inflight gauge\nsynchro_push_inflight %d\n",
-	              sy_admission_inflight(a));
+	              sy_inflight_count(a));
 	return !out->failed;
 }

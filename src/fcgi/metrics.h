@@ -6,7 +6,7 @@
 #ifndef SY_FCGI_METRICS_H
 #define SY_FCGI_METRICS_H
 
-#include "fcgi/admission.h"
+#include "fcgi/inflight.h"
 #include "synchro/buf.h"
 
 /* The routes requests are counted by; SY_ROUTE_OTHER is every unknown path. */
@@ -50,6 +50,6 @@ void sy_metrics_event(sy_metrics *m, sy_metric_event event);
  * Appends the Prometheus text exposition (format 0.0.4) of every counter, and
  * the first executions in flight from a (may be NULL). False when out of memory.
  */
-SY_MUST_CHECK bool sy_metrics_write(sy_metrics *m, sy_admission *a, sy_buf *out);
+SY_MUST_CHECK bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out);
 
 #endif

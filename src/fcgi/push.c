@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "fcgi/admission.h"
+#include "fcgi/inflight.h"
 #include "fcgi/http.h"
 #include "fcgi/responder.h"
 #include "store/cfg.h"
@@ -54,9 +54,9 @@ void sy_route_push(sy_responder *r, sy_http *h)
 	        .retry_after_s = (int)r->retry_after_s,
 	};
 	/* The gauge of pushes in flight on this host (the caps are the database's). */
-	(void)sy_admission_enter(r->admission, r->slot, "", "");
+	sy_inflight_enter(r->inflight, r->slot);
 	sy_store_status st = sy_store_push_call(c, &prm, &ans, sqlstate, &err);
-	sy_admission_leave(r->admission, r->slot);
+	sy_inflight_leave(r->inflight, r->slot);
 	if (st != SY_STORE_OK) {
 		/* err holds the step and the SQLSTATE only, never values. */
 		sy_log(SY_LOG_WARNING, "push: %s", err.message);

@@ -34,7 +34,7 @@ static double mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_admission *admission,
+void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight,
                        sy_metrics *metrics, int slot)
 {
 	memset(r, 0, sizeof *r);
@@ -44,7 +44,7 @@ void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_admission *admissi
 	r->lock_timeout_ms = (int)sy_cfg_int(cfg, "fcgi", "lock_timeout_ms");
 	r->retry_after_s = (unsigned)sy_cfg_int(cfg, "fcgi", "retry_after_s");
 	r->pull_wait_ms = (int)sy_cfg_int(cfg, "fcgi", "pull_wait_ms");
-	r->admission = admission;
+	r->inflight = inflight;
 	r->metrics = metrics;
 	r->slot = slot;
 }

@@ -12,8 +12,8 @@
 #include "store/cfg.h"
 #include "synchro/manifest.h"
 
-typedef struct sy_admission sy_admission; /* fcgi/admission.h */
-typedef struct sy_metrics sy_metrics;     /* fcgi/metrics.h */
+typedef struct sy_inflight sy_inflight; /* fcgi/inflight.h */
+typedef struct sy_metrics sy_metrics;   /* fcgi/metrics.h */
 
 /* The current schema as this responder last saw it. */
 typedef struct {
@@ -34,8 +34,8 @@ typedef struct sy_responder {
 	PGconn *pg;
 	double next_connect_at; /* monotonic seconds: no attempt before (backoff) */
 	int backoff_ms;
-	/* admission control (shared memory) and this responder's slot in it */
-	sy_admission *admission;
+	/* the gauge of pushes in flight (shared memory) and this responder's slot in it */
+	sy_inflight *inflight;
 	int slot;
 	sy_schema_cache schema;
 	unsigned long requests;
@@ -47,7 +47,7 @@ typedef struct sy_responder {
  * Sets r up from cfg (which must outlive r) for responder `slot`; no
  * connection is opened until a request needs one.
  */
-void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_admission *admission,
+void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight,
                        sy_metrics *metrics, int slot);
 /* Closes the connection and frees the schema cache. */
 void sy_responder_done(sy_responder *r);

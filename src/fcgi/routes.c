@@ -234,7 +234,7 @@ void sy_route_healthz(sy_responder *r, sy_http *h)
 void sy_route_metrics(sy_responder *r, sy_http *h)
 {
 	sy_buf b = SY_BUF_INIT;
-	if (!sy_metrics_write(r->metrics, r->admission, &b))
+	if (!sy_metrics_write(r->metrics, r->inflight, &b))
 		sy_responder_error(r, h, SY_ERR_NOMEM, "out of memory");
 	else
 		sy_http_respond(h, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.data,

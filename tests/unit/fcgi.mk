@@ -1,13 +1,13 @@
 # Unit suites of synchro-fcgi's parts (src/fcgi/local.mk builds the program).
-UNIT_TESTS += tests/unit/test_admission tests/unit/test_fcgi_man
+UNIT_TESTS += tests/unit/test_inflight tests/unit/test_fcgi_man
 
-# Admission control across processes (fork, shared memory, racing announcers).
-check_PROGRAMS += tests/unit/test_admission
-TESTS += tests/unit/test_admission
-tests_unit_test_admission_SOURCES = tests/unit/test_admission.c src/fcgi/admission.c \
+# The gauge of pushes in flight across processes (fork, shared memory) and /metrics.
+check_PROGRAMS += tests/unit/test_inflight
+TESTS += tests/unit/test_inflight
+tests_unit_test_inflight_SOURCES = tests/unit/test_inflight.c src/fcgi/inflight.c \
 	src/fcgi/metrics.c
-tests_unit_test_admission_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_admission_LDADD = $(UNIT_LDADD)
+tests_unit_test_inflight_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_inflight_LDADD = $(UNIT_LDADD)
 
 # synchro-fcgi(8) documents every [fcgi] option (the table is src/store/cfg.c).
 check_PROGRAMS += tests/unit/test_fcgi_man
