@@ -1,12 +1,16 @@
 # CUnit suites of libsynchro-client (issue 12): the library against a fake server
 # behind its transport hook (tests/unit/client_fake.c), no network.
-UNIT_TESTS += tests/unit/test_client
-check_PROGRAMS += tests/unit/test_client
-TESTS += tests/unit/test_client
-tests_unit_test_client_SOURCES = tests/unit/test_client.c tests/unit/client_fake.c \
-	tests/unit/client_fake.h
+UNIT_TESTS += tests/unit/test_client tests/unit/test_client_sync
+check_PROGRAMS += tests/unit/test_client tests/unit/test_client_sync
+TESTS += tests/unit/test_client tests/unit/test_client_sync
+CLIENT_TEST_SOURCES = tests/unit/client_fake.c tests/unit/client_fake.h \
+	tests/unit/client_harness.c tests/unit/client_harness.h
+tests_unit_test_client_SOURCES = tests/unit/test_client.c $(CLIENT_TEST_SOURCES)
 tests_unit_test_client_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_client_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
+tests_unit_test_client_sync_SOURCES = tests/unit/test_client_sync.c $(CLIENT_TEST_SOURCES)
+tests_unit_test_client_sync_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_client_sync_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
 
 # doc/client.md and synchro-cli(1) in step with the code.
 UNIT_TESTS += tests/unit/test_client_doc

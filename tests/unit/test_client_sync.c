@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libsynchro-client's own machinery against the fake server: sealing ahead and
+ * pipelined batches (with their successors), listeners, store versions, atomic
+ * groups over a limit.
+ */
+#include "config.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_harness.h"
+#include "synchro/alloc.h"
+
+static void test_seal_ahead_successors(void)
+{
+	start();
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.batch_max = 1; /* one mutation per batch: two batches */
+	OK(sy_client_open(path, &o, &C, &E));
+	char m1[SY_UUID_LEN + 1], m2[SY_UUID_LEN + 1];
+	snprintf(m1, sizeof m1, "%s", w('i', "\"a\"", "{\"title\":\"one\"}"));
+	snprintf(m2, sizeof m2, "%s", w('i', "\"b\"", "{\"title\":\"two\"}"));
+	fake_bump_generation(F);
+	fake_hold(F, true);
+	step_until_inflight();
+	int64_t next;
+	OK(sy_client_step(C, &next, &E)); /* still in flight: the second batch is sealed ahead */
+	CU_ASSERT_EQUAL(state(m2), SY_INTENT_SEALED);
+	CU_ASSERT_EQUAL(fake_push_count(F), 1);
+	fake_hold(F, false);
+	sync_ok(); /* 409 on the first: successors for both, in order, each sent once */
+	CU_ASSERT_EQUAL(state(m1), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(state(m2), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(fake_push_count(F), 3);
+	CU_ASSERT(push_has(1, m1) && push_has(2, m2));
+	char *b2 = batch_of(m2);
+	CU_ASSERT(!push_has(0, b2) && push_has(2, b2));
+	sy_free(b2);
+	sqlite3 *db;
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db,
+	                                         "SELECT count(*) FROM batches WHERE state ="
+	                                         " 'superseded' AND successor IS NOT NULL",
+	                                         -1, &st, NULL),
+	                      SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	stop();
+}
+
+static void test_pipelined_batches(void)
+{
+	start();
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.batch_max = 1;
+	OK(sy_client_open(path, &o, &C, &E));
+	char m[3][SY_UUID_LEN + 1];
+	for (int k = 0; k < 3; k++) {
+		char pk[24];
+		snprintf(pk, sizeof pk, "\"p%d\"", k);
+		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
+	}
+	/* The first answer is refused: the next batch already went; the first is replayed. */
+	fake_corrupt_next_push(F);
+	fake_hold(F, true);
+	step_until_inflight();
+	int64_t next;
+	OK(sy_client_step(C, &next, &E)); /* in flight: the second is sealed ahead */
+	fake_hold(F, false);
+	sync_ok();
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_EQUAL(state(m[k]), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(fake_executions(F), 3);
+	CU_ASSERT_EQUAL(fake_push_count(F), 4);
+	CU_ASSERT(push_has(0, m[0]) && push_has(1, m[1]));
+	OK(sy_client_verify(C, NULL, &E));
+	stop();
+}
+
+static void test_store_version_refused(void)
+{
+	start();
+	sy_client_close(C);
+	C = NULL;
+	sqlite3 *db;
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &db), SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	sy_client_options o;
+	fake_options(F, &o);
+	CU_ASSERT_EQUAL(sy_client_open(path, &o, &C, &E), SY_CLIENT_ESTATE);
+	CU_ASSERT_PTR_NULL(C);
+	CU_ASSERT_PTR_NOT_NULL(strstr(E.message, "version 99"));
+	stop();
+}
+
+static void test_atomic_over_limit_blocked(void)
+{
+	start();
+	size_t n = 70000;
+	char *big = malloc(n + 32);
+	snprintf(big, 16, "{\"title\":\"");
+	memset(big + 10, 'x', n);
+	snprintf(big + 10 + n, 8, "\"}");
+	sy_client_txn *t;
+	char a[SY_UUID_LEN + 1], b[SY_UUID_LEN + 1];
+	OK(sy_client_begin(C, true, &t, &E));
+	OK(sy_client_insert(t, "todo", "\"a\"", "{\"title\":\"small\"}", a, &E));
+	OK(sy_client_insert(t, "todo", "\"b\"", big, b, &E));
+	OK(sy_client_commit(t, &E));
+	free(big);
+	sync_ok();
+	/* The atomic group cannot go whole: nothing of it is sent, both are kept. */
+	CU_ASSERT_EQUAL(fake_push_count(F), 0);
+	CU_ASSERT_EQUAL(state(a), SY_INTENT_BLOCKED_LIMIT);
+	CU_ASSERT_EQUAL(state(b), SY_INTENT_BLOCKED_LIMIT);
+	OK(sy_client_discard(C, a, &E));
+	CU_ASSERT_EQUAL(state(a), SY_INTENT_RESOLVED);
+	stop();
+}
+
+typedef struct {
+	int rows, intents;
+	bool saw_applied;
+} heard;
+
+static void listener(void *ctx, sy_client_event_kind kind, const char *table, const char *pk,
+                     const char *mutation_id)
+{
+	heard *h = ctx;
+	if (kind == SY_CLIENT_EVENT_ROW && table != NULL && pk != NULL) {
+		h->rows++;
+		/* Called on this thread with committed state: reading back works. */
+		char *row = NULL;
+		sy_client_row_state st;
+		if (sy_client_get(C, table, pk, &row, &st, NULL) == SY_CLIENT_OK &&
+		    st == SY_ROW_SYNCED)
+			h->saw_applied = true;
+		sy_free(row);
+	}
+	if (kind == SY_CLIENT_EVENT_INTENT && mutation_id != NULL)
+		h->intents++;
+}
+
+static void test_listener_after_commit(void)
+{
+	start();
+	heard h = {0};
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.listener = listener;
+	o.listener_ctx = &h;
+	OK(sy_client_open(path, &o, &C, &E));
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	sync_ok();
+	CU_ASSERT(h.intents >= 1);
+	CU_ASSERT(h.rows >= 2); /* the outcome and the pulled echo */
+	CU_ASSERT_TRUE(h.saw_applied);
+	stop();
+}
+
+int main(void)
+{
+	static const CU_TestInfo tests[] = {
+	        {"listeners hear committed state on the caller's thread",
+	         test_listener_after_commit},
+	        {"a batch sealed ahead gets its successor too", test_seal_ahead_successors},
+	        {"a store of a newer version is refused", test_store_version_refused},
+	        {"batches pipelined: the next goes while one is reconciled",
+	         test_pipelined_batches},
+	        {"an atomic transaction over a push limit is blocked whole",
+	         test_atomic_over_limit_blocked},
+	        CU_TEST_INFO_NULL,
+	};
+	sy_test_add_suite("client sync", tests);
+	return sy_test_run();
+}
