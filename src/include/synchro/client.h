@@ -224,9 +224,12 @@ const char *sy_client_phase_name(sy_client_phase p);
  * applies it in one SQLite transaction with the batch's completion or the pull
  * page's cursor), or starts the next request. *next_due_ms receives the clock
  * time at which to call again: now when more is ready, the Retry-After time
- * after a 429/503, the poll interval when idle. Listener callbacks run inside.
- * Returns OK unless the store failed (ESTORE, ENOMEM) or the client stopped
- * (EFROZEN, EREADONLY, ESERVER); network and server trouble shows in status.
+ * after a 429/503, the poll interval when idle. Listener callbacks run inside,
+ * after the SQLite commit they report.
+ * Returns OK unless the store failed (ESTORE, ENOMEM), the queue froze in this
+ * step (EFROZEN: pulls go on, pushes stop), or the client stopped (EREADONLY
+ * after client_retired; ESERVER after auth_required or upgrade_required, until
+ * the client is opened again); network and server trouble shows in status.
  */
 SY_MUST_CHECK sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err);
 /*
@@ -239,8 +242,9 @@ void sy_client_kick(sy_client *c);
 void sy_client_wait(sy_client *c, int timeout_ms);
 /*
  * The blocking loop over sy_client_step: returns OK once every sendable intent
- * was pushed and the pull caught up (has_more false), ETIMEOUT after timeout_ms
- * (0: wait for ever) with work left, or the step's error.
+ * was pushed and the pull caught up (has_more false), EFROZEN when that round
+ * ended with a frozen queue, ETIMEOUT after timeout_ms (0: wait for ever) with
+ * work left, or the step's error.
  */
 SY_MUST_CHECK sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err);
 
