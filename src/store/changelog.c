@@ -109,17 +109,23 @@ static bool add_chunk(sy_store_changes *b)
 	return true;
 }
 
-void sy_store_changes_clear(sy_store_changes *b)
+void sy_store_changes_clear_rows(sy_store_changes *b)
 {
 	b->nchunks = 0;
 	b->rows = 0;
-	b->epochs = 0;
 	b->end_lsn[0] = '\0';
+	b->failed = !add_chunk(b);
+}
+
+void sy_store_changes_clear(sy_store_changes *b)
+{
+	b->epochs = 0;
 	sy_buf_reset(&b->epoch_client);
 	sy_buf_reset(&b->epoch_value);
 	sy_buf_reset(&b->epoch_xid);
-	b->failed = !add_chunk(b) || !sy_buf_putc(&b->epoch_client, '{') ||
-	            !sy_buf_putc(&b->epoch_value, '{') || !sy_buf_putc(&b->epoch_xid, '{');
+	sy_store_changes_clear_rows(b);
+	b->failed |= !sy_buf_putc(&b->epoch_client, '{') || !sy_buf_putc(&b->epoch_value, '{') ||
+	             !sy_buf_putc(&b->epoch_xid, '{');
 }
 
 void sy_store_changes_set_end(sy_store_changes *b, const char *slot, uint64_t end_lsn)
@@ -346,9 +352,47 @@ static sy_store_status wait_visible(PGconn *c, const sy_store_changes *b, sy_err
 	}
 }
 
+/*
+ * sy_store_exec() that keeps calling tick (every TICK_MS) while the statement runs: a write
+ * that waits on a lock or takes long never starves walsync's heartbeat, which renews the
+ * lease on a connection of its own (issue 16, item 5).
+ */
+#define TICK_MS 200
+static PGresult *exec_ticking(PGconn *c, const char *sql, int n, const char *const *params,
+                              sy_store_tick_fn tick, void *arg, sy_store_status *st, sy_error *err)
+{
+	if (!tick)
+		return sy_store_exec(c, sql, n, params, PGRES_TUPLES_OK, "write the changelog",
+		                     NULL, st, err);
+	if (!PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0))
+		return sy_store_result_failure(c, NULL, "write the changelog", NULL, st, err);
+	PGresult *last = NULL;
+	for (;;) {
+		while (PQisBusy(c)) {
+			struct pollfd pfd = {PQsocket(c), POLLIN, 0};
+			(void)poll(&pfd, 1, TICK_MS);
+			tick(arg);
+			if (!PQconsumeInput(c))
+				break;
+		}
+		PGresult *r = PQgetResult(c);
+		if (!r)
+			break;
+		if (last)
+			PQclear(last);
+		last = r;
+	}
+	if (last && PQresultStatus(last) == PGRES_TUPLES_OK) {
+		*st = SY_STORE_OK;
+		return last;
+	}
+	return sy_store_result_failure(c, last, "write the changelog", NULL, st, err);
+}
+
 /* One guarded statement for chunk k; the epochs travel with the first chunk. */
 static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_changes *b,
-                                   chunk *k, bool with_epochs, bool *fenced, sy_store_written *out,
+                                   chunk *k, bool with_epochs, sy_store_tick_fn tick,
+                                   void *tick_arg, bool *fenced, sy_store_written *out,
                                    sy_error *err)
 {
 	char epoch[24];
@@ -371,10 +415,10 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 	p[17] = with_epochs ? b->epoch_value.data : "{}";
 	p[18] = b->end_slot;
 	p[19] = with_epochs && b->end_lsn[0] ? b->end_lsn : NULL;
-	bool pos = b->end_lsn[0] != '\0';
+	bool pos = with_epochs && b->end_lsn[0] != '\0';
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c, pos ? write_pos_sql : write_sql, pos ? 20 : 18, p,
-	                            PGRES_TUPLES_OK, "write the changelog", NULL, &st, err);
+	PGresult *r = exec_ticking(c, pos ? write_pos_sql : write_sql, pos ? 20 : 18, p, tick,
+	                           tick_arg, &st, err);
 	reopen(b, k, with_epochs);
 	if (!r)
 		return st;
@@ -386,6 +430,7 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 }
 
 sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l, sy_store_changes *b,
+                                         bool rows_only, sy_store_tick_fn tick, void *tick_arg,
                                          sy_store_written *out, sy_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -398,9 +443,12 @@ sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l, sy_
 	    (st = sy_store_command(c, "BEGIN", "write the changelog", err)) != SY_STORE_OK)
 		return st;
 	for (size_t i = 0; i < b->nchunks && !fenced; i++) {
-		if (b->chunks[i].rows == 0 && (i > 0 || b->epochs == 0))
+		bool epochs = i == 0 && !rows_only;
+		if (b->chunks[i].rows == 0 && (!epochs || b->epochs == 0))
 			continue;
-		st = write_chunk(c, l, b, &b->chunks[i], i == 0, &fenced, out, err);
+		if (i > 0 && tick)
+			tick(tick_arg);
+		st = write_chunk(c, l, b, &b->chunks[i], epochs, tick, tick_arg, &fenced, out, err);
 		if (st != SY_STORE_OK)
 			goto fail;
 	}
@@ -461,6 +509,29 @@ sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *
 	if (st != SY_STORE_OK)
 		return st;
 	*out = last > horizon ? last : horizon;
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_changelog_last_position(PGconn *c, uint64_t *lsn, int *ordinal,
+                                                 sy_error *err)
+{
+	sy_store_status st = sy_store_changelog_last_lsn(c, lsn, err);
+	if (st != SY_STORE_OK)
+		return st;
+	char text[SY_STORE_LSN_MAX + 1];
+	sy_store_lsn_format(*lsn, text);
+	const char *p[] = {text};
+	PGresult *r =
+	        sy_store_exec(c,
+	                      "SELECT greatest((SELECT max(ordinal) FROM synchro.changelog"
+	                      "                  WHERE commit_lsn = $1::pg_lsn),"
+	                      "                (SELECT max(ordinal) FROM synchro.changelog_horizon"
+	                      "                  WHERE commit_lsn = $1::pg_lsn))",
+	                      1, p, PGRES_TUPLES_OK, "read the changelog position", NULL, &st, err);
+	if (!r)
+		return st;
+	*ordinal = PQgetisnull(r, 0, 0) ? -1 : atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
 	return SY_STORE_OK;
 }
 

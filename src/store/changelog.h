@@ -50,6 +50,8 @@ SY_MUST_CHECK sy_store_changes *sy_store_changes_new(size_t chunk_rows);
 void sy_store_changes_free(sy_store_changes *b);
 /* Empties b, keeping its storage. */
 void sy_store_changes_clear(sy_store_changes *b);
+/* Forgets b's changes (written as a piece of a large transaction), keeping its epochs. */
+void sy_store_changes_clear_rows(sy_store_changes *b);
 /* Appends one change; false when out of memory (b is then unusable until cleared). */
 SY_MUST_CHECK bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch);
 /* Records that client_id (canonical UUID text) accepted a push with this epoch, in the
@@ -79,16 +81,27 @@ typedef struct {
  * SY_STORE_CONFLICT when the lease refused the write: nothing was written and the caller
  * is no longer the writer. The caller confirms the stream position only after SY_STORE_OK.
  * b is unchanged afterwards (it is only borrowed to close its array literals).
+ * rows_only: a piece of a transaction too large to hold: its changes only, no epoch (they
+ * wait for the transaction's last piece) and no stream position. tick (may be NULL) runs
+ * between statements.
  */
+/* Called between two statements of a write (walsync's heartbeat on its own connection). */
+typedef void (*sy_store_tick_fn)(void *arg);
+
 SY_MUST_CHECK sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l,
-                                                       sy_store_changes *b, sy_store_written *out,
-                                                       sy_error *err);
+                                                       sy_store_changes *b, bool rows_only,
+                                                       sy_store_tick_fn tick, void *tick_arg,
+                                                       sy_store_written *out, sy_error *err);
 
 /* The highest commit_lsn in the changelog, or the compaction horizon (synchro.changelog_horizon,
  * when it exists) if that is higher; 0 when both are empty. Every transaction at or below it
  * that the slot delivers again was written already (batches commit in stream order) or was
  * compacted away since. */
 SY_MUST_CHECK sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *err);
+/* The same as a position: the last entry's ordinal at that LSN (or the horizon's, when the
+ * horizon is later); a transaction at that LSN may have been written in pieces up to it. */
+SY_MUST_CHECK sy_store_status sy_store_changelog_last_position(PGconn *c, uint64_t *lsn,
+                                                               int *ordinal, sy_error *err);
 
 /* Session settings of walsync's SQL connection: its commits are durable locally before it
  * confirms a stream position (synchronous_commit local, whatever the server default). */

@@ -113,8 +113,11 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 	w->renew_s = renew_s;
 	w->stale_s = stale_s;
 	w->lag_log_s = (int)sy_cfg_int(cfg, "walsync", "lag_log_s");
-	if (first)
+	if (first) {
 		w->batch_rows = (size_t)sy_cfg_int(cfg, "walsync", "batch_rows");
+		/* The most changes walsync holds of one transaction (its memory bound). */
+		w->piece_rows = w->batch_rows * 8;
+	}
 	return true;
 }
 
@@ -161,6 +164,8 @@ static void close_db(walsync *w)
 {
 	sy_store_disconnect(w->db);
 	w->db = NULL;
+	sy_store_disconnect(w->hb);
+	w->hb = NULL;
 }
 
 /* After a failure: the next attempt waits, longer each time up to BACKOFF_MAX_MS. */
@@ -246,11 +251,50 @@ static void try_claim(walsync *w)
 	       w->lease.epoch, prev[0] ? ", taken over from " : "", prev);
 }
 
+/* The heartbeat's connection, opened when missing; NULL (logged) when it cannot be. */
+static PGconn *hb_conn(walsync *w)
+{
+	if (w->hb && PQstatus(w->hb) != CONNECTION_OK) {
+		sy_store_disconnect(w->hb);
+		w->hb = NULL;
+	}
+	if (!w->hb) {
+		sy_error err = {0};
+		w->hb = sy_store_connect(w->conninfo, "synchro-walsync heartbeat", &err);
+		if (!w->hb)
+			sy_log(SY_LOG_WARNING, "heartbeat connection: %s", err.message);
+	}
+	return w->hb;
+}
+
+/* Between two statements of a changelog write: the heartbeat, on its own connection, so a
+ * long write never lets the lease go stale (issue 16, item 5). Never demotes here: the
+ * write's lease guard refuses what a lost lease must not write, and the caller demotes. */
+static void write_tick(void *arg)
+{
+	walsync *w = arg;
+	if (mono_ms() < w->next_renew_ms)
+		return;
+	PGconn *hb = hb_conn(w);
+	if (!hb)
+		return;
+	sy_error err = {0};
+	sy_store_lease_progress p = {w->slot, 0, -1};
+	sy_store_status st = sy_store_lease_renew(hb, &w->lease, w->lease_s, &p, &err);
+	if (st == SY_STORE_CONFLICT)
+		w->hb_lost = true;
+	else if (st != SY_STORE_OK)
+		sy_log(SY_LOG_WARNING, "heartbeat during a write: %s", err.message);
+	else
+		w->next_renew_ms = mono_ms() + (int64_t)w->renew_s * 1000;
+}
+
 static void renew(walsync *w)
 {
 	sy_error err = {0};
 	sy_store_lease_progress p = {w->slot, w->confirmed, w->last_lag_ms};
-	sy_store_status st = sy_store_lease_renew(w->db, &w->lease, w->lease_s, &p, &err);
+	PGconn *hb = hb_conn(w);
+	sy_store_status st = sy_store_lease_renew(hb ? hb : w->db, &w->lease, w->lease_s, &p, &err);
 	if (st == SY_STORE_CONFLICT) {
 		demote(w, "the heartbeat found it taken over or expired");
 		return;
@@ -344,7 +388,7 @@ static void start_stream(walsync *w)
 	case SY_WS_FENCED: demote(w, "the lease refused the stream position"); return;
 	case SY_WS_FAILED: store_failed(w, st, &err); return;
 	}
-	st = sy_store_changelog_last_lsn(w->db, &w->skip_upto, &err);
+	st = sy_store_changelog_last_position(w->db, &w->skip_upto, &w->skip_ord, &err);
 	if (st != SY_STORE_OK) {
 		store_failed(w, st, &err);
 		return;
@@ -396,10 +440,14 @@ static void flush_batch(walsync *w)
 		sy_store_written wr;
 		if (w->continuity)
 			sy_store_changes_set_end(w->batch, w->slot, w->batch_end);
-		sy_store_status st =
-		        sy_store_changelog_write(w->db, &w->lease, w->batch, &wr, &err);
-		if (st == SY_STORE_CONFLICT) {
-			sy_log(SY_LOG_WARNING, "%s", err.message);
+		w->hb_lost = false;
+		sy_store_status st = sy_store_changelog_write(w->db, &w->lease, w->batch, false,
+		                                              write_tick, w, &wr, &err);
+		if (st == SY_STORE_CONFLICT || (st == SY_STORE_OK && w->hb_lost)) {
+			sy_log(SY_LOG_WARNING, "%s",
+			       st == SY_STORE_OK
+			               ? "the heartbeat found the lease lost during a write"
+			               : err.message);
 			demote(w, "its changelog write was refused");
 			return;
 		}
@@ -541,6 +589,32 @@ timers:
 		w->confirmed = w->idle_lsn;
 	if (now >= w->next_status_ms)
 		(void)send_status(w);
+}
+
+bool sy_ws_flush_piece(walsync *w)
+{
+	sy_error err = {0};
+	sy_store_written wr;
+	w->hb_lost = false;
+	sy_store_status st = sy_store_changelog_write(w->db, &w->lease, w->batch, true, write_tick,
+	                                              w, &wr, &err);
+	if (st == SY_STORE_CONFLICT || (st == SY_STORE_OK && w->hb_lost)) {
+		sy_log(SY_LOG_WARNING, "%s",
+		       st == SY_STORE_OK ? "the heartbeat found the lease lost during a write"
+		                         : err.message);
+		demote(w, "its changelog write was refused");
+		return false;
+	}
+	if (st != SY_STORE_OK) {
+		store_failed(w, st, &err);
+		return false;
+	}
+	sy_store_changes_clear_rows(w->batch);
+	w->pieces++;
+	sy_log(SY_LOG_DEBUG,
+	       "wrote a piece of %lld changes of the transaction at %X/%X (%lld pieces)",
+	       wr.inserted, (unsigned)(w->txn_lsn >> 32), (unsigned)w->txn_lsn, w->pieces);
+	return true;
 }
 
 static void shutdown_leader(walsync *w)

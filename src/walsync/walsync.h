@@ -35,7 +35,13 @@ typedef struct walsync {
 	int64_t retry_at_ms;
 
 	/* stream state */
-	uint64_t skip_upto; /* transactions committed at or below it are in the changelog */
+	uint64_t skip_upto; /* transactions committed below it are in the changelog ... */
+	int skip_ord;       /* ... and the one at it up to this ordinal (-1: none of it) */
+	int txn_skip_ord;   /* the current transaction's changes up to here are written */
+	size_t piece_rows;  /* a transaction's changes are written in pieces of this many */
+	long long pieces;   /* pieces written (statistics) */
+	PGconn *hb;         /* the heartbeat's own connection: renews while db writes */
+	bool hb_lost;       /* a heartbeat during a write found the lease lost */
 	bool in_txn;
 	uint64_t txn_lsn;
 	uint32_t txn_xid;
@@ -77,5 +83,10 @@ typedef struct walsync {
  * batch; *reply when the server asked for a status update. false when the stream must
  * restart (malformed framing, out of memory). */
 SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply);
+
+/* Writes the changes decoded so far of a transaction too large to hold (piece_rows), in a
+ * changelog transaction of their own, keeping its epochs for its last piece; false when
+ * the stream must restart (the failure is logged). */
+SY_MUST_CHECK bool sy_ws_flush_piece(walsync *w);
 
 #endif

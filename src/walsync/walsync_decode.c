@@ -34,7 +34,7 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		return true;
 	}
 	int ordinal = change ? w->txn_ordinal++ : 0;
-	if (w->txn_skip)
+	if (w->txn_skip || (change && ordinal <= w->txn_skip_ord))
 		return true;
 	sy_error err = {0};
 	if (epoch) {
@@ -94,6 +94,9 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		sy_log(SY_LOG_ERR, "out of memory");
 		return false;
 	}
+	/* Item 5 of issue 16: memory stays bounded whatever the transaction's size. */
+	if (sy_store_changes_count(w->batch) >= w->piece_rows)
+		return sy_ws_flush_piece(w);
 	return true;
 }
 
@@ -185,7 +188,10 @@ bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
 		w->txn_ordinal = 0;
 		sy_ws_fences_clear(w->fences);
 		/* Delivered again after a restart: its rows were committed with its batch. */
-		w->txn_skip = m.final_lsn <= w->skip_upto;
+		/* The last one written may have been written in pieces: its changes after the
+		 * last piece are still to write (the others add nothing, ON CONFLICT). */
+		w->txn_skip = m.final_lsn < w->skip_upto;
+		w->txn_skip_ord = m.final_lsn == w->skip_upto ? w->skip_ord : -1;
 		return true;
 	case SY_WS_MESSAGE: return on_message(w, &m);
 	case SY_WS_RELATION: on_relation(w, &m); return true;

@@ -121,6 +121,9 @@ static bool wait_true(int ms, const char *fmt, ...)
 	}
 }
 
+/* Lines appended to the [walsync] section of the next configurations written. */
+static const char *extra_conf = "";
+
 static void write_conf(const char *name, const char *writer_id)
 {
 	char path[sizeof tmpdir + 64];
@@ -132,8 +135,8 @@ static void write_conf(const char *name, const char *writer_id)
 	}
 	fprintf(f,
 	        "[walsync]\nwriter_id = %s\nlease_s = %d\nrenew_s = %d\n"
-	        "stale_heartbeat_s = %d\nlag_log_s = 1\n[log]\nlevel = debug\n",
-	        writer_id, LEASE_S, RENEW_S, STALE_S);
+	        "stale_heartbeat_s = %d\nlag_log_s = 1\n%s[log]\nlevel = debug\n",
+	        writer_id, LEASE_S, RENEW_S, STALE_S, extra_conf);
 	fclose(f);
 }
 
@@ -607,19 +610,24 @@ static void test_lease_guard(void)
 	sy_store_written wr;
 	sy_store_lease other = live;
 	snprintf(other.token, sizeof other.token, "%s", "00000000-0000-4000-8000-000000000000");
-	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, &wr, &err), SY_STORE_CONFLICT);
+	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, false, NULL, NULL, &wr, &err),
+	                SY_STORE_CONFLICT);
 	other = live;
 	other.epoch = live.epoch - 1;
-	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, &wr, &err), SY_STORE_CONFLICT);
+	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, false, NULL, NULL, &wr, &err),
+	                SY_STORE_CONFLICT);
 	other.epoch = live.epoch + 1;
-	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, &wr, &err), SY_STORE_CONFLICT);
+	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &other, b, false, NULL, NULL, &wr, &err),
+	                SY_STORE_CONFLICT);
 	/* The holder's own lease passes the guard; once expired, it does not. Both inside one
 	 * transaction that is rolled back, so A's changelog never sees them. */
 	pgt_exec(c, "BEGIN");
-	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &live, b, &wr, &err), SY_STORE_OK);
+	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &live, b, false, NULL, NULL, &wr, &err),
+	                SY_STORE_OK);
 	CU_ASSERT_EQUAL(wr.inserted, 1);
 	pgt_exec(c, "UPDATE synchro.writer_lease SET lease_until = now() - interval '1 second'");
-	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &live, b, &wr, &err), SY_STORE_CONFLICT);
+	CU_ASSERT_EQUAL(sy_store_changelog_write(c, &live, b, false, NULL, NULL, &wr, &err),
+	                SY_STORE_CONFLICT);
 	pgt_exec(c, "ROLLBACK");
 	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.changelog WHERE pk = 'guard'"), 0);
 	/* The heartbeat of a lease that is not the holder's never takes it. */
@@ -1218,6 +1226,52 @@ static void test_owner_column_renamed(void)
 	CU_ASSERT_EQUAL(stop_walsync(o), 0);
 }
 
+/* ---- large transactions (issue 16, item 5) ---- */
+
+/*
+ * A transaction whose changelog write takes longer than the stale-heartbeat limit (2 s here;
+ * the test holds a lock the write waits for), with a standby waiting: the holder's heartbeat
+ * keeps the lease on its own connection, so no takeover fences the write and nothing is
+ * redone. The transaction (20000 changes, batch_rows 500) is written in pieces of 4000,
+ * each change once, in order.
+ */
+static void test_large_transaction(void)
+{
+	extra_conf = "batch_rows = 500\n";
+	pid_t x = start_walsync("X", NULL, NULL);
+	CU_ASSERT_FATAL(wait_leader("X") > 0);
+	pid_t y = start_walsync("Y", NULL, NULL);
+	extra_conf = "";
+	CU_ASSERT_FATAL(wait_log("Y", "standby: the writer lease is held by X", 10000));
+	long long epoch = current_epoch();
+	PGconn *hold = pgt_connect(NULL);
+	pgt_exec(hold, "BEGIN");
+	pgt_exec(hold, "LOCK TABLE synchro.changelog IN SHARE MODE");
+	pgt_exec(db, "INSERT INTO item (id) SELECT g FROM generate_series(200000, 219999) g");
+	CU_ASSERT(wait_true(WAIT_ROWS, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
+	                               " WHERE application_name = 'synchro-walsync'"
+	                               "   AND wait_event_type = 'Lock')"));
+	/* Held past the stale-heartbeat limit on purpose (not a timed assertion). */
+	pause_ms(STALE_S * 1000 + 2000);
+	pgt_exec(hold, "COMMIT");
+	PQfinish(hold);
+	CU_ASSERT(wait_true(WAIT_ROWS * 3, "SELECT count(*) = 20000 FROM synchro.changelog"
+	                                   " WHERE table_id = 'item' AND pk ~ '^2[01][0-9]{4}$'"));
+	CU_ASSERT_EQUAL(current_epoch(), epoch);
+	CU_ASSERT_FALSE(log_has("Y", "taken over from X"));
+	CU_ASSERT(log_has("X", "wrote a piece of"));
+	/* One transaction: one commit LSN, ordinals up to 19999, each change once. */
+	CU_ASSERT_EQUAL(peek_int("SELECT count(DISTINCT commit_lsn) * 1000000 + max(ordinal)"
+	                         "  FROM synchro.changelog WHERE table_id = 'item'"
+	                         "   AND pk ~ '^2[01][0-9]{4}$'"),
+	                1000000 + 19999);
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) - count(DISTINCT version) FROM synchro.changelog"
+	                         " WHERE table_id = 'item' AND pk ~ '^2[01][0-9]{4}$'"),
+	                0);
+	CU_ASSERT_EQUAL(stop_walsync(y), 0);
+	CU_ASSERT_EQUAL(stop_walsync(x), 0);
+}
+
 static void dump_logs(void)
 {
 	for (int i = 0; i < nprocs; i++) {
@@ -1313,6 +1367,11 @@ int main(void)
 	};
 	if (sy_sql_migration_count >= 15)
 		sy_test_add_suite("forged messages", forged);
+	static const CU_TestInfo large[] = {
+	        {"a transaction longer to write than the stale heartbeat", test_large_transaction},
+	        {NULL, NULL},
+	};
+	sy_test_add_suite("large transactions", large);
 	static const CU_TestInfo ddl[] = {
 	        {"a renamed owner column: writes wait for the fence that names it",
 	         test_owner_column_renamed},
