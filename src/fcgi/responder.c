@@ -47,6 +47,10 @@ void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight
 	r->inflight = inflight;
 	r->metrics = metrics;
 	r->slot = slot;
+	/* Before this responder's first connection; the value was checked on reading. */
+	sy_store_pooler pooler = SY_STORE_POOLER_NONE;
+	(void)sy_store_pooler_parse(sy_cfg_str(cfg, "database", "pooler"), &pooler);
+	sy_store_set_pooler(pooler);
 }
 
 void sy_responder_done(sy_responder *r)
@@ -59,7 +63,9 @@ void sy_responder_done(sy_responder *r)
 
 PGconn *sy_responder_db(sy_responder *r, sy_error *err)
 {
-	if (r->pg != NULL && PQstatus(r->pg) == CONNECTION_OK)
+	/* A connection a failed pipeline left in pipeline mode is dropped like a broken one. */
+	if (r->pg != NULL && PQstatus(r->pg) == CONNECTION_OK &&
+	    PQpipelineStatus(r->pg) == PQ_PIPELINE_OFF)
 		return r->pg;
 	if (r->pg != NULL) {
 		sy_store_disconnect(r->pg);

@@ -22,6 +22,10 @@ static const sy_cfg_option options[] = {
         {"database", "conninfo", SY_CFG_STRING, "",
          "libpq connection string; empty: the libpq environment (PGHOST, PGDATABASE, ...)",
          NOLIMIT},
+        {"database", "pooler", SY_CFG_ENUM, "none",
+         "what synchro-fcgi's conninfo reaches: none (PostgreSQL, or a session pool) or "
+         "transaction (a transaction pool such as PgBouncer's pool_mode = transaction)",
+         0, 0, "none|transaction"},
 
         {"fcgi", "listen", SY_CFG_STRING, "",
          "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},

@@ -2,7 +2,8 @@
 /*
  * Named prepared statements for long-lived connections (the responders): each
  * statement is prepared on its connection the first time it runs there, and
- * again on the next connection after a reconnect.
+ * again on the next connection after a reconnect. A transaction pool keeps no
+ * prepared statement from one transaction to the next: there they run unnamed.
  */
 #ifndef SY_STORE_PREPARED_H
 #define SY_STORE_PREPARED_H
@@ -24,7 +25,10 @@ typedef struct {
 
 /*
  * Runs s with text parameters on c, preparing it first when this connection
- * has not seen it. Result and errors exactly as sy_store_exec().
+ * has not seen it. Behind a transaction pool ([database] pooler = transaction)
+ * it is never prepared: it runs unnamed, with the settings of every store
+ * statement, through sy_store_exec_pooled(). Result and errors exactly as
+ * sy_store_exec().
  */
 SY_MUST_CHECK PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,
                                            ExecStatusType expect, const char *what,

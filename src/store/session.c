@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/prepared.h"
 #include "store/session.h"
 #include "synchro/alloc.h"
@@ -16,6 +17,11 @@ sy_store_status sy_store_session_limits(PGconn *c, int lock_timeout_ms, sy_error
 	        "sy_session_limits", "SELECT pg_catalog.set_config('lock_timeout', $1, false)", 1);
 	char ms[32];
 	snprintf(ms, sizeof ms, "%d", lock_timeout_ms > 0 ? lock_timeout_ms : 0);
+	if (sy_store_get_pooler() == SY_STORE_POOLER_TRANSACTION) {
+		/* No session to keep it: every statement sets it for its transaction. */
+		sy_store_txn_lock_timeout(ms);
+		return SY_STORE_OK;
+	}
 	const char *p[] = {ms};
 	sy_store_status st;
 	PGresult *r =

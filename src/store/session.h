@@ -10,7 +10,10 @@
 #include "store/store.h"
 #include "synchro/scalar.h"
 
-/* Sets the session's lock_timeout (0: wait forever). */
+/*
+ * Sets the session's lock_timeout (0: wait forever); behind a transaction pool, the one
+ * every later statement sets for its transaction (sy_store_txn_lock_timeout).
+ */
 SY_MUST_CHECK sy_store_status sy_store_session_limits(PGconn *c, int lock_timeout_ms,
                                                       sy_error *err);
 

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/store.h"
 #include "synchro/alloc.h"
+#include "synchro/scalar.h"
 
 static sy_errcode status_errcode(sy_store_status st)
 {
@@ -71,9 +73,10 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 	return NULL;
 }
 
-PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
-                        ExecStatusType expect, const char *what, char sqlstate[6],
-                        sy_store_status *st, sy_error *err)
+/* One unnamed statement as it is, without the settings of a transaction pool. */
+static PGresult *exec_plain(PGconn *c, const char *sql, int nparams, const char *const *params,
+                            ExecStatusType expect, const char *what, char sqlstate[6],
+                            sy_store_status *st, sy_error *err)
 {
 	if (sqlstate)
 		sqlstate[0] = '\0';
@@ -85,10 +88,22 @@ PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *con
 	return sy_store_result_failure(c, r, what, sqlstate, st, err);
 }
 
+PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+                        ExecStatusType expect, const char *what, char sqlstate[6],
+                        sy_store_status *st, sy_error *err)
+{
+	if (sy_store_get_pooler() == SY_STORE_POOLER_TRANSACTION)
+		return sy_store_exec_pooled(c, sql, nparams, params, expect, what, sqlstate, st,
+		                            err);
+	return exec_plain(c, sql, nparams, params, expect, what, sqlstate, st, err);
+}
+
 sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what, sy_error *err)
 {
+	/* BEGIN [ISOLATION LEVEL ...] must come before any query of its transaction; the
+	 * statements after it carry the settings (until COMMIT) behind a transaction pool. */
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c, sql, 0, NULL, PGRES_COMMAND_OK, what, NULL, &st, err);
+	PGresult *r = exec_plain(c, sql, 0, NULL, PGRES_COMMAND_OK, what, NULL, &st, err);
 	PQclear(r);
 	return st;
 }
@@ -108,30 +123,62 @@ static bool digits(const char *s, size_t n)
 	return true;
 }
 
+/* [+-]HH[:MM[:SS]] at the end of a timestamptz text: the offset in seconds east of UTC. */
+static bool utc_offset(const char *s, size_t n, int64_t *seconds)
+{
+	if (n != 3 && n != 6 && n != 9)
+		return false;
+	if ((s[0] != '+' && s[0] != '-') || !digits(s + 1, 2))
+		return false;
+	int64_t off = ((s[1] - '0') * 10 + (s[2] - '0')) * 3600;
+	for (size_t i = 3, unit = 60; i < n; i += 3, unit /= 60) {
+		if (s[i] != ':' || !digits(s + i + 1, 2) || s[i + 1] > '5')
+			return false;
+		off += (int64_t)((s[i + 1] - '0') * 10 + (s[i + 2] - '0')) * (int64_t)unit;
+	}
+	*seconds = s[0] == '-' ? -off : off;
+	return true;
+}
+
 bool sy_store_format_time(const char *pg, char out[SY_STORE_TIME_LEN + 1])
 {
 	size_t n = strlen(pg);
-	/* YYYY-MM-DD HH:MM:SS[.f{1,6}]+00 */
+	/* YYYY-MM-DD HH:MM:SS[.f{1,6}] then the offset */
 	bool ok = n >= 22 && digits(pg, 4) && pg[4] == '-' && digits(pg + 5, 2) && pg[7] == '-' &&
 	          digits(pg + 8, 2) && pg[10] == ' ' && digits(pg + 11, 2) && pg[13] == ':' &&
-	          digits(pg + 14, 2) && pg[16] == ':' && digits(pg + 17, 2) &&
-	          strcmp(pg + n - 3, "+00") == 0;
+	          digits(pg + 14, 2) && pg[16] == ':' && digits(pg + 17, 2);
 	size_t frac = 0;
-	if (ok && n > 22) {
-		frac = n - 23;
-		ok = pg[19] == '.' && frac >= 1 && frac <= 6 && digits(pg + 20, frac);
+	if (ok && pg[19] == '.') {
+		while (20 + frac < n && pg[20 + frac] >= '0' && pg[20 + frac] <= '9')
+			frac++;
+		ok = frac >= 1 && frac <= 6;
+	}
+	size_t zone = 19 + (frac > 0 ? frac + 1 : 0);
+	int64_t offset = 0;
+	char local[SY_STORE_TIME_LEN + 1];
+	int64_t usec = 0;
+	if (ok) {
+		ok = utc_offset(pg + zone, n - zone, &offset);
+		memcpy(local, pg, 19);
+		local[10] = 'T';
+		local[19] = '.';
+		memcpy(local + 20, "000000", 6);
+		memcpy(local + 20, pg + 20, frac);
+		local[26] = 'Z';
+		local[27] = '\0';
+	}
+	/* The text is local time at that offset, whatever the session's TimeZone: UTC is local
+	 * minus offset, and must still have a four-digit year. */
+	ok = ok && sy_server_time_parse(local, SY_STORE_TIME_LEN, &usec);
+	if (ok) {
+		usec -= offset * 1000000;
+		ok = usec >= SY_SERVER_TIME_MIN_USEC && usec <= SY_SERVER_TIME_MAX_USEC;
 	}
 	if (!ok) {
 		snprintf(out, SY_STORE_TIME_LEN + 1, "%s", pg);
 		return n == 0;
 	}
-	memcpy(out, pg, 19);
-	out[10] = 'T';
-	out[19] = '.';
-	memcpy(out + 20, "000000", 6);
-	memcpy(out + 20, pg + 20, frac);
-	out[26] = 'Z';
-	out[27] = '\0';
+	sy_server_time_format(usec, out);
 	return true;
 }
 

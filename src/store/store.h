@@ -29,19 +29,21 @@ typedef void (*sy_store_note_fn)(void *arg, const char *line);
 #define SY_STORE_TIME_LEN 27
 
 /*
- * A timestamptz as the session prints it (DateStyle ISO, TimeZone UTC:
- * "2026-01-02 03:04:05.5+00") in server_time form ("2026-01-02T03:04:05.500000Z"). An empty
- * pg (SQL NULL) gives "". Text of any other shape (years past 9999, BC, infinity) is copied
- * as is, cut to fit, and false returned.
+ * A timestamptz as PostgreSQL prints it with DateStyle ISO ("2026-01-02 03:04:05.5+00"; any
+ * offset, "+05:30", "-08", "+00:53:28", is converted to UTC exactly, so the session's TimeZone
+ * does not matter) in server_time form ("2026-01-02T03:04:05.500000Z"). An empty pg (SQL NULL)
+ * gives "". Text of any other shape (years past 9999 or before 1 in UTC, BC, infinity, no
+ * offset) is copied as is, cut to fit, and false returned.
  */
 bool sy_store_format_time(const char *pg, char out[SY_STORE_TIME_LEN + 1]);
 
 /*
- * Runs sql with text parameters (values always go here, never into sql). Returns the
- * result, which the caller clears, when its status is `expect`. Otherwise clears it,
- * sets *err to "what: <server's primary message>" (one line), *st to SY_STORE_CONNECTION
- * when the connection is gone and SY_STORE_FAILED otherwise, copies the SQLSTATE into
- * sqlstate (may be NULL; "" when none) and returns NULL.
+ * Runs sql with text parameters (values always go here, never into sql); behind a
+ * transaction pool with the settings of every store statement (sy_store_exec_pooled of
+ * store/conn.h). Returns the result, which the caller clears, when its status is `expect`.
+ * Otherwise clears it, sets *err to "what: <server's primary message>" (one line), *st to
+ * SY_STORE_CONNECTION when the connection is gone and SY_STORE_FAILED otherwise, copies the
+ * SQLSTATE into sqlstate (may be NULL; "" when none) and returns NULL.
  */
 SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
                                       const char *const *params, ExecStatusType expect,
@@ -54,7 +56,10 @@ SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
  */
 PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
                                   sy_store_status *st, sy_error *err);
-/* The same for a statement without rows (BEGIN, SET, DDL): SY_STORE_OK or the failure. */
+/*
+ * The same for a statement without rows (BEGIN, COMMIT, DDL): SY_STORE_OK or the failure.
+ * Sent as it is, also behind a transaction pool (a BEGIN must be its transaction's first).
+ */
 SY_MUST_CHECK sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what,
                                                sy_error *err);
 /* Rolls back the open transaction, if any; best effort (used on failure paths). */

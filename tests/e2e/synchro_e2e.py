@@ -299,7 +299,10 @@ class Stack:
         opts.update({k: str(v) for k, v in self.fcgi_conf.items()})
         opts.update({k: str(v) for k, v in fcgi.items()})
         with open(self.conf, "w") as f:
-            f.write("[database]\nconninfo = %s\n\n[fcgi]\n" % self.conninfo(APP_ROLE, via_pgbouncer=self.pgbouncer))
+            f.write("[database]\nconninfo = %s\n" % self.conninfo(APP_ROLE, via_pgbouncer=self.pgbouncer))
+            if self.pgbouncer:
+                f.write("pooler = transaction\n")
+            f.write("\n[fcgi]\n")
             for k, v in opts.items():
                 f.write("%s = %s\n" % (k, v))
             f.write(self.extra_conf)

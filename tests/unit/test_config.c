@@ -328,7 +328,7 @@ static void expect_time(const char *pg, const char *want, bool ok)
 	CU_ASSERT_STRING_EQUAL(out, want);
 }
 
-/* The session's timestamptz text (DateStyle ISO, TimeZone UTC) in server_time form. */
+/* timestamptz text (DateStyle ISO, any TimeZone) in server_time form, in UTC. */
 static void test_format_time(void)
 {
 	expect_time("2026-01-02 03:04:05.5+00", "2026-01-02T03:04:05.500000Z", true);
@@ -339,7 +339,16 @@ static void test_format_time(void)
 	expect_time("infinity", "infinity", false);
 	/* cut to fit */
 	expect_time("2026-01-02 03:04:05.1234567+00", "2026-01-02 03:04:05.1234567", false);
-	expect_time("2026-01-02 03:04:05+01", "2026-01-02 03:04:05+01", false);
+	/* another session TimeZone: the same instant */
+	expect_time("2026-01-02 03:04:05+01", "2026-01-02T02:04:05.000000Z", true);
+	expect_time("2026-01-02 08:34:05.25+05:30", "2026-01-02T03:04:05.250000Z", true);
+	expect_time("2026-01-01 19:04:05-08", "2026-01-02T03:04:05.000000Z", true);
+	expect_time("1890-01-01 00:53:28+00:53:28", "1890-01-01T00:00:00.000000Z", true);
+	expect_time("10000-01-01 00:30:00+01", "10000-01-01 00:30:00+01", false);
+	expect_time("0001-01-01 00:30:00+01", "0001-01-01 00:30:00+01", false);
+	expect_time("2026-01-02 03:04:05+1", "2026-01-02 03:04:05+1", false);
+	expect_time("2026-01-02 03:04:05+01:60", "2026-01-02 03:04:05+01:60", false);
+	expect_time("2026-01-02 03:04:05", "2026-01-02 03:04:05", false);
 	expect_time("2026-01-02 03:04:05.+00", "2026-01-02 03:04:05.+00", false);
 	expect_time("12026-01-02 03:04:05+00", "12026-01-02 03:04:05+00", false);
 }
