@@ -19,3 +19,11 @@ TESTS += tests/unit/test_client_doc
 tests_unit_test_client_doc_SOURCES = tests/unit/test_client_doc.c
 tests_unit_test_client_doc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_client_doc_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
+
+# Each allocation of a write-and-sync round fails in turn.
+UNIT_TESTS += tests/unit/test_client_alloc
+check_PROGRAMS += tests/unit/test_client_alloc
+TESTS += tests/unit/test_client_alloc
+tests_unit_test_client_alloc_SOURCES = tests/unit/test_client_alloc.c $(CLIENT_TEST_SOURCES)
+tests_unit_test_client_alloc_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_client_alloc_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)

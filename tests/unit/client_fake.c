@@ -575,7 +575,7 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 	sy_json_doc_free(d);
 }
 
-static bool t_start(void *ctx, const sy_client_request *req)
+static bool t_start_inner(void *ctx, const sy_client_request *req)
 {
 	fake *f = ctx;
 	snprintf(f->reqs[f->nreqs++].path, sizeof f->reqs[0].path, "%s", req->path);
@@ -619,7 +619,7 @@ static bool t_start(void *ctx, const sy_client_request *req)
 	return true;
 }
 
-static int t_poll(void *ctx, int timeout_ms, sy_client_response *out)
+static int t_poll_inner(void *ctx, int timeout_ms, sy_client_response *out)
 {
 	fake *f = ctx;
 	(void)timeout_ms;
@@ -629,6 +629,25 @@ static int t_poll(void *ctx, int timeout_ms, sy_client_response *out)
 	memset(&f->resp, 0, sizeof f->resp);
 	f->have = false;
 	return 1;
+}
+
+int fake_alloc_guard;
+
+/* The fake's own allocations never fail in the allocation-failure suite. */
+static bool t_start(void *ctx, const sy_client_request *req)
+{
+	fake_alloc_guard++;
+	bool ok = t_start_inner(ctx, req);
+	fake_alloc_guard--;
+	return ok;
+}
+
+static int t_poll(void *ctx, int timeout_ms, sy_client_response *out)
+{
+	fake_alloc_guard++;
+	int r = t_poll_inner(ctx, timeout_ms, out);
+	fake_alloc_guard--;
+	return r;
 }
 
 static void t_cancel(void *ctx)

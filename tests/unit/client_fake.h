@@ -14,6 +14,9 @@
 
 typedef struct fake fake;
 
+/* Non-zero while the fake itself runs (its allocations are exempt from injected failures). */
+extern int fake_alloc_guard;
+
 fake *fake_new(void);
 void fake_free(fake *f);
 /* The transport (ctx = f; destroy does nothing: the test frees f). */
