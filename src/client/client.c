@@ -83,6 +83,7 @@ void sy_client_close(sy_client *c)
 	sy_free(c->inflight_body);
 	sy_manifest_free(c->manifest);
 	sy_cl_cache_free(c);
+	sy_cl_req_free(c);
 	if (c->db != NULL)
 		sqlite3_close(c->db);
 	sy_free(c);

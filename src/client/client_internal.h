@@ -61,6 +61,10 @@ struct sy_client {
 		sqlite3_stmt *st;
 	} cache[48]; /* prepared statements of the hot paths (client_store.c) */
 	size_t ncache;
+	struct {
+		char batch_id[SY_UUID_LEN + 1];
+		sy_push_request *req; /* its sealed bytes parsed, for the response validator */
+	} reqs[2];
 	char last_error[48];
 	char last_message[256];
 	bool last_retryable;
@@ -178,6 +182,11 @@ SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client
 /* Seals a successor of batch_id under the current generation and schema (ADR 409/422). */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id,
                                                 sy_client_error *err);
+
+/* The parsed request of a batch just sealed: put takes req over; take hands it back (or NULL). */
+void sy_cl_req_put(sy_client *c, const char *batch_id, sy_push_request *req);
+sy_push_request *sy_cl_req_take(sy_client *c, const char *batch_id);
+void sy_cl_req_free(sy_client *c);
 
 /* client_reconcile.c */
 /* Applies a 200 push response to the sealed batch batch_id (validated first). */

@@ -273,14 +273,19 @@ sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *bod
 	sy_push_request *req = NULL;
 	sy_json_doc *resp = NULL;
 	sy_error e = {0};
-	sy_client_rc rc = sy_cl_prepare(c, "SELECT body FROM batches WHERE batch_id = ?", &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		req = sy_push_parse(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
-		                    &e);
-	sqlite3_finalize(st);
+	sy_client_rc rc = SY_CLIENT_OK;
+	/* The request as sealed: kept from sealing, else parsed again from the stored bytes. */
+	req = sy_cl_req_take(c, batch_id);
+	if (req == NULL) {
+		rc = sy_cl_prepare(c, "SELECT body FROM batches WHERE batch_id = ?", &st, err);
+		if (rc != SY_CLIENT_OK)
+			return rc;
+		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			req = sy_push_parse(sqlite3_column_blob(st, 0),
+			                    (size_t)sqlite3_column_bytes(st, 0), &e);
+		sqlite3_finalize(st);
+	}
 	if (req == NULL)
 		return sy_cl_fail(err, SY_CLIENT_ESTORE, "sealed batch %s: %s", batch_id,
 		                  e.message);

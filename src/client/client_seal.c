@@ -59,7 +59,8 @@ static void irows_free(irows *r)
 	r->n = 0;
 }
 
-static sy_client_rc load_pending(sy_client *c, irows *out, sy_client_error *err)
+/* Pending intents in local order; at most limit of them (-1: all). */
+static sy_client_rc load_pending(sy_client *c, int64_t limit, irows *out, sy_client_error *err)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
@@ -69,10 +70,11 @@ static sy_client_rc load_pending(sy_client *c, irows *out, sy_client_error *err)
 	        "i.pk,"
 	        " i.pk_field, i.op, i.columns, i.base, i.client_version, i.schema_hash, i.pred"
 	        " FROM intents i JOIN txns t ON t.id = i.txn WHERE i.state = 'pending'"
-	        " ORDER BY i.ord, i.seq",
+	        " ORDER BY i.ord, i.seq LIMIT ?",
 	        &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
+	sqlite3_bind_int64(st, 1, limit);
 	int s;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
 		if (out->n == cap) {
@@ -234,6 +236,34 @@ done:
 	return fits;
 }
 
+void sy_cl_req_put(sy_client *c, const char *batch_id, sy_push_request *req)
+{
+	/* two slots: the batch in flight and the one sealed ahead */
+	sy_push_request_free(c->reqs[1].req);
+	c->reqs[1] = c->reqs[0];
+	snprintf(c->reqs[0].batch_id, sizeof c->reqs[0].batch_id, "%s", batch_id);
+	c->reqs[0].req = req;
+}
+
+sy_push_request *sy_cl_req_take(sy_client *c, const char *batch_id)
+{
+	for (int i = 0; i < 2; i++)
+		if (c->reqs[i].req != NULL && strcmp(c->reqs[i].batch_id, batch_id) == 0) {
+			sy_push_request *req = c->reqs[i].req;
+			c->reqs[i].req = NULL;
+			return req;
+		}
+	return NULL;
+}
+
+void sy_cl_req_free(sy_client *c)
+{
+	for (int i = 0; i < 2; i++) {
+		sy_push_request_free(c->reqs[i].req);
+		c->reqs[i].req = NULL;
+	}
+}
+
 static sy_client_rc set_state(sy_client *c, const char *id, const char *state, const char *link,
                               const char *pred, const char *code, const char *outcome,
                               sy_client_error *err)
@@ -354,6 +384,28 @@ static sy_client_rc add_wire(pass *p, const char *id, sy_json *m, size_t len, sy
 	p->n++;
 	p->bytes += len + 1;
 	return SY_CLIENT_OK;
+}
+
+/*
+ * The pending intents of head's row that this pass did not load (beyond its
+ * limit) wait behind the wire mutation id, as the loaded rest of its chain does.
+ */
+static sy_client_rc wait_unloaded(sy_client *c, const irow *head, const char *id,
+                                  sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c,
+	        "UPDATE intents SET state = 'waiting', pred = ?3, updated_ms = ?4"
+	        " WHERE tbl = ?1 AND pk = ?2 AND state = 'pending' AND mutation_id <> ?3",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, head->tbl, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, head->pk, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, sy_cl_now(c));
+	return sy_cl_run_cached(c, st, err);
 }
 
 /* Blocks every remaining item of a chain behind the wire mutation pred (ADR). */
@@ -493,7 +545,7 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			rc = set_state(c, chain[k]->id, "waiting", NULL, id, NULL, NULL, err);
 			chain[k]->done = true;
 		}
-		return rc;
+		return rc == SY_CLIENT_OK ? wait_unloaded(c, head, id, err) : rc;
 	}
 	return rc;
 }
@@ -534,12 +586,25 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 {
 	irows r = {0};
 	pass p = {0};
+	sy_push_request *req = NULL;
+	char sealed_id[SY_UUID_LEN + 1] = "";
 	*sealed = false;
 	sy_client_rc rc = sy_cl_begin(c, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
-	if ((rc = load_pending(c, &r, err)) != SY_CLIENT_OK || r.n == 0)
+	/*
+	 * Enough intents for one batch, not the whole queue: a chain cut by the limit
+	 * loses only normalization (its unloaded rest waits behind what is sent, see
+	 * wait_unloaded). An atomic transaction is always loaded whole.
+	 */
+	int64_t limit = 2 * (int64_t)c->batch_max + 1;
+	if ((rc = load_pending(c, limit, &r, err)) != SY_CLIENT_OK || r.n == 0)
 		goto fail;
+	if (r.v[0].atomic && (int64_t)r.n == limit) {
+		irows_free(&r);
+		if ((rc = load_pending(c, -1, &r, err)) != SY_CLIENT_OK)
+			goto fail;
+	}
 	p.doc = sy_json_doc_new();
 	p.mutations = p.doc ? sy_json_new_array(p.doc) : NULL;
 	irow **chain = sy_calloc(r.n, sizeof *chain);
@@ -606,15 +671,15 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		}
 		/* The sealed bytes pass the server's own structural validation. */
 		sy_error e = {0};
-		sy_push_request *req = sy_push_parse(body, len, &e);
+		req = sy_push_parse(body, len, &e);
 		if (req == NULL)
 			rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "sealing: %s", e.message);
-		sy_push_request_free(req);
 		if (rc == SY_CLIENT_OK)
 			rc = store_batch(c, batch_id, atomic, body, len, p.ids, p.n, err);
 		sy_free(body);
 		if (rc != SY_CLIENT_OK)
 			goto fail;
+		memcpy(sealed_id, batch_id, sizeof sealed_id);
 		*sealed = true;
 	} else if (atomic && stop) {
 		/* An atomic transaction that cannot go whole: every member stays out. */
@@ -629,11 +694,16 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			goto fail;
 	}
 	rc = sy_cl_commit(c, err);
+	if (rc == SY_CLIENT_OK && req != NULL) {
+		sy_cl_req_put(c, sealed_id, req);
+		req = NULL;
+	}
 	goto done;
 fail:
 	sy_cl_rollback(c);
 	*sealed = false;
 done:
+	sy_push_request_free(req);
 	for (size_t i = 0; i < p.n; i++)
 		sy_free(p.ids[i]);
 	sy_free(p.ids);

@@ -170,6 +170,29 @@ static void test_listener_after_commit(void)
 	stop();
 }
 
+static void test_chain_cut_by_the_load_limit(void)
+{
+	start();
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.batch_max = 1; /* a pass loads 3 pending intents */
+	OK(sy_client_open(path, &o, &C, &E));
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	w('u', "\"a\"", "{\"done\":true}");
+	w('u', "\"a\"", "{\"title\":\"two\"}");
+	char last[SY_UUID_LEN + 1];
+	snprintf(last, sizeof last, "%s", w('u', "\"a\"", "{\"note\":\"n\"}"));
+	sync_ok();
+	/* The loaded three became one insert; the fourth waited for it, then went with its base. */
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	CU_ASSERT(push_has(0, "\"operation\":\"insert\"") && push_has(1, last));
+	CU_ASSERT_EQUAL(state(last), SY_INTENT_APPLIED);
+	CU_ASSERT_STRING_EQUAL(fake_row(F, "todo", "\"a\""),
+	                       "{\"done\":true,\"note\":\"n\",\"title\":\"two\"}");
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -181,6 +204,8 @@ int main(void)
 	         test_pipelined_batches},
 	        {"an atomic transaction over a push limit is blocked whole",
 	         test_atomic_over_limit_blocked},
+	        {"a chain cut by the load limit waits behind what is sent",
+	         test_chain_cut_by_the_load_limit},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client sync", tests);
