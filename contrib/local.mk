@@ -44,7 +44,7 @@ contrib_bench_pull_pull_watch_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
 CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
 EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/push/ab.py \
-	contrib/bench/push/push.lua \
+	contrib/bench/push/push.lua contrib/bench/push/statements.sh contrib/bench/push/statements.py \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \

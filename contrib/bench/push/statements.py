@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""contrib/bench/push/statements (run it through contrib/bench/push/statements.sh): where a push's
+time goes inside PostgreSQL. One session pushes BENCH_PUSHES fresh batches of BENCH_BATCH inserts
+(default 1000 x 1) straight into synchro.synchro_push as the responders' login role, with
+pg_stat_statements tracking every nested statement (the function's own, and the triggers'),
+then the same rows are inserted by a plpgsql loop (one INSERT statement each) for reference.
+Prints the backend's CPU per mutation for both, and the statements by execution time per call
+(pg_stat_statements measures ExecutorRun and ExecutorFinish, not ExecutorStart: the per-call
+figures add up to less than the function's own).
+Needs python3-psycopg2 and postgresql-contrib (pg_stat_statements)."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import psycopg2
+
+SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
+BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
+PUSHES = int(os.environ.get("BENCH_PUSHES", "1000"))
+BATCH = int(os.environ.get("BENCH_BATCH", "1"))
+BASE = "host=%s port=%s dbname=%s user=" % (os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"])
+
+
+def cpu(pid):
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(argv):
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("%s: %s" % (argv[0], r.stderr))
+
+
+def main():
+    conf = os.path.join(os.environ["SYNCHRO_PG_TMP"], "admin.conf")
+    with open(conf, "w") as f:
+        f.write("[database]\nconninfo = %s%s\n" % (BASE, os.environ.get("PGUSER", "postgres")))
+    ctl = os.path.join(BUILD, "src/ctl/synchroctl")
+    example = os.path.join(SRC, "contrib/example")
+    run(["psql", "-X", "-q", "-c", "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'"])
+    # The restarted server keeps whatever output pg_ctl had: the log file, not a pipe.
+    subprocess.run(os.environ.get("SYNCHRO_PG_RUN", "").split() +
+                   [os.path.join(os.environ["PG_BINDIR"], "pg_ctl"), "-D", os.environ["SYNCHRO_PG_DATA"],
+                    "-l", os.environ["SYNCHRO_PG_LOG"], "-w", "restart"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    run([ctl, "-c", conf, "init"])
+    for f in ("roles.sql", "schema.sql"):
+        run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", os.path.join(example, f)])
+    run([ctl, "-c", conf, "schema", "publish", os.path.join(example, "manifest.json")])
+    admin = psycopg2.connect(BASE + os.environ.get("PGUSER", "postgres"))
+    admin.autocommit = True
+    a = admin.cursor()
+    a.execute("CREATE EXTENSION pg_stat_statements")
+    a.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+    a.execute("SELECT pg_reload_conf()")
+    client = str(uuid.uuid4())
+    a.execute("INSERT INTO synchro.clients (client_id, user_id, generation) VALUES (%s, 'alice', 1)", (client,))
+    a.execute("SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1")
+    version, hash_ = a.fetchone()
+    schema = {"version": version, "hash": hash_}
+    db = psycopg2.connect(BASE + "synchro_fcgi")
+    db.autocommit = True
+    cur = db.cursor()
+    cur.execute("SELECT pg_backend_pid()")
+    pid = cur.fetchone()[0]
+    pk = [0]
+
+    def body():
+        ms = []
+        for _ in range(BATCH):
+            pk[0] += 1
+            ms.append({"mutation_id": str(uuid.uuid4()), "table": "item", "pk": {"field": "id", "value": str(pk[0])},
+                       "authored_schema": schema, "operation": "insert",
+                       "client_version": "2026-01-01T00:00:00Z", "columns": {"qty": 1}})
+        return json.dumps({"client_id": client, "client_generation": 1, "batch_id": str(uuid.uuid4()),
+                           "schema": schema, "mutations": ms}).encode()
+    push = "SELECT status FROM synchro.synchro_push('alice', %s::bytea)"
+    for _ in range(5):  # warm the backend's plans and manifests
+        cur.execute(push, (psycopg2.Binary(body()),))
+    bodies = [body() for _ in range(PUSHES)]
+    a.execute("SELECT pg_stat_statements_reset()")
+    c0 = cpu(pid)
+    for b in bodies:
+        cur.execute(push, (psycopg2.Binary(b),))
+        status = cur.fetchone()[0]
+        if status != 200:
+            raise SystemExit("push answered %d" % status)
+    push_cpu = cpu(pid) - c0
+    a.execute("SELECT pg_backend_pid()")
+    apid = a.fetchone()[0]
+    c0 = cpu(apid)
+    for _ in range(PUSHES):
+        a.execute("DO $$ BEGIN FOR i IN %d..%d LOOP INSERT INTO public.item (id, qty) VALUES (i, 1); END LOOP;"
+                  " END $$" % (pk[0] + 1, pk[0] + BATCH))
+        pk[0] += BATCH
+    plain_cpu = cpu(apid) - c0
+    n = PUSHES * BATCH
+    print("%d pushes of %d insert(s): backend CPU %.1f us per mutation; the same rows, one INSERT each in a"
+          " plpgsql loop: %.1f us per row" % (PUSHES, BATCH, 1e6 * push_cpu / n, 1e6 * plain_cpu / n))
+    a.execute("SELECT round((total_exec_time * 1000 / calls)::numeric, 1), calls,"
+              "       left(regexp_replace(query, '\\s+', ' ', 'g'), 100)"
+              "  FROM pg_stat_statements WHERE calls >= %s ORDER BY total_exec_time DESC LIMIT 20",
+              (PUSHES * 9 // 10,))
+    print("%9s %8s  statement (nested ones included in their caller's time)" % ("us/call", "calls"))
+    for us, calls, q in a.fetchall():
+        print("%9s %8d  %s" % (us, calls, q))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
