@@ -116,6 +116,7 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 {
 	sqlite3_stmt *st;
 	sy_client_rc rc;
+	/* "+state" in these: the pred and row indexes, never a scan of the state index. */
 	if (accepted) {
 		/*
 		 * ADR: an accepted predecessor supplies the opaque base of the next unsealed
@@ -124,7 +125,7 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 		rc = sy_cl_prepare_cached(
 		        c,
 		        "UPDATE intents SET base = ?2 WHERE seq = (SELECT seq FROM intents"
-		        " WHERE pred = ?1 AND state = 'waiting' ORDER BY ord, seq LIMIT 1)"
+		        " WHERE pred = ?1 AND +state = 'waiting' ORDER BY ord, seq LIMIT 1)"
 		        " AND op <> 'insert' AND base IS NULL",
 		        &st, err);
 		if (rc != SY_CLIENT_OK)
@@ -136,16 +137,16 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 			return rc;
 		rc = sy_cl_prepare_cached(c,
 		                          "UPDATE intents SET state = 'pending', updated_ms = ?2"
-		                          " WHERE pred = ?1 AND state = 'waiting'",
+		                          " WHERE pred = ?1 AND +state = 'waiting'",
 		                          &st, err);
 	} else {
 		/* ADR: a conflicted or rejected predecessor leaves its dependents inspectable. */
 		rc = sy_cl_prepare_cached(
 		        c,
 		        "UPDATE intents SET state = 'blocked_by_predecessor', link = ?1,"
-		        " updated_ms = ?2 WHERE state IN ('waiting', 'pending') AND"
-		        " (pred = ?1 OR (tbl, pk) = (SELECT tbl, pk FROM intents"
-		        " WHERE mutation_id = ?1))",
+		        " updated_ms = ?2 WHERE tbl = (SELECT tbl FROM intents WHERE"
+		        " mutation_id = ?1) AND pk = (SELECT pk FROM intents WHERE"
+		        " mutation_id = ?1) AND +state IN ('waiting', 'pending')",
 		        &st, err);
 	}
 	if (rc != SY_CLIENT_OK)

@@ -390,6 +390,7 @@ static sy_client_rc add_wire(pass *p, const char *id, sy_json *m, size_t len, sy
  * The pending intents of head's row that this pass did not load (beyond its
  * limit) wait behind the wire mutation id, as the loaded rest of its chain does.
  */
+/* "+state": the row's index, not the state index (which would scan the whole queue). */
 static sy_client_rc wait_unloaded(sy_client *c, const irow *head, const char *id,
                                   sy_client_error *err)
 {
@@ -397,7 +398,7 @@ static sy_client_rc wait_unloaded(sy_client *c, const irow *head, const char *id
 	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
 	        "UPDATE intents SET state = 'waiting', pred = ?3, updated_ms = ?4"
-	        " WHERE tbl = ?1 AND pk = ?2 AND state = 'pending' AND mutation_id <> ?3",
+	        " WHERE tbl = ?1 AND pk = ?2 AND +state = 'pending' AND mutation_id <> ?3",
 	        &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
