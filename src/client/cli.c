@@ -270,9 +270,14 @@ static int cmd_sync(sy_client *c, int argc, char **argv)
 			clock_gettime(CLOCK_REALTIME, &now);
 			int64_t ms = next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 			if (ms > 0) {
-				sy_client_wait(c, ms > 1000 ? 1000 : (int)ms);
-				struct timespec ts = {0, 10 * 1000000};
-				nanosleep(&ts, NULL);
+				/* In flight: the transport wakes us; idle: sleep until due (or 1
+				 * s). */
+				int t = ms > 1000 ? 1000 : (int)ms;
+				sy_client_wait(c, t);
+				if (t > 10) {
+					struct timespec ts = {t / 1000, (long)(t % 1000) * 1000000};
+					nanosleep(&ts, NULL);
+				}
 			}
 		}
 	} while (!once && !stop_requested);

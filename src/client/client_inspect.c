@@ -18,7 +18,7 @@
 #define INTENT_COLUMNS                                                                             \
 	"i.mutation_id, i.ord, i.normalized, i.txn, t.atomic, i.tbl, i.pk, i.op, i.columns,"       \
 	" i.base, i.client_version, i.schema_version, i.schema_hash, i.state, i.link,"             \
-	" i.batch_id, i.code, i.outcome, i.resolution"
+	" i.batch_id, i.code, i.outcome, i.resolution, i.pred"
 
 void sy_client_intent_free(sy_client_intent *i)
 {
@@ -66,6 +66,9 @@ static sy_client_intent *intent_row(sqlite3_stmt *st)
 	i->code = sy_cl_col_text(st, 16);
 	i->outcome_json = sy_cl_col_text(st, 17);
 	i->resolution = sy_cl_col_text(st, 18);
+	/* A waiting intent's link is the sealed predecessor it waits for. */
+	if (i->link == NULL && i->state == SY_INTENT_WAITING)
+		i->link = sy_cl_col_text(st, 19);
 	if (i->table == NULL || i->pk_json == NULL || i->op == NULL || i->client_version == NULL ||
 	    i->schema_hash == NULL) {
 		sy_client_intent_free(i);

@@ -272,6 +272,7 @@ static void test_base_refreshed_from_accepted_predecessor(void)
 	sy_client_intent *i = intent(u2);
 	CU_ASSERT_EQUAL(i->state, SY_INTENT_WAITING);
 	CU_ASSERT_PTR_NULL(i->base_version);
+	CU_ASSERT_PTR_NOT_NULL(i->link); /* the sealed predecessor it waits for */
 	sy_client_intent_free(i);
 	fake_hold(F, false);
 	step_until_settled();
