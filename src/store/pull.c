@@ -229,13 +229,16 @@ static const char *pg_type(sy_type t)
  */
 static void put_entry_key(sy_buf *b, sy_type t)
 {
+	/* Digits short enough are always in range: only the longest ones pay for numeric. */
 	switch (t) {
 	case SY_TYPE_INT32:
-		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,10}$' AND p.pk::numeric BETWEEN"
+		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,9}$' THEN p.pk::int4"
+		               " WHEN p.pk ~ '^-?[0-9]{10}$' AND p.pk::numeric BETWEEN"
 		               " -2147483648 AND 2147483647 THEN p.pk::int4 END");
 		break;
 	case SY_TYPE_INT64:
-		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,19}$' AND p.pk::numeric BETWEEN"
+		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,18}$' THEN p.pk::int8"
+		               " WHEN p.pk ~ '^-?[0-9]{19}$' AND p.pk::numeric BETWEEN"
 		               " -9223372036854775808 AND 9223372036854775807 THEN p.pk::int8 END");
 		break;
 	case SY_TYPE_UUID:
