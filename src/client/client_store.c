@@ -328,9 +328,12 @@ sy_client_rc sy_cl_store_open(sy_client *c, const char *path, sy_client_error *e
 		return rc;
 	}
 	sqlite3_busy_timeout(c->db, 5000);
+	/* A 16 MiB page cache: sealing and reconciling touch each queued intent's pages
+	 * several times, and a smaller cache reads them again through read(2). */
 	sy_client_rc rc = sy_cl_exec(c,
 	                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
-	                             " PRAGMA foreign_keys = ON",
+	                             " PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;"
+	                             " PRAGMA temp_store = MEMORY",
 	                             err);
 	if (rc == SY_CLIENT_OK)
 		rc = upgrade(c, err);
