@@ -13,6 +13,7 @@ src_pg_synchro_la_SOURCES = \
 	src/pg/push_gates.c \
 	src/pg/push_replay.c \
 	src/pg/push_admission.c \
+	src/pg/push_subxact.c \
 	src/pg/push_terminal.c \
 	src/pg/push_cas.c \
 	src/pg/push_unit.c \

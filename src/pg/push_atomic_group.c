@@ -7,7 +7,7 @@
  * group's end and each accepted row read again after that check. Otherwise the group is
  * rolled back and the failed-group response built (sy_outcome_atomic_failed_group): a
  * conflict is rebuilt from the row read after the rollback, a failed end check is
- * validation_failed of the last mutation. Errors are handled as in push_unit.c.
+ * validation_failed of the last mutation. The subtransaction is push_subxact.c's.
  */
 #include "postgres.h"
 
@@ -19,68 +19,60 @@
 #include "push_module.h"
 #include "synchro/alloc.h"
 
+typedef struct {
+	size_t at;      /* the mutation being written; n: the group's end */
+	size_t failing; /* the mutation that did not apply; n: none */
+	sp_row *rows;   /* each row read again after the group's end */
+} group_arg;
+
+/* The group in its subtransaction; released only when every mutation applied. */
+static bool group_body(sp_push *x, void *arg)
+{
+	group_arg *g = arg;
+	size_t n = x->req->mutation_count;
+	sp_constraints(true);
+	for (size_t k = 0; k < n && g->failing == n; k++) {
+		g->at = k;
+		if (!sp_needs_row(x, k)) {
+			sp_settle_without_row(x, k);
+			g->failing = k;
+		} else if (!sp_lock_and_classify(x, k)) {
+			g->failing = k;
+		} else {
+			sp_name_mutation(x, k);
+			sp_write(x, k);
+		}
+	}
+	if (g->failing < n)
+		return false;
+	/* The group's end belongs to its last mutation (its fence writes too). */
+	g->at = n;
+	sp_name_mutation(x, n - 1);
+	sp_constraints(false);
+	for (size_t k = 0; k < n; k++)
+		sp_read(x, k, &g->rows[k]);
+	return true;
+}
+
 /* Runs the group; returns the index of the mutation that did not apply, or n. Sets
  * *sqlerrcode when the database refused it (0 otherwise). */
 static size_t group(sp_push *x, int *sqlerrcode)
 {
 	size_t n = x->req->mutation_count;
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile size_t at = 0; /* the mutation being written; n: the group's end */
-	volatile size_t failing = n;
-	sp_row *rows = palloc0(sizeof *rows * n);
-
+	group_arg g = {.at = 0, .failing = n, .rows = palloc0(sizeof(sp_row) * n)};
 	*sqlerrcode = 0;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		sp_constraints(true);
-		for (size_t k = 0; k < n && failing == n; k++) {
-			at = k;
-			if (!sp_needs_row(x, k)) {
-				sp_settle_without_row(x, k);
-				failing = k;
-			} else if (!sp_lock_and_classify(x, k)) {
-				failing = k;
-			} else {
-				sp_name_mutation(x, k);
-				sp_write(x, k);
-			}
-		}
-		if (failing == n) {
-			/* The group's end belongs to its last mutation (its fence writes too). */
-			at = n;
-			sp_name_mutation(x, n - 1);
-			sp_constraints(false);
-			for (size_t k = 0; k < n; k++)
-				sp_read(x, k, &rows[k]);
-			ReleaseCurrentSubTransaction();
-		} else {
-			RollbackAndReleaseCurrentSubTransaction();
-		}
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		ErrorData *ed = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+	ErrorData *ed = sp_subtransaction(group_body, x, &g);
+	if (ed != NULL) {
 		if (!sp_unit_error(ed->sqlerrcode))
 			ReThrowError(ed);
 		*sqlerrcode = ed->sqlerrcode;
 		FreeErrorData(ed);
-		return at;
+		return g.at;
 	}
-	PG_END_TRY();
-	if (failing == n)
+	if (g.failing == n)
 		for (size_t k = 0; k < n; k++)
-			sp_applied(x, k, &rows[k]);
-	return failing;
+			sp_applied(x, k, &g.rows[k]);
+	return g.failing;
 }
 
 void sp_run_group(sp_push *x)

@@ -24,7 +24,6 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "push_module.h"
@@ -133,39 +132,17 @@ static bool retryable(int sqlerrcode)
 	       sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE;
 }
 
-/* One attempt in a subtransaction of its own: all or nothing. NULL when it committed
- * into the caller's transaction, else the error that rolled it back. */
-static ErrorData *attempt(sp_push *x)
+static bool execute_body(sp_push *x, void *arg)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		execute(x);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		ErrorData *ed = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		return ed;
-	}
-	PG_END_TRY();
-	return NULL;
+	(void)arg;
+	execute(x);
+	return true;
 }
 
 static void first_execution(sp_push *x)
 {
-	ErrorData *ed = attempt(x);
+	/* In a subtransaction of its own: all of it or nothing. */
+	ErrorData *ed = sp_subtransaction(execute_body, x, NULL);
 	if (ed == NULL)
 		return;
 	/* A cancel (statement_timeout, pg_cancel_backend) stays a cancel. */

@@ -10,6 +10,7 @@
  *   push_gates.c        the calling transaction, client, retirement, generation, schema
  *   push_replay.c       batch and mutation ledger lookup, exact and cross-batch replay
  *   push_admission.c    caps on first executions across every responder (advisory locks)
+ *   push_subxact.c      the internal subtransaction, as PL/pgSQL's exception block
  *   push_terminal.c     the per-mutation rules decided without the row
  *   push_cas.c          row and fence locks, the matrix, row reads, the source write
  *   push_unit.c         one subtransaction per mutation of a non-atomic request
@@ -236,6 +237,13 @@ void sp_constraints(bool deferred);
 bool sp_unit_error(int sqlerrcode);
 void sp_refused(sp_push *x, size_t k, int sqlerrcode);
 extern const char sp_msg_constraint[];
+
+/* push_subxact.c: runs fn in an internal subtransaction, released when fn returns true and
+ * rolled back when it returns false. NULL when fn returned; else fn raised, everything it
+ * did is rolled back, and the caller owns the copied error (FreeErrorData, or ReThrowError),
+ * which has not been logged. */
+typedef bool (*sp_subxact_fn)(sp_push *x, void *arg);
+ErrorData *sp_subtransaction(sp_subxact_fn fn, sp_push *x, void *arg);
 
 /* push_unit.c / push_atomic_group.c */
 void sp_run_units(sp_push *x);

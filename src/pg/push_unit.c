@@ -9,55 +9,43 @@
  * that does not write (a conflict, a terminal rule) needs no subtransaction: its locks
  * belong to the request's transaction. No unit's statements are ever run twice.
  *
- * The error handling is PL/pgSQL's exception block (pl_exec.c exec_stmt_block): the
- * memory context and resource owner are restored after the subtransaction ends either way,
- * and a caught error is copied and flushed, so it never reaches the server log.
+ * The subtransaction is PL/pgSQL's exception block (push_subxact.c): a caught error is
+ * copied and flushed, so it never reaches the server log.
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
-
 #include "push_module.h"
+
+typedef struct {
+	size_t k;
+	sp_row row;
+} unit_arg;
+
+static bool unit_body(sp_push *x, void *arg)
+{
+	unit_arg *u = arg;
+	sp_constraints(true);
+	sp_name_mutation(x, u->k);
+	sp_write(x, u->k);
+	/* The unit end: deferred checks (and deferred triggers, whose fence writes the same
+	 * mutation owns) run here, not at commit. */
+	sp_constraints(false);
+	sp_read(x, u->k, &u->row);
+	return true;
+}
 
 static void unit(sp_push *x, size_t k)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	sp_row row;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		sp_constraints(true);
-		sp_name_mutation(x, k);
-		sp_write(x, k);
-		/* The unit end: deferred checks (and deferred triggers, whose fence writes the
-		 * same mutation owns) run here, not at commit. */
-		sp_constraints(false);
-		sp_read(x, k, &row);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		ErrorData *ed = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (!sp_unit_error(ed->sqlerrcode))
-			ReThrowError(ed);
-		sp_refused(x, k, ed->sqlerrcode);
-		FreeErrorData(ed);
+	unit_arg u = {.k = k};
+	ErrorData *ed = sp_subtransaction(unit_body, x, &u);
+	if (ed == NULL) {
+		sp_applied(x, k, &u.row);
 		return;
 	}
-	PG_END_TRY();
-	sp_applied(x, k, &row);
+	if (!sp_unit_error(ed->sqlerrcode))
+		ReThrowError(ed);
+	sp_refused(x, k, ed->sqlerrcode);
+	FreeErrorData(ed);
 }
 
 void sp_run_units(sp_push *x)
