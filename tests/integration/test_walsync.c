@@ -48,7 +48,8 @@ typedef struct {
 	pid_t pid;
 	bool running;
 } proc;
-static proc procs[16];
+#define MAX_PROCS 128
+static proc procs[MAX_PROCS];
 static int nprocs;
 
 static long long now_ms(void)
@@ -148,6 +149,10 @@ static pid_t start_walsync(const char *name, const char *env_name, const char *e
 	char conf[sizeof tmpdir + 64], log[sizeof tmpdir + 64];
 	snprintf(conf, sizeof conf, "%s/%s.conf", tmpdir, name);
 	snprintf(log, sizeof log, "%s/%s.log", tmpdir, name);
+	if (nprocs >= MAX_PROCS) {
+		fprintf(stderr, "test_walsync: more than %d walsync processes\n", MAX_PROCS);
+		exit(99);
+	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
