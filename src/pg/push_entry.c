@@ -96,8 +96,8 @@ static void execute(sp_push *x)
 	/* The fence trigger refuses a push insert over a deleted identity (SY006). */
 	setting("synchro.no_resurrection", "on");
 
+	/* The lookup again under the lock (it starts afresh: nothing probed yet). */
 	sp_lock_client(x);
-	x->lk.probed = false;
 	if (!x->lk.batch_found)
 		sp_probe_ledger(x);
 	if (sp_decide(x) != SP_GO)
