@@ -12,8 +12,11 @@ src_store_libsystore_la_SOURCES = \
 	src/store/ledger.c src/store/ledger.h \
 	src/store/prepared.c src/store/prepared.h \
 	src/store/session.c src/store/session.h \
-	src/store/pull.c src/store/pull.h \
-	src/store/pull_broken.c src/store/pull_broken.h src/store/pull_internal.h \
+	src/store/pull.h src/store/pull_internal.h \
+	src/store/pull_cursor.c src/store/pull_cache.c src/store/pull_gates.c \
+	src/store/pull_answer.c src/store/pull_page.c src/store/rebuild.c \
+	src/store/pull_broken.c src/store/pull_broken.h \
+	src/store/changelog_compact.c \
 	src/store/push_call.c src/store/push_call.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
@@ -48,7 +51,7 @@ tests_integration_test_push_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_push_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
 	$(PGT_LDADD) $(CRYPTO_LIBS) $(UUID_LIBS) -lm
 
-# Pull cursors and rebuild page tokens (src/store/pull.c), no database.
+# Pull cursors and rebuild page tokens (src/store/pull_cursor.c), no database.
 UNIT_TESTS += tests/unit/test_pull_codec
 check_PROGRAMS += tests/unit/test_pull_codec
 TESTS += tests/unit/test_pull_codec

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Pull cursors and rebuild page tokens (src/store/pull.c): exact forms, strict parsing, order. */
+/* Pull cursors and rebuild page tokens (src/store/pull_cursor.c): exact forms, strict parsing, order. */
 #include "config.h"
 
 #include <stdlib.h>
