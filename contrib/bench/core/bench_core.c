@@ -13,6 +13,7 @@
 
 #include "synchro/buf.h"
 #include "synchro/fingerprint.h"
+#include "synchro/jcs.h"
 #include "synchro/manifest.h"
 #include "synchro/push.h"
 
@@ -96,7 +97,17 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_core: fingerprint failed: %s\n", err.message);
 			return 1;
 		}
-		canonical = r->canonical_len;
+		if (it == 0) { /* the canonical size, outside the timed part */
+			double t1 = bench_mono();
+			sy_buf jcs = SY_BUF_INIT;
+			if (!sy_jcs_write(&jcs, sy_json_doc_root(r->doc), &err)) {
+				fprintf(stderr, "bench_core: JCS failed: %s\n", err.message);
+				return 1;
+			}
+			canonical = jcs.len;
+			sy_buf_free(&jcs);
+			t0 += bench_mono() - t1;
+		}
 		sy_push_request_free(r);
 		double dt = bench_mono() - t0;
 		total += dt;
