@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* RFC 8785 (JCS) canonical writer: ECMAScript number form, JCS string escapes,
- * members ordered by UTF-16 code units. */
+/*
+ * The RFC 8785 (JCS) canonical writer, the bytes every fingerprint and ledger
+ * response of the ADR is computed over: numbers in ECMAScript form (section
+ * 3.2.2.3; the digits come from decimal.c, the layout is here), the JCS string
+ * escapes (3.2.2.2), object members ordered by UTF-16 code units (3.2.3).
+ */
 #include "config.h"
 
 #include <float.h>
@@ -9,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
+
+#include "decimal.h"
+#include "json_scan.h"
 
 /* ---------------------------------------------------------------- output */
 
@@ -87,259 +91,6 @@ static size_t layout_number(char *out, bool neg, const char *digits, int k, int 
 	return (size_t)(o - out);
 }
 
-/* Decimal digits of m (> 0) without trailing zeros; returns k, adds the zeros
- * dropped to *e. */
-static int mantissa_digits(uint64_t m, char digits[24], int *e)
-{
-	while (m % 10 == 0) {
-		m /= 10;
-		(*e)++;
-	}
-	char tmp[24];
-	int k = 0;
-	while (m > 0) {
-		tmp[k++] = (char)('0' + m % 10);
-		m /= 10;
-	}
-	for (int i = 0; i < k; i++)
-		digits[i] = tmp[k - 1 - i];
-	return k;
-}
-
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-static const uint64_t pow10_u64[] = {
-        UINT64_C(1),
-        UINT64_C(10),
-        UINT64_C(100),
-        UINT64_C(1000),
-        UINT64_C(10000),
-        UINT64_C(100000),
-        UINT64_C(1000000),
-        UINT64_C(10000000),
-        UINT64_C(100000000),
-        UINT64_C(1000000000),
-        UINT64_C(10000000000),
-        UINT64_C(100000000000),
-        UINT64_C(1000000000000),
-        UINT64_C(10000000000000),
-        UINT64_C(100000000000000),
-        UINT64_C(1000000000000000),
-        UINT64_C(10000000000000000),
-        UINT64_C(100000000000000000),
-        UINT64_C(1000000000000000000),
-        UINT64_C(10000000000000000000),
-};
-
-#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
-/*
- * Exact arithmetic on 128-bit integers for the common magnitudes, so most
- * numbers need neither printf nor strtod. Every product is overflow-checked;
- * a value out of reach falls back to the C library. (__int128 and the overflow
- * builtins are GCC/Clang extensions, hence the guard.)
- */
-#define SY_JCS_EXACT 1
-__extension__ typedef unsigned __int128 u128;
-
-/* *r = a * 10^p10 * 2^p2; false on overflow. */
-static bool scale(u128 a, int p10, int p2, u128 *r)
-{
-	if (p10 > 38 || p2 > 127)
-		return false;
-	u128 t = a;
-	if (p10 > 19) {
-		if (__builtin_mul_overflow(t, (u128)pow10_u64[19], &t))
-			return false;
-		p10 -= 19;
-	}
-	if (__builtin_mul_overflow(t, (u128)pow10_u64[p10], &t))
-		return false;
-	if (p2 > 0 && (t >> (127 - p2)) >> 1 != 0)
-		return false;
-	*r = t << p2;
-	return true;
-}
-
-/* d = f * 2^q with f an integer of 53 bits (d normal). */
-static void decompose(double d, uint64_t *f, int *q)
-{
-	int ex;
-	double fr = frexp(d, &ex);
-	*f = (uint64_t)ldexp(fr, 53);
-	*q = ex - 53;
-}
-
-/*
- * Whether m * 10^e lies in the interval of reals that round to the normal,
- * positive d: 1 yes, 0 no, -1 out of reach. With d = f * 2^q the bounds are
- * (4f -+ 2) * 2^(q-2), or 4f - 1 below a power of two (its lower gap is half);
- * they belong to d when f is even (ties to even).
- */
-static int exact_round_trips(uint64_t m, int e, double d)
-{
-	uint64_t f;
-	int q;
-	decompose(d, &f, &q);
-	u128 lo = 4 * (u128)f - (f == (UINT64_C(1) << 52) ? 1 : 2), hi = 4 * (u128)f + 2;
-	u128 t;
-	int tq = q - 2;
-	if (!scale(m, e > 0 ? e : 0, tq < 0 ? -tq : 0, &t) ||
-	    !scale(lo, e < 0 ? -e : 0, tq > 0 ? tq : 0, &lo) ||
-	    !scale(hi, e < 0 ? -e : 0, tq > 0 ? tq : 0, &hi))
-		return -1;
-	if (f % 2 == 0)
-		return lo <= t && t <= hi;
-	return lo < t && t < hi;
-}
-
-/* The 17-digit rounding (ties to even) of the normal, positive d as m * 10^e,
- * 10^16 <= m < 10^17; false when out of reach. */
-static bool exact_digits17(double d, uint64_t *m, int *e)
-{
-	uint64_t f;
-	int q;
-	decompose(d, &f, &q);
-	int k = (int)floor(log10(d)); /* may be off by one; corrected below */
-	for (int tries = 0; tries < 3; tries++) {
-		int s = 16 - k;
-		u128 num, den;
-		if (!scale(f, s > 0 ? s : 0, q > 0 ? q : 0, &num) ||
-		    !scale(1, s < 0 ? -s : 0, q < 0 ? -q : 0, &den) || den >> 126 != 0)
-			return false;
-		u128 v = num / den, r = num % den;
-		if (v >= pow10_u64[17]) {
-			k++;
-			continue;
-		}
-		if (v < pow10_u64[16]) {
-			k--;
-			continue;
-		}
-		if (2 * r > den || (2 * r == den && (v & 1)))
-			v++;
-		if (v == pow10_u64[17]) {
-			v = pow10_u64[16];
-			k++;
-		}
-		*m = (uint64_t)v;
-		*e = k - 16;
-		return true;
-	}
-	return false;
-}
-#endif
-
-/*
- * Whether m * 10^e reads back (round to nearest) as exactly d. When m and 10^|e|
- * are both exact doubles one correctly rounded operation gives the answer
- * (Clinger's fast path); then exact integers; otherwise strtod decides. The
- * string has no decimal point, so the locale plays no part.
- */
-static bool round_trips(uint64_t m, int e, double d)
-{
-#if FLT_EVAL_METHOD == 0
-	if (m <= (UINT64_C(1) << 53) && e >= -22 && e <= 22)
-		return (e < 0 ? (double)m / pow10_exact[-e] : (double)m * pow10_exact[e]) == d;
-#endif
-#ifdef SY_JCS_EXACT
-	if (fpclassify(d) == FP_NORMAL) {
-		int r = exact_round_trips(m, e, d);
-		if (r >= 0)
-			return r;
-	}
-#endif
-	char buf[48];
-	snprintf(buf, sizeof(buf), "%" PRIu64 "e%d", m, e);
-	return strtod(buf, NULL) == d;
-}
-
-/* The correctly rounded p-digit decimal of d as m * 10^e (m has p digits).
- * %e writes the locale's decimal point; only digits and the exponent are read. */
-static void rounded_decimal(double d, int p, uint64_t *m, int *e)
-{
-#ifdef SY_JCS_EXACT
-	if (p == 17 && fpclassify(d) == FP_NORMAL && exact_digits17(d, m, e))
-		return;
-#endif
-	char buf[64];
-	snprintf(buf, sizeof(buf), "%.*e", p - 1, d);
-	uint64_t v = 0;
-	const char *s = buf;
-	for (; *s != '\0' && *s != 'e'; s++) {
-		if (*s >= '0' && *s <= '9')
-			v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*m = v;
-	*e = (*s == 'e' ? atoi(s + 1) : 0) - (p - 1);
-}
-
-/*
- * Shortest round-trip decimal of a finite positive d, and among those the one
- * closest to d: the digits, count k and exponent n of ECMAScript's definition.
- * For a normal d, two different 15-digit decimals never read back as the same
- * double (DBL_DIG), so a representation of at most 15 digits, when there is one,
- * is the 15-digit rounding of d or one of its two neighbours (a neighbour wins
- * only at a power of two, whose lower gap is half the upper one). The same holds
- * for 16 digits; 17 always suffice. Subnormals, whose spacing is coarser, try
- * every precision.
- */
-static int shortest_digits(double d, char digits[24], int *n)
-{
-	uint64_t m = 0;
-	int e = 0;
-	bool found = false;
-	if (fpclassify(d) == FP_SUBNORMAL) {
-		for (int p = 1; p <= 17 && !found; p++) {
-			rounded_decimal(d, p, &m, &e);
-			found = p == 17 || round_trips(m, e, d);
-		}
-	} else {
-		uint64_t m17;
-		int e17;
-		rounded_decimal(d, 17, &m17, &e17);
-		for (int p = 15; p <= 16 && !found; p++) {
-			/* The p-digit rounding of d from its 17-digit one, unless the digits
-			 * dropped are exactly a half: then d may sit on either side. */
-			uint64_t div = pow10_u64[17 - p];
-			uint64_t rem = m17 % div;
-			m = m17 / div;
-			e = e17 + (17 - p);
-			if (rem == div / 2)
-				rounded_decimal(d, p, &m, &e);
-			else if (rem > div / 2)
-				m++;
-			if (m == pow10_u64[p]) {
-				m /= 10;
-				e++;
-			}
-			if (round_trips(m, e, d)) {
-				found = true;
-			} else if (round_trips(m + 1, e, d)) {
-				m += 1;
-				found = true;
-			} else if (m == pow10_u64[p - 1]) {
-				if (round_trips(pow10_u64[p] - 1, e - 1, d)) {
-					m = pow10_u64[p] - 1;
-					e -= 1;
-					found = true;
-				}
-			} else if (round_trips(m - 1, e, d)) {
-				m -= 1;
-				found = true;
-			}
-		}
-		if (!found) {
-			m = m17;
-			e = e17;
-		}
-	}
-	int k = mantissa_digits(m, digits, &e);
-	*n = k + e;
-	return k;
-}
-
 #define TWO53 9007199254740992.0
 
 /* Integers below 2^53 print as themselves (k <= n <= 16 in ECMAScript's terms). */
@@ -377,7 +128,7 @@ size_t sy_jcs_format_number(char out[SY_JCS_NUMBER_MAX], double d)
 		return format_integral(out, d);
 	char digits[24];
 	int n;
-	int k = shortest_digits(fabs(d), digits, &n);
+	int k = sy_decimal_shortest(fabs(d), digits, &n);
 	return layout_number(out, d < 0, digits, k, n);
 }
 
@@ -393,8 +144,9 @@ bool sy_jcs_write_number(sy_buf *out, double d)
 /*
  * The fast path for numbers read from a document: a literal with at most 15
  * significant digits is the shortest representation of its (normal) value, by
- * the DBL_DIG argument above. The literal is trusted only when its digits
- * recompute the value exactly, so a hand-made node with stale text is safe.
+ * the DBL_DIG argument of sy_decimal_shortest(). The literal is trusted only
+ * when its digits recompute the value exactly, so a hand-made node with stale
+ * text is safe.
  * Returns 0 when the literal does not qualify.
  */
 static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
@@ -468,8 +220,8 @@ static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
 	uint64_t m = 0;
 	for (int j = 0; j < k; j++)
 		m = m * 10 + (uint64_t)(digits[j] - '0');
-	double check = scale < 0 ? (double)m / pow10_exact[-scale] : (double)m * pow10_exact[scale];
-	if (check != fabs(d) || neg != (d < 0))
+	double check;
+	if (!sy_decimal_fast(m, scale, &check) || check != fabs(d) || neg != (d < 0))
 		return 0;
 	return layout_number(out, neg, digits, k, k + (int)scale);
 #else
@@ -480,48 +232,6 @@ static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
 }
 
 /* ---------------------------------------------------------------- strings */
-
-#define ONES  UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Non-zero when some byte of w is < 0x20, '"' or '\\' (a byte >= 0x80 is not). */
-static inline uint64_t needs_escape(uint64_t w)
-{
-	uint64_t q = w ^ (ONES * '"');
-	uint64_t b = w ^ (ONES * '\\');
-	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
-}
-
-/* The end of the run at p[i..n) that needs no escape. */
-static inline size_t skip_unescaped(const unsigned char *p, size_t i, size_t n)
-{
-#if defined(__SSE2__)
-	const __m128i quote = _mm_set1_epi8('"');
-	const __m128i bslash = _mm_set1_epi8('\\');
-	const __m128i ctl = _mm_set1_epi8(0x1F);
-	while (n - i >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-		/* Unsigned v <= 0x1F exactly when min(v, 0x1F) == v. */
-		__m128i hit = _mm_or_si128(
-		        _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-		        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
-		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
-		if (mask != 0)
-			return i + (size_t)__builtin_ctz(mask);
-		i += 16;
-	}
-#endif
-	while (n - i >= 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		if (needs_escape(w))
-			break;
-		i += 8;
-	}
-	while (i < n && p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
-		i++;
-	return i;
-}
 
 /* Writes straight into the buffer: room for the plain case is reserved once, and
  * each escape reserves its extra bytes. */
@@ -538,7 +248,7 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 	*o++ = '"';
 	size_t i = 0;
 	for (;;) {
-		size_t run = skip_unescaped(p, i, len);
+		size_t run = sy_scan_plain(p, i, len, false);
 		memcpy(o, p + i, run - i);
 		o += run - i;
 		i = run;

@@ -12,7 +12,7 @@ tests_unit_test_jcs_SOURCES = tests/unit/test_jcs.c
 tests_unit_test_jcs_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_jcs_LDADD = $(UNIT_LDADD)
 
-# Compiles src/core/jcs.c itself (public names renamed) to reach its static helpers.
+# Compiles src/core/decimal.c itself (public names renamed) to reach its static helpers.
 tests_unit_test_jcs_exact_SOURCES = tests/unit/test_jcs_exact.c
 tests_unit_test_jcs_exact_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_jcs_exact_LDADD = $(UNIT_LDADD)

@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The 128-bit exact number paths of jcs.c against the C library (printf and
- * strtod), reached by compiling jcs.c into this program under other names. */
+/* The 128-bit exact number paths of decimal.c (the JCS writer's digits) against
+ * the C library (printf and strtod), reached by compiling decimal.c into this
+ * program under other names. */
 #include "config.h"
 
-#define sy_jcs_write         sy_jcs_write_under_test
-#define sy_jcs_write_number  sy_jcs_write_number_under_test
-#define sy_jcs_write_string  sy_jcs_write_string_under_test
-#define sy_jcs_compare_keys  sy_jcs_compare_keys_under_test
-#define sy_jcs_format_number sy_jcs_format_number_under_test
-#include "core/jcs.c"
+#define sy_pow10_double     sy_pow10_double_under_test
+#define sy_decimal_exact    sy_decimal_exact_under_test
+#define sy_decimal_shortest sy_decimal_shortest_under_test
+#include "core/decimal.c"
 
 #include <CUnit/CUnit.h>
 
 #include "testutil.h"
 
-#ifdef SY_JCS_EXACT
+#ifdef SY_DECIMAL_EXACT
 
 /* The same answer as printf's %.16e, whenever the exact path answers. */
 static void check_digits17(double d, int *answered)

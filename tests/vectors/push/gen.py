@@ -384,7 +384,7 @@ DUP_COLUMN = ('{%s,"mutations":[{"mutation_id":"%s","table":"todo",'
 assert DUP_COLUMN.count('"title"') == 2
 
 INVALID = [
-    # The reader's messages (src/core/json.c) pass through unchanged.
+    # The reader's messages (src/core/json_parse.c) pass through unchanged.
     ("empty-body", "", "invalid JSON at byte 0: value expected"),
     ("malformed-json", '{"client_id" "x"}', "invalid JSON at byte 13: ':' expected"),
     ("trailing-data", jcs(env()) + "{}",

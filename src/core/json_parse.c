@@ -1,164 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The strict JSON reader (RFC 8259 exactly) and the value builders, both
- * allocating from one arena per document. */
+/*
+ * The strict JSON reader (json.h; PROTOCOL.md: every request body is RFC 8259
+ * exactly): UTF-8 validated (RFC 3629), escaped lone surrogates refused,
+ * duplicate member names refused at every depth (the ADR's exact mutation
+ * shapes), nesting at most SY_JSON_MAX_DEPTH, nothing but whitespace after the
+ * value, every number's literal kept beside its nearest double (decimal.c).
+ */
 #include "config.h"
 
-#include <float.h>
-#include <inttypes.h>
 #include <locale.h>
-#include <math.h>
 #include <stdalign.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "synchro/alloc.h"
-#include "synchro/jcs.h"
 #include "synchro/json.h"
 #include "synchro/octets.h"
 
-/* ---------------------------------------------------------------- arena */
-
-typedef struct sy_arena_chunk {
-	struct sy_arena_chunk *next;
-	size_t used;
-	size_t cap;
-	alignas(max_align_t) unsigned char data[];
-} sy_arena_chunk;
-
-#define ARENA_FIRST_CHUNK 4096
-#define ARENA_MAX_CHUNK   (1024 * 1024)
-
-struct sy_json_doc {
-	sy_arena_chunk *chunks; /* head is the chunk being filled */
-	size_t next_cap;        /* size of the next regular chunk */
-	sy_json *root;
-};
-
-static sy_arena_chunk *arena_new_chunk(size_t cap)
-{
-	if (cap > SIZE_MAX - sizeof(sy_arena_chunk))
-		return NULL;
-	sy_arena_chunk *c = sy_malloc(sizeof(sy_arena_chunk) + cap);
-	if (c == NULL)
-		return NULL;
-	c->next = NULL;
-	c->used = 0;
-	c->cap = cap;
-	return c;
-}
-
-/*
- * A request bigger than a quarter of a regular chunk gets a chunk of its own,
- * linked behind the head so the head keeps filling.
- */
-static void *arena_alloc_slow(sy_json_doc *doc, size_t n)
-{
-	sy_arena_chunk *c = doc->chunks;
-	if (n > doc->next_cap / 4) {
-		sy_arena_chunk *big = arena_new_chunk(n);
-		if (big == NULL)
-			return NULL;
-		big->used = n;
-		if (c != NULL) {
-			big->next = c->next;
-			c->next = big;
-		} else {
-			doc->chunks = big;
-		}
-		return big->data;
-	}
-	sy_arena_chunk *fresh = arena_new_chunk(doc->next_cap);
-	if (fresh == NULL)
-		return NULL;
-	if (doc->next_cap < ARENA_MAX_CHUNK)
-		doc->next_cap *= 2;
-	fresh->next = c;
-	doc->chunks = fresh;
-	fresh->used = n;
-	return fresh->data;
-}
-
-/* align must be a power of two no larger than alignof(max_align_t). */
-static inline void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
-{
-	sy_arena_chunk *c = doc->chunks;
-	if (c != NULL) {
-		size_t off = (c->used + align - 1) & ~(align - 1);
-		if (off <= c->cap && n <= c->cap - off) {
-			c->used = off + n;
-			return c->data + off;
-		}
-	}
-	return arena_alloc_slow(doc, n);
-}
-
-#define ARENA_NEW(doc, type) ((type *)arena_alloc((doc), sizeof(type), alignof(type)))
-
-static char *arena_strndup(sy_json_doc *doc, const char *s, size_t n)
-{
-	if (n == SIZE_MAX)
-		return NULL;
-	char *d = arena_alloc(doc, n + 1, 1);
-	if (d == NULL)
-		return NULL;
-	if (n > 0)
-		memcpy(d, s, n);
-	d[n] = '\0';
-	return d;
-}
-
-static sy_json_doc *doc_create(size_t first_chunk)
-{
-	sy_json_doc *doc = sy_malloc(sizeof(*doc));
-	if (doc == NULL)
-		return NULL;
-	doc->chunks = NULL;
-	doc->next_cap = first_chunk;
-	doc->root = NULL;
-	return doc;
-}
-
-sy_json_doc *sy_json_doc_new(void)
-{
-	return doc_create(ARENA_FIRST_CHUNK);
-}
-
-void sy_json_doc_free(sy_json_doc *doc)
-{
-	if (doc == NULL)
-		return;
-	sy_arena_chunk *c = doc->chunks;
-	while (c != NULL) {
-		sy_arena_chunk *next = c->next;
-		sy_free(c);
-		c = next;
-	}
-	sy_free(doc);
-}
-
-const sy_json *sy_json_doc_root(const sy_json_doc *doc)
-{
-	return doc != NULL ? doc->root : NULL;
-}
-
-void sy_json_doc_set_root(sy_json_doc *doc, sy_json *root)
-{
-	if (doc != NULL)
-		doc->root = root;
-}
-
-void *sy_json_doc_alloc(sy_json_doc *doc, size_t n)
-{
-	if (doc == NULL)
-		return NULL;
-	return arena_alloc(doc, n, alignof(max_align_t));
-}
-
-/* ---------------------------------------------------------------- parser */
+#include "decimal.h"
+#include "json_arena.h"
+#include "json_scan.h"
 
 typedef struct {
 	const unsigned char *p; /* start of the text */
@@ -244,47 +105,6 @@ static size_t utf8_seq_len(const unsigned char *p, size_t n)
 	return 0;
 }
 
-#define ONES  UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Non-zero when some byte of w is < 0x20, '"', '\\' or >= 0x80 (bit tricks from
- * "Bit Twiddling Hacks": a borrow only runs past a byte that is a real match). */
-static inline uint64_t special_bytes(uint64_t w)
-{
-	uint64_t q = w ^ (ONES * '"');
-	uint64_t b = w ^ (ONES * '\\');
-	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS;
-}
-
-/* The end of the run of plain ASCII (no quote, backslash or control) at p[i..n). */
-static inline size_t skip_plain(const unsigned char *p, size_t i, size_t n)
-{
-#if defined(__SSE2__)
-	const __m128i quote = _mm_set1_epi8('"');
-	const __m128i bslash = _mm_set1_epi8('\\');
-	const __m128i space = _mm_set1_epi8(0x20);
-	while (n - i >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-		/* Signed: bytes >= 0x80 are negative, so "< 0x20" catches them too. */
-		__m128i hit = _mm_or_si128(
-		        _mm_cmplt_epi8(v, space),
-		        _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
-		unsigned mask = (unsigned)_mm_movemask_epi8(hit);
-		if (mask != 0)
-			return i + (size_t)__builtin_ctz(mask);
-		i += 16;
-	}
-#endif
-	while (n - i >= 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		if (special_bytes(w))
-			break;
-		i += 8;
-	}
-	return i;
-}
-
 /* Reads the 4 hex digits after "\u" at p[i..]; -1 when they are not there. */
 static long read_hex4(const unsigned char *p, size_t i, size_t n)
 {
@@ -338,7 +158,7 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 	bool escapes = false;
 
 	for (;;) {
-		i = skip_plain(p, i, n);
+		i = sy_scan_plain(p, i, n, true);
 		if (i >= n)
 			return perr(ps, ps->pos, "unterminated string");
 		unsigned char c = p[i];
@@ -433,10 +253,6 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 	return true;
 }
 
-static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
 /*
  * strtod on a NUL-terminated literal of the RFC grammar. strtod reads the decimal
  * point of the current locale; the process is expected to stay in the C locale
@@ -464,98 +280,6 @@ static bool literal_strtod(parser *ps, const char *text, size_t len, double *out
 		sy_free(copy);
 	return true;
 }
-
-#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
-__extension__ typedef unsigned __int128 u128;
-
-static const uint64_t pow10_u64[] = {
-        UINT64_C(1),
-        UINT64_C(10),
-        UINT64_C(100),
-        UINT64_C(1000),
-        UINT64_C(10000),
-        UINT64_C(100000),
-        UINT64_C(1000000),
-        UINT64_C(10000000),
-        UINT64_C(100000000),
-        UINT64_C(1000000000),
-        UINT64_C(10000000000),
-        UINT64_C(100000000000),
-        UINT64_C(1000000000000),
-        UINT64_C(10000000000000),
-        UINT64_C(100000000000000),
-        UINT64_C(1000000000000000),
-        UINT64_C(10000000000000000),
-        UINT64_C(100000000000000000),
-        UINT64_C(1000000000000000000),
-        UINT64_C(10000000000000000000),
-};
-
-static int bit_length(u128 v)
-{
-	uint64_t hi = (uint64_t)(v >> 64);
-	if (hi != 0)
-		return 128 - __builtin_clzll(hi);
-	uint64_t lo = (uint64_t)v;
-	return lo != 0 ? 64 - __builtin_clzll(lo) : 0;
-}
-
-/* v (at least 55 significant bits, or exact) times 2^shift, rounded once: the
- * bits beyond 64 fold into a sticky bit, which keeps the rounding to 53 bits
- * correct; the scaling by a power of two is exact in the normal range. */
-static double round_u128(u128 v, bool sticky, int shift)
-{
-	int drop = bit_length(v) - 64;
-	if (drop > 0) {
-		sticky = sticky || (v & (((u128)1 << drop) - 1)) != 0;
-		v >>= drop;
-		shift += drop;
-	}
-	uint64_t w = (uint64_t)v | (sticky ? 1 : 0);
-	return ldexp((double)w, shift);
-}
-
-/*
- * m * 10^e correctly rounded, by exact 128-bit arithmetic, for the magnitudes
- * where it reaches (results between about 1e-19 and 1e38); false elsewhere, and
- * strtod decides.
- */
-static bool exact_decimal(uint64_t m, long e, double *out)
-{
-	if (m == 0)
-		return false;
-	if (e >= 0) {
-		if (e > 38)
-			return false;
-		u128 v = m;
-		if (e > 19 && __builtin_mul_overflow(v, (u128)pow10_u64[19], &v))
-			return false;
-		if (__builtin_mul_overflow(v, (u128)pow10_u64[e > 19 ? e - 19 : e], &v))
-			return false;
-		*out = round_u128(v, false, 0);
-		return true;
-	}
-	if (e < -38)
-		return false;
-	long k = -e;
-	u128 den = k > 19 ? (u128)pow10_u64[19] * pow10_u64[k - 19] : (u128)pow10_u64[k];
-	int s = 127 - bit_length(m);
-	u128 num = (u128)m << s;
-	u128 q = num / den;
-	if (bit_length(q) < 66)
-		return false;
-	*out = round_u128(q, num % den != 0, -s);
-	return true;
-}
-#else
-static bool exact_decimal(uint64_t m, long e, double *out)
-{
-	(void)m;
-	(void)e;
-	(void)out;
-	return false;
-}
-#endif
 
 static bool parse_number(parser *ps, sy_json **out)
 {
@@ -635,26 +359,12 @@ static bool parse_number(parser *ps, sy_json **out)
 
 	double value = 0; /* always set below; gcc -O1 cannot see it */
 	long e = exp10 - frac_digits;
-#if FLT_EVAL_METHOD == 0
-	/* Clinger's fast path: both operands exact, so one correctly rounded operation. */
-	if (mant_exact && mant <= (UINT64_C(1) << 53) && e >= -22 && e <= 22) {
-		value = (double)mant;
-		if (e < 0)
-			value /= pow10_exact[-e];
-		else
-			value *= pow10_exact[e];
-		if (neg)
-			value = -value;
-	} else if (mant_exact && exact_decimal(mant, e, &value)) {
+	if (mant_exact && sy_decimal_to_double(mant, e, &value)) {
 		if (neg)
 			value = -value;
 	} else if (!literal_strtod(ps, text, tlen, &value)) {
 		return false;
 	}
-#else
-	if (!literal_strtod(ps, text, tlen, &value))
-		return false;
-#endif
 	v->type = SY_JSON_NUMBER;
 	v->u.number.value = value;
 	v->u.number.is_integer = is_int;
@@ -897,17 +607,6 @@ static bool parse_object(parser *ps, sy_json **out, int depth)
 	*out = v;
 	return true;
 }
-
-static sy_json *new_node(sy_json_doc *doc, sy_json_type t)
-{
-	sy_json *v = ARENA_NEW(doc, sy_json);
-	if (v != NULL) {
-		memset(v, 0, sizeof(*v));
-		v->type = t;
-	}
-	return v;
-}
-
 static bool parse_literal(parser *ps, const char *word, size_t wlen, sy_json_type t, sy_json **out)
 {
 	if (ps->len - ps->pos < wlen || memcmp(ps->p + ps->pos, word, wlen) != 0)
@@ -971,7 +670,7 @@ sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err)
 	                        : ".",
 	};
 	sy_json *root = NULL;
-	ps.doc = doc_create(first);
+	ps.doc = sy_json_doc_create(first);
 	if (ps.doc == NULL) {
 		pnomem(&ps);
 		return NULL;
@@ -999,247 +698,5 @@ fail:
 	sy_free(ps.key_pos);
 	sy_free(ps.table);
 	sy_json_doc_free(ps.doc);
-	return NULL;
-}
-
-/* ---------------------------------------------------------------- access */
-
-const sy_json *sy_json_get(const sy_json *object, const char *key)
-{
-	if (object == NULL || object->type != SY_JSON_OBJECT || key == NULL)
-		return NULL;
-	size_t klen = strlen(key);
-	const sy_json_member *m = object->u.object.members;
-	for (size_t i = 0; i < object->u.object.count; i++) {
-		if (m[i].key_len == klen && memcmp(m[i].key, key, klen) == 0)
-			return m[i].value;
-	}
-	return NULL;
-}
-
-const char *sy_json_type_name(sy_json_type t)
-{
-	switch (t) {
-	case SY_JSON_NULL: return "null";
-	case SY_JSON_FALSE:
-	case SY_JSON_TRUE: return "boolean";
-	case SY_JSON_NUMBER: return "number";
-	case SY_JSON_STRING: return "string";
-	case SY_JSON_ARRAY: return "array";
-	case SY_JSON_OBJECT: return "object";
-	}
-	return "unknown";
-}
-
-/* ---------------------------------------------------------------- builders */
-
-sy_json *sy_json_new_null(sy_json_doc *doc)
-{
-	return doc != NULL ? new_node(doc, SY_JSON_NULL) : NULL;
-}
-
-sy_json *sy_json_new_bool(sy_json_doc *doc, bool v)
-{
-	return doc != NULL ? new_node(doc, v ? SY_JSON_TRUE : SY_JSON_FALSE) : NULL;
-}
-
-static sy_json *new_number(sy_json_doc *doc, double value, const char *text, size_t len)
-{
-	sy_json *v = new_node(doc, SY_JSON_NUMBER);
-	char *t = arena_strndup(doc, text, len);
-	if (v == NULL || t == NULL)
-		return NULL;
-	v->u.number.value = value;
-	v->u.number.text = t;
-	v->u.number.text_len = len;
-	v->u.number.is_integer = strpbrk(t, ".eE") == NULL;
-	return v;
-}
-
-sy_json *sy_json_new_int(sy_json_doc *doc, int64_t v)
-{
-	if (doc == NULL)
-		return NULL;
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%" PRId64, v);
-	return new_number(doc, (double)v, buf, (size_t)n);
-}
-
-sy_json *sy_json_new_double(sy_json_doc *doc, double v)
-{
-	if (doc == NULL || !isfinite(v))
-		return NULL;
-	char buf[SY_JCS_NUMBER_MAX];
-	size_t n = sy_jcs_format_number(buf, v);
-	return new_number(doc, v, buf, n);
-}
-
-sy_json *sy_json_new_string(sy_json_doc *doc, const char *s, size_t len)
-{
-	if (doc == NULL || (s == NULL && len > 0))
-		return NULL;
-	sy_json *v = new_node(doc, SY_JSON_STRING);
-	char *d = arena_strndup(doc, s, len);
-	if (v == NULL || d == NULL)
-		return NULL;
-	v->u.string.data = d;
-	v->u.string.len = len;
-	return v;
-}
-
-sy_json *sy_json_new_cstring(sy_json_doc *doc, const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	return sy_json_new_string(doc, s, strlen(s));
-}
-
-sy_json *sy_json_new_array(sy_json_doc *doc)
-{
-	return doc != NULL ? new_node(doc, SY_JSON_ARRAY) : NULL;
-}
-
-sy_json *sy_json_new_object(sy_json_doc *doc)
-{
-	return doc != NULL ? new_node(doc, SY_JSON_OBJECT) : NULL;
-}
-
-/* Storage outgrown in the arena stays there until the document is freed; doubling
- * keeps that waste below the final size. */
-static void *grow_slots(sy_json_doc *doc, void *old, size_t count, size_t *capacity, size_t elem,
-                        size_t align)
-{
-	if (count < *capacity)
-		return old;
-	size_t ncap = count < 4 ? 4 : count * 2;
-	if (ncap > SIZE_MAX / elem)
-		return NULL;
-	void *np = arena_alloc(doc, ncap * elem, align);
-	if (np == NULL)
-		return NULL;
-	if (count > 0)
-		memcpy(np, old, count * elem);
-	*capacity = ncap;
-	return np;
-}
-
-bool sy_json_array_push(sy_json_doc *doc, sy_json *arr, sy_json *item)
-{
-	if (doc == NULL || arr == NULL || item == NULL || arr->type != SY_JSON_ARRAY)
-		return false;
-	size_t cap = arr->u.array.capacity;
-	sy_json **items = grow_slots(doc, arr->u.array.items, arr->u.array.count, &cap,
-	                             sizeof(sy_json *), alignof(sy_json *));
-	if (items == NULL)
-		return false;
-	items[arr->u.array.count] = item;
-	arr->u.array.items = items;
-	arr->u.array.capacity = cap;
-	arr->u.array.count++;
-	return true;
-}
-
-bool sy_json_object_put(sy_json_doc *doc, sy_json *obj, const char *key, sy_json *value)
-{
-	if (doc == NULL || obj == NULL || key == NULL || value == NULL ||
-	    obj->type != SY_JSON_OBJECT)
-		return false;
-	return sy_json_object_putn(doc, obj, key, strlen(key), value);
-}
-
-bool sy_json_object_putn(sy_json_doc *doc, sy_json *obj, const char *key, size_t key_len,
-                         sy_json *value)
-{
-	if (doc == NULL || obj == NULL || (key == NULL && key_len > 0) || value == NULL ||
-	    obj->type != SY_JSON_OBJECT)
-		return false;
-	char *k = arena_strndup(doc, key, key_len);
-	if (k == NULL)
-		return false;
-	size_t cap = obj->u.object.capacity;
-	sy_json_member *m = grow_slots(doc, obj->u.object.members, obj->u.object.count, &cap,
-	                               sizeof(sy_json_member), alignof(sy_json_member));
-	if (m == NULL)
-		return false;
-	m[obj->u.object.count].key = k;
-	m[obj->u.object.count].key_len = key_len;
-	m[obj->u.object.count].value = value;
-	obj->u.object.members = m;
-	obj->u.object.capacity = cap;
-	obj->u.object.count++;
-	return true;
-}
-
-sy_json *sy_json_copy(sy_json_doc *doc, const sy_json *v)
-{
-	if (doc == NULL || v == NULL)
-		return NULL;
-	switch (v->type) {
-	case SY_JSON_NULL:
-	case SY_JSON_FALSE:
-	case SY_JSON_TRUE: return new_node(doc, v->type);
-	case SY_JSON_NUMBER: {
-		sy_json *c;
-		if (v->u.number.text != NULL) {
-			c = new_number(doc, v->u.number.value, v->u.number.text,
-			               v->u.number.text_len);
-		} else { /* a hand-made number without its literal */
-			char buf[SY_JCS_NUMBER_MAX];
-			size_t n = sy_jcs_format_number(buf, v->u.number.value);
-			c = new_number(doc, v->u.number.value, buf, n);
-		}
-		if (c != NULL)
-			c->u.number.is_integer = v->u.number.is_integer;
-		return c;
-	}
-	case SY_JSON_STRING: return sy_json_new_string(doc, v->u.string.data, v->u.string.len);
-	case SY_JSON_ARRAY: {
-		size_t n = v->u.array.count;
-		sy_json *c = new_node(doc, SY_JSON_ARRAY);
-		if (c == NULL)
-			return NULL;
-		if (n == 0)
-			return c;
-		if (n > SIZE_MAX / sizeof(sy_json *))
-			return NULL;
-		sy_json **items = arena_alloc(doc, n * sizeof(*items), alignof(sy_json *));
-		if (items == NULL)
-			return NULL;
-		for (size_t i = 0; i < n; i++) {
-			items[i] = sy_json_copy(doc, v->u.array.items[i]);
-			if (items[i] == NULL)
-				return NULL;
-		}
-		c->u.array.items = items;
-		c->u.array.count = n;
-		c->u.array.capacity = n;
-		return c;
-	}
-	case SY_JSON_OBJECT: {
-		size_t n = v->u.object.count;
-		sy_json *c = new_node(doc, SY_JSON_OBJECT);
-		if (c == NULL)
-			return NULL;
-		if (n == 0)
-			return c;
-		if (n > SIZE_MAX / sizeof(sy_json_member))
-			return NULL;
-		sy_json_member *m = arena_alloc(doc, n * sizeof(*m), alignof(sy_json_member));
-		if (m == NULL)
-			return NULL;
-		for (size_t i = 0; i < n; i++) {
-			const sy_json_member *src = &v->u.object.members[i];
-			m[i].key = arena_strndup(doc, src->key, src->key_len);
-			m[i].key_len = src->key_len;
-			m[i].value = sy_json_copy(doc, src->value);
-			if (m[i].key == NULL || m[i].value == NULL)
-				return NULL;
-		}
-		c->u.object.members = m;
-		c->u.object.count = n;
-		c->u.object.capacity = n;
-		return c;
-	}
-	}
 	return NULL;
 }
