@@ -13,15 +13,18 @@ src_core_libsycore_la_SOURCES = \
 	src/core/scalar.c \
 	src/core/types.c \
 	src/core/manifest.c \
-	src/core/push.c \
+	src/core/push_request.c \
 	src/core/fingerprint.c \
 	src/core/matrix.c \
-	src/core/outcome.c
+	src/core/outcome.c \
+	src/core/outcome_response.c \
+	src/core/outcome_validate.c
 # The core's private headers (not in SOURCES: contrib's fuzz rule compiles SOURCES as given).
 noinst_HEADERS += \
 	src/core/json_arena.h \
 	src/core/json_scan.h \
-	src/core/decimal.h
+	src/core/decimal.h \
+	src/core/outcome_common.h
 src_core_libsycore_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 src_core_libsycore_la_LIBADD = $(CRYPTO_LIBS) -lm
 

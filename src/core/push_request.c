@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Push request parsing: the ADR's structural 400 rules and the normalized mutation bytes. */
+/*
+ * The push request (push.h; PROTOCOL.md §5, ADR "Exact mutation shapes"): the
+ * body parsed and checked against every structural rule the ADR answers with
+ * 400 invalid_request (members, types, limits, one (table, pk) per atomic
+ * request), the current schema's pk rule, and the normalized mutation bytes
+ * (JCS) the fingerprints hash.
+ */
 #include "config.h"
 
 #include <inttypes.h>
