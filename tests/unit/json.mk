@@ -4,7 +4,8 @@ UNIT_TESTS += tests/unit/test_json tests/unit/test_jcs tests/unit/test_jcs_exact
 check_PROGRAMS += tests/unit/test_json tests/unit/test_jcs tests/unit/test_jcs_exact
 TESTS += tests/unit/test_json tests/unit/test_jcs tests/unit/test_jcs_exact
 
-tests_unit_test_json_SOURCES = tests/unit/test_json.c
+tests_unit_test_json_SOURCES = tests/unit/test_json.c tests/unit/test_json.h \
+	tests/unit/test_json_structure.c tests/unit/test_json_scalars.c tests/unit/test_json_build.c
 tests_unit_test_json_CFLAGS = $(UNIT_CFLAGS) $(JSONC_CFLAGS)
 tests_unit_test_json_LDADD = $(UNIT_LDADD) $(JSONC_LIBS)
 

@@ -7,6 +7,7 @@ tests_unit_test_scalar_SOURCES = tests/unit/test_scalar.c
 tests_unit_test_scalar_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_scalar_LDADD = $(UNIT_LDADD)
 
-tests_unit_test_types_SOURCES = tests/unit/test_types.c
+tests_unit_test_types_SOURCES = tests/unit/test_types.c tests/unit/test_types.h \
+	tests/unit/test_types_pg.c
 tests_unit_test_types_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_types_LDADD = $(UNIT_LDADD)
