@@ -47,3 +47,8 @@ pkginclude_HEADERS += \
 	src/include/synchro/fingerprint.h \
 	src/include/synchro/matrix.h \
 	src/include/synchro/outcome.h
+
+# The rules every layer shares, one implementation each (the server module links them too):
+# the ADR's dispatch order.
+src_core_libsycore_la_SOURCES += src/core/dispatch.c
+pkginclude_HEADERS += src/include/synchro/dispatch.h

@@ -173,6 +173,17 @@ static void first_execution(sp_push *x)
 	sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "request could not be committed");
 }
 
+/* The gates (sp_decide), with the mutation ledger read when a later gate refuses. */
+static sp_next decide(sp_push *x)
+{
+	sp_next next = sp_decide(x);
+	if (next == SP_PROBE) {
+		sp_probe_ledger(x);
+		next = sp_decide(x);
+	}
+	return next;
+}
+
 /* Everything of the call whose answer is not an error of the statement itself. */
 static void answer(sp_push *x, const char *body, size_t len)
 {
@@ -206,21 +217,14 @@ static void answer(sp_push *x, const char *body, size_t len)
 	/* The lookup before the client lock: an exact replay is this statement and nothing
 	 * else, and a refused request never waits for another client's execution. */
 	sp_lookup_head(x);
-	sp_next next = sp_decide(x);
-	if (next == SP_PROBE) {
-		sp_probe_ledger(x);
-		next = sp_decide(x);
-	}
-	if (next != SP_GO)
+	if (decide(x) != SP_GO)
 		return;
-	/* ADR: admission after the schema gate; a refusal of the mutation ledger precedes it. */
+	/* ADR: admission after the schema gate; sp_decide answers its refusal, or a refusal of
+	 * the mutation ledger, which precedes it. */
 	if ((x->max_inflight > 0 || x->max_per_client > 0) && !sp_admit(x)) {
-		if (!x->lk.probed) {
-			sp_probe_ledger(x);
-			if (sp_decide(x) != SP_GO)
-				return;
-		}
-		sp_answer_error(x, SY_ERR_RETRY_LATER, "too many pushes in flight; retry later");
+		x->admission_refused = true;
+		if (decide(x) == SP_GO)
+			sp_fail("admission refused, and no gate refuses");
 		return;
 	}
 	first_execution(x);

@@ -4,8 +4,10 @@
  * transaction (no pending deferrable trigger event), the client bound to the caller (401),
  * retirement (409 client_retired), the batch and mutation replay lookup, the primary-key
  * rule of the current schema (400), the generation gate (409 client_generation_expired)
- * and the schema gate (422 schema_mismatch). Replay precedes every current-schema check,
- * so an exact replay never depends on what was published since (doc/protocol.md).
+ * and the schema gate (422 schema_mismatch), then admission (429): the facts each gate
+ * needs, in the order sy_dispatch_decide() (src/core/dispatch.c) reads them. Replay
+ * precedes every current-schema check, so an exact replay never depends on what was
+ * published since (doc/protocol.md).
  */
 #include "postgres.h"
 
@@ -14,6 +16,7 @@
 #include "utils/memutils.h"
 
 #include "push_module.h"
+#include "synchro/dispatch.h"
 
 /* ---- the calling transaction ---- */
 
@@ -139,11 +142,11 @@ void sp_current_schema(sp_push *x)
 
 /*
  * PROTOCOL 5: the pk of a mutation whose table is in the current schema must be that
- * table's pk (field and canonical value), else the request is 400; a mutation authored
- * under a schema whose pk the current one no longer has is retained intent, classified
- * schema_incompatible per mutation (push_terminal.c) instead.
+ * table's pk (field and canonical value), else the request is 400 (the message into *why);
+ * a mutation authored under a schema whose pk the current one no longer has is retained
+ * intent, classified schema_incompatible per mutation (push_terminal.c) instead.
  */
-static bool pk_refused(sp_push *x)
+static bool pk_refused(sp_push *x, sy_error *why)
 {
 	const sy_push_request *req = x->req;
 	for (size_t i = 0; i < req->mutation_count; i++) {
@@ -166,9 +169,36 @@ static bool pk_refused(sp_push *x)
 			continue;
 		if (ae.code == SY_ERR_NOMEM)
 			sp_nomem("schema check");
-		sp_answer_error(x, SY_ERR_INVALID_REQUEST, "%s", e.message);
+		*why = e;
 		return true;
 	}
+	return false;
+}
+
+/* The mutation ledger's refusal of the request (read by sp_probe_ledger), into *why. */
+static bool ledger_refused(const sp_push *x, sy_error *why)
+{
+	const sp_lookup *lk = &x->lk;
+	const sy_push_request *req = x->req;
+	for (size_t i = 0; i < lk->nled; i++)
+		if (!lk->led[i].fp_equal)
+			return !sy_error_set(
+			        why, SY_ERR_IDEMPOTENCY_CONFLICT,
+			        "mutations[%zu].mutation_id was used for a different mutation",
+			        lk->led[i].index);
+	if (req->atomic && lk->nled > 0)
+		return !sy_error_set(why, SY_ERR_INVALID_REQUEST,
+		                     "mutations[%zu].mutation_id: an atomic request cannot carry a "
+		                     "mutation recorded by another batch",
+		                     lk->led[0].index);
+	/* The symmetric rule: a non-atomic response never carries atomic_batch_rejected (ADR),
+	 * so a mutation rejected with its atomic group needs a new mutation_id. */
+	for (size_t i = 0; !req->atomic && i < lk->nled; i++)
+		if (lk->led[i].atomic_rejected)
+			return !sy_error_set(why, SY_ERR_INVALID_REQUEST,
+			                     "mutations[%zu].mutation_id: rejected with its atomic "
+			                     "batch; a new attempt needs a new mutation_id",
+			                     lk->led[i].index);
 	return false;
 }
 
@@ -178,89 +208,97 @@ static bool schema_is_current(const sp_push *x)
 	       strcmp(x->req->schema.hash, x->cur->hash) == 0;
 }
 
+/* The answer of the batch ledger: an exact replay or a batch identity conflict. */
+static void answer_replay(sp_push *x)
+{
+	const sp_lookup *lk = &x->lk;
+	if (!lk->batch_fp_equal) {
+		sp_answer_error(x, SY_ERR_IDEMPOTENCY_CONFLICT,
+		                "batch_id was used for a different request");
+		return;
+	}
+	if (!lk->batch_complete || lk->response == NULL)
+		sp_fail("a visible batch row is not complete");
+	x->error = SY_ERR_NONE;
+	x->status = lk->batch_status;
+	x->replay = true;
+	x->body = lk->response;
+	x->body_len = lk->response_len;
+}
+
 sp_next sp_decide(sp_push *x)
 {
 	const sp_lookup *lk = &x->lk;
 	const sy_push_request *req = x->req;
-	if (!lk->client_found || !lk->bound) {
+	sy_error ledger = {0}, pk = {0};
+	sy_gate_facts f;
+
+	/* Authentication, the protocol gate and structural validation ran before. */
+	sy_gate_facts_init(&f, SY_GATES_PUSH & ~SY_GATES_FRONT & ~SY_GATE_BIT(SY_GATE_STRUCTURE));
+	f.check[SY_GATE_CLIENT] = lk->client_found && lk->bound ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	f.check[SY_GATE_RETIRED] = lk->retired ? SY_CHECK_FAIL : SY_CHECK_PASS;
+	/* ADR "Exact replay": before every mutable check. The mutation ledger is read only when
+	 * a later gate refuses (SY_DISPATCH_CHECK) and under the client lock. */
+	if (lk->batch_found || (lk->probed && ledger_refused(x, &ledger)))
+		f.check[SY_GATE_REPLAY] = SY_CHECK_FAIL;
+	else if (lk->probed)
+		f.check[SY_GATE_REPLAY] = SY_CHECK_PASS;
+	if (!lk->batch_found) {
+		sp_current_schema(x);
+		f.check[SY_GATE_PUBLISHED] = x->cur != NULL ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	}
+	if (!lk->batch_found && x->cur != NULL) {
+		f.check[SY_GATE_PK] = pk_refused(x, &pk) ? SY_CHECK_FAIL : SY_CHECK_PASS;
+		f.check[SY_GATE_GENERATION] = (int64)req->client_generation == lk->generation
+		                                      ? SY_CHECK_PASS
+		                                      : SY_CHECK_FAIL;
+		f.check[SY_GATE_SCHEMA] = schema_is_current(x) ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	}
+	if (x->admission_refused)
+		f.check[SY_GATE_ADMISSION] = SY_CHECK_FAIL;
+
+	sy_dispatch d = sy_dispatch_decide(&f);
+	if (d.verdict == SY_DISPATCH_GO)
+		return SP_GO;
+	if (d.verdict == SY_DISPATCH_CHECK) {
+		/* Only the mutation ledger is ever unknown before a known refusal. */
+		if (d.gate != SY_GATE_REPLAY)
+			sp_fail("gate order");
+		return SP_PROBE;
+	}
+	switch (d.gate) {
+	case SY_GATE_CLIENT:
 		sp_answer_error(x, SY_ERR_AUTH_REQUIRED,
 		                "the client is not registered to this user");
-		return SP_DONE;
-	}
-	if (lk->retired) {
+		break;
+	case SY_GATE_RETIRED:
 		sp_answer_error(x, SY_ERR_CLIENT_RETIRED, "the client is retired");
-		return SP_DONE;
-	}
-	/* ADR "Exact replay": before every mutable check. */
-	if (lk->batch_found) {
-		if (!lk->batch_fp_equal) {
-			sp_answer_error(x, SY_ERR_IDEMPOTENCY_CONFLICT,
-			                "batch_id was used for a different request");
-			return SP_DONE;
-		}
-		if (!lk->batch_complete || lk->response == NULL)
-			sp_fail("a visible batch row is not complete");
-		x->error = SY_ERR_NONE;
-		x->status = lk->batch_status;
-		x->replay = true;
-		x->body = lk->response;
-		x->body_len = lk->response_len;
-		return SP_DONE;
-	}
-	sp_current_schema(x);
-	if (x->cur == NULL) {
+		break;
+	case SY_GATE_REPLAY:
+		if (lk->batch_found)
+			answer_replay(x);
+		else
+			sp_answer_error(x, ledger.code, "%s", ledger.message);
+		break;
+	case SY_GATE_PUBLISHED:
 		sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "no schema is published yet");
-		return SP_DONE;
-	}
-	if (!lk->probed) {
-		/* The mutation ledger's refusals precede every gate below. */
-		bool refused = (int64)req->client_generation != lk->generation ||
-		               !schema_is_current(x) || pk_refused(x);
-		return refused ? SP_PROBE : SP_GO;
-	}
-	for (size_t i = 0; i < lk->nled; i++) {
-		if (!lk->led[i].fp_equal) {
-			sp_answer_error(
-			        x, SY_ERR_IDEMPOTENCY_CONFLICT,
-			        "mutations[%zu].mutation_id was used for a different mutation",
-			        lk->led[i].index);
-			return SP_DONE;
-		}
-	}
-	if (req->atomic && lk->nled > 0) {
-		sp_answer_error(
-		        x, SY_ERR_INVALID_REQUEST,
-		        "mutations[%zu].mutation_id: an atomic request cannot carry a mutation"
-		        " recorded by another batch",
-		        lk->led[0].index);
-		return SP_DONE;
-	}
-	/* The symmetric rule: a non-atomic response never carries atomic_batch_rejected (ADR),
-	 * so a mutation rejected with its atomic group needs a new mutation_id. */
-	for (size_t i = 0; !req->atomic && i < lk->nled; i++) {
-		if (lk->led[i].atomic_rejected) {
-			sp_answer_error(
-			        x, SY_ERR_INVALID_REQUEST,
-			        "mutations[%zu].mutation_id: rejected with its atomic batch; a new"
-			        " attempt needs a new mutation_id",
-			        lk->led[i].index);
-			return SP_DONE;
-		}
-	}
-	if (pk_refused(x))
-		return SP_DONE;
-	if ((int64)req->client_generation != lk->generation) {
+		break;
+	case SY_GATE_PK: sp_answer_error(x, SY_ERR_INVALID_REQUEST, "%s", pk.message); break;
+	case SY_GATE_GENERATION:
 		sp_answer_error(x, SY_ERR_CLIENT_GENERATION_EXPIRED,
 		                "client_generation is not the current generation; connect again");
-		return SP_DONE;
-	}
-	if (!schema_is_current(x)) {
+		break;
+	case SY_GATE_SCHEMA:
 		x->current.version = (uint64_t)x->cur->version;
 		strlcpy(x->current.hash, x->cur->hash, sizeof x->current.hash);
 		x->received = req->schema;
 		sp_answer_error(x, SY_ERR_SCHEMA_MISMATCH,
 		                "the request schema is not the current schema");
-		return SP_DONE;
+		break;
+	case SY_GATE_ADMISSION:
+		sp_answer_error(x, SY_ERR_RETRY_LATER, "too many pushes in flight; retry later");
+		break;
+	default: sp_fail("gate order");
 	}
-	return SP_GO;
+	return SP_DONE;
 }

@@ -163,6 +163,7 @@ typedef struct {
 	int max_inflight;
 	int max_per_client;
 	int retry_after_s;
+	bool admission_refused; /* sp_admit refused: the gate after every other (sp_decide) */
 	/* identities as datums */
 	Datum user_d;
 	Datum client_d;

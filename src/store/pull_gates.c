@@ -6,11 +6,13 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/lease.h"
 #include "store/pull_internal.h"
+#include "synchro/dispatch.h"
 #include "synchro/fingerprint.h"
 
 bool sy_store_get_ll(const PGresult *r, int row, int col, long long *out)
@@ -68,39 +70,60 @@ bool sy_store_gates_read(const PGresult *r, sy_store_gates *g)
 }
 
 /*
- * The gates after the structural ones. *pass true: continue; false: the answer is set,
- * unless *reload: the current schema is not the cached one (read it, then decide again).
+ * The gates after the structural ones, in the order of sy_dispatch_decide(). *pass true:
+ * continue; false: the answer is set, unless *reload: the current schema is not the cached
+ * one (read it, then decide again).
  */
 void sy_store_gates_decide(sy_store_read *x, const sy_store_gates *g, uint64_t generation,
                            const sy_schema_ref *schema, bool *pass, bool *reload)
 {
+	sy_gate_facts f;
 	*pass = false;
 	*reload = false;
-	if (!g->found || !g->bound) {
-		sy_store_read_error(x, SY_ERR_AUTH_REQUIRED,
-		                    "the client is not registered to this user");
-		return;
+	/* Authentication, the protocol gate and structural validation ran before. */
+	sy_gate_facts_init(&f, SY_GATES_READ & ~SY_GATES_FRONT & ~SY_GATE_BIT(SY_GATE_STRUCTURE));
+	f.check[SY_GATE_CLIENT] = g->found && g->bound ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	f.check[SY_GATE_RETIRED] = g->retired ? SY_CHECK_FAIL : SY_CHECK_PASS;
+	f.check[SY_GATE_PUBLISHED] = g->schema_found ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	f.check[SY_GATE_GENERATION] =
+	        (long long)generation == g->generation ? SY_CHECK_PASS : SY_CHECK_FAIL;
+	f.check[SY_GATE_SCHEMA] = g->schema_found && schema->version == g->current.version &&
+	                                          strcmp(schema->hash, g->current.hash) == 0
+	                                  ? SY_CHECK_PASS
+	                                  : SY_CHECK_FAIL;
+	sy_dispatch d = sy_dispatch_decide(&f);
+	if (d.verdict == SY_DISPATCH_REFUSE) {
+		switch (d.gate) {
+		case SY_GATE_CLIENT:
+			sy_store_read_error(x, SY_ERR_AUTH_REQUIRED,
+			                    "the client is not registered to this user");
+			return;
+		case SY_GATE_RETIRED:
+			sy_store_read_error(x, SY_ERR_CLIENT_RETIRED, "the client is retired");
+			return;
+		case SY_GATE_PUBLISHED:
+			sy_store_read_error(x, SY_ERR_TEMPORARY_UNAVAILABLE,
+			                    "no schema is published yet; retry later");
+			return;
+		case SY_GATE_GENERATION:
+			sy_store_read_error(
+			        x, SY_ERR_CLIENT_GENERATION_EXPIRED,
+			        "client_generation is not the current generation; connect again");
+			return;
+		case SY_GATE_SCHEMA:
+			x->out->current = g->current;
+			x->out->received = *schema;
+			sy_store_read_error(x, SY_ERR_SCHEMA_MISMATCH,
+			                    "the request schema is not the current schema");
+			return;
+		default: break;
+		}
 	}
-	if (g->retired) {
-		sy_store_read_error(x, SY_ERR_CLIENT_RETIRED, "the client is retired");
-		return;
-	}
-	if ((long long)generation != g->generation) {
-		sy_store_read_error(
-		        x, SY_ERR_CLIENT_GENERATION_EXPIRED,
-		        "client_generation is not the current generation; connect again");
-		return;
-	}
-	if (!g->schema_found) {
+	/* Every gate of a read is known, each refusal answered above: only a pass is left. */
+	assert(d.verdict == SY_DISPATCH_GO);
+	if (d.verdict != SY_DISPATCH_GO) {
 		sy_store_read_error(x, SY_ERR_TEMPORARY_UNAVAILABLE,
-		                    "no schema is published yet; retry later");
-		return;
-	}
-	if (schema->version != g->current.version || strcmp(schema->hash, g->current.hash) != 0) {
-		x->out->current = g->current;
-		x->out->received = *schema;
-		sy_store_read_error(x, SY_ERR_SCHEMA_MISMATCH,
-		                    "the request schema is not the current schema");
+		                    "temporarily unavailable; retry");
 		return;
 	}
 	if ((long long)g->current.version != x->p->version ||
