@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "fcgi/prefork.h"
 
@@ -208,19 +209,12 @@ int sy_prefork_listen(const char *spec, const char *owner, const char *group, un
 typedef struct {
 	pid_t pid;
 	unsigned generation;
-	time_t started;
-	bool draining; /* sent SIGTERM (reload or stop) */
-	time_t term_sent;
+	double started; /* sy_clock_s() */
+	bool draining;  /* sent SIGTERM (reload or stop) */
+	double term_sent;
 } slot;
 
 static slot slots[SY_PREFORK_MAX_WORKERS];
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int spawn(int listen_fd, int i, unsigned generation, const sy_prefork_opts *opts,
                  const sy_prefork_hooks *hooks)
@@ -238,7 +232,7 @@ static int spawn(int listen_fd, int i, unsigned generation, const sy_prefork_opt
 	}
 	slots[i].pid = pid;
 	slots[i].generation = generation;
-	slots[i].started = time(NULL);
+	slots[i].started = sy_clock_s();
 	slots[i].draining = false;
 	return 0;
 }
@@ -257,7 +251,7 @@ static void term_generation_except(unsigned keep)
 		if (slots[i].pid > 0 && slots[i].generation != keep && !slots[i].draining) {
 			kill(slots[i].pid, SIGTERM);
 			slots[i].draining = true;
-			slots[i].term_sent = time(NULL);
+			slots[i].term_sent = sy_clock_s();
 		}
 	}
 }
@@ -307,11 +301,11 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 						       "responder %d exited with status %d",
 						       (int)pid, WEXITSTATUS(status));
 					/* Died right after start: back off before the next fork. */
-					if (time(NULL) - slots[i].started < 2) {
+					if (sy_clock_s() - slots[i].started < 2) {
 						backoff = backoff == 0 ? 0.1 : backoff * 2;
 						if (backoff > 10)
 							backoff = 10;
-						next_spawn_at = now_s() + backoff;
+						next_spawn_at = sy_clock_s() + backoff;
 					} else {
 						backoff = 0;
 					}
@@ -329,8 +323,8 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 			       live_count());
 			term_generation_except(0);
 			close(listen_fd);
-			time_t deadline =
-			        time(NULL) + (opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30);
+			double deadline =
+			        sy_clock_s() + (opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30);
 			while (live_count() > 0) {
 				pid = waitpid(-1, &status, WNOHANG);
 				if (pid > 0) {
@@ -343,7 +337,7 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 					}
 					continue;
 				}
-				if (time(NULL) > deadline) {
+				if (sy_clock_s() > deadline) {
 					for (int i = 0; i < SY_PREFORK_MAX_WORKERS; i++)
 						if (slots[i].pid > 0)
 							kill(slots[i].pid, SIGKILL);
@@ -379,7 +373,7 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 		int current = 0;
 		for (int i = 0; i < SY_PREFORK_MAX_WORKERS; i++)
 			current += slots[i].pid > 0 && slots[i].generation == generation;
-		if (current < opts.workers && now_s() >= next_spawn_at) {
+		if (current < opts.workers && sy_clock_s() >= next_spawn_at) {
 			for (int i = 0; i < SY_PREFORK_MAX_WORKERS && current < opts.workers; i++) {
 				if (slots[i].pid != 0)
 					continue;
@@ -394,7 +388,7 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 		for (int i = 0; i < SY_PREFORK_MAX_WORKERS; i++) {
 			int limit = opts.drain_timeout_s > 0 ? opts.drain_timeout_s : 30;
 			if (slots[i].pid > 0 && slots[i].draining &&
-			    time(NULL) - slots[i].term_sent > limit)
+			    sy_clock_s() - slots[i].term_sent > limit)
 				kill(slots[i].pid, SIGKILL);
 		}
 
@@ -402,7 +396,7 @@ int sy_prefork_run(int listen_fd, const sy_prefork_opts *initial, const sy_prefo
 		 * in the master and are taken here, so none is lost between checks). */
 		if (!got_term && !got_hup && !got_chld) {
 			struct timespec ts = {1, 0};
-			double wait = next_spawn_at - now_s();
+			double wait = next_spawn_at - sy_clock_s();
 			if (current < opts.workers && wait > 0 && wait < 1) {
 				ts.tv_sec = 0;
 				ts.tv_nsec = (long)(wait * 1e9);

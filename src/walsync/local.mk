@@ -8,7 +8,10 @@ src_store_libsystore_la_SOURCES += \
 
 sbin_PROGRAMS += src/walsync/synchro-walsync
 src_walsync_synchro_walsync_SOURCES = \
-	src/walsync/main.c src/walsync/walsync.h \
+	src/walsync/walsync_main.c src/walsync/walsync.h \
+	src/walsync/walsync_lease.c \
+	src/walsync/walsync_materialize.c \
+	src/walsync/walsync_stats.c src/walsync/walsync_stats.h \
 	src/walsync/walsync_decode.c \
 	src/walsync/walsync_fences.c src/walsync/walsync_fences.h \
 	src/walsync/walsync_continuity.c src/walsync/walsync_continuity.h \

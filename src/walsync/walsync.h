@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The state of one synchro-walsync process, shared by its files: main.c (settings, lease,
- * stream start, batches), walsync_decode.c (the frames and messages of the stream). */
+/*
+ * The state of one synchro-walsync process and the functions its files share:
+ * walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer lease),
+ * walsync_materialize.c (the stream into changelog transactions), walsync_decode.c (the
+ * frames and messages of the stream), walsync_stats.c (the lag log).
+ */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
 
@@ -11,6 +15,7 @@
 #include "store/changelog.h"
 #include "store/lease.h"
 #include "walsync/walsync_fences.h"
+#include "walsync/walsync_stats.h"
 
 typedef struct walsync {
 	/* settings */
@@ -28,20 +33,20 @@ typedef struct walsync {
 	PGconn *db;   /* SQL: lease, changelog */
 	PGconn *repl; /* the replication stream; only while leader */
 
+	/* the lease (walsync_lease.c); times are sy_clock_ms() */
 	bool leader;
 	sy_store_lease lease;
-	int64_t next_renew_ms; /* monotonic */
+	int64_t next_renew_ms;
 	int64_t backoff_ms;
 	int64_t retry_at_ms;
+	PGconn *hb;   /* the heartbeat's own connection: renews while db writes */
+	bool hb_lost; /* a heartbeat during a write found the lease lost */
 
 	/* stream state */
 	uint64_t skip_upto; /* transactions committed below it are in the changelog ... */
 	int skip_ord;       /* ... and the one at it up to this ordinal (-1: none of it) */
 	int txn_skip_ord;   /* the current transaction's changes up to here are written */
 	size_t piece_rows;  /* a transaction's changes are written in pieces of this many */
-	long long pieces;   /* pieces written (statistics) */
-	PGconn *hb;         /* the heartbeat's own connection: renews while db writes */
-	bool hb_lost;       /* a heartbeat during a write found the lease lost */
 	bool in_txn;
 	uint64_t txn_lsn;
 	uint32_t txn_xid;
@@ -60,15 +65,7 @@ typedef struct walsync {
 	char *arena; /* strings of one decoded message */
 	size_t arena_size;
 
-	/* statistics for the lag log and the heartbeat */
-	long long commits;
-	long long stat_changes, stat_txns;
-	int64_t stat_since_ms;
-	long long lag_max_ms;
-	long long last_lag_ms;
-	int64_t next_lag_log_ms;
-	long long bad_messages;
-	long long forged_messages;
+	sy_ws_stats stats;
 
 	/* forged messages (migration 15) */
 	bool verify;            /* the publication streams synchro.row_fences */
@@ -79,14 +76,52 @@ typedef struct walsync {
 	sy_ws_fence_cols fence_cols;
 } walsync;
 
-/* One frame of the stream (XLogData or keepalive): decodes it into w's transaction and
- * batch; *reply when the server asked for a status update. false when the stream must
- * restart (malformed framing, out of memory). */
-SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply);
+/* walsync_main.c: whether SIGTERM or SIGINT asked to stop; a sleep of up to ms that a
+ * signal ends early. */
+bool sy_ws_stopping(void);
+void sy_ws_nap(int64_t ms);
 
+/* walsync_lease.c */
+/* Opens the SQL connection and reads what the database supports; false (logged, backoff
+ * set) when it cannot. */
+SY_MUST_CHECK bool sy_ws_db_open(walsync *w);
+/* Closes the SQL and heartbeat connections. */
+void sy_ws_db_close(walsync *w);
+/* After a failure: the next attempt waits, longer each time. */
+void sy_ws_backoff(walsync *w);
+/* A failed store call: logged; a lost connection is closed (and the stream with it). */
+void sy_ws_store_failed(walsync *w, sy_store_status st, const sy_error *err);
+/* The lease is no longer this instance's: back to standby, the stream closed. */
+void sy_ws_demote(walsync *w, const char *why);
+/* A standby's attempt to take the lease. */
+void sy_ws_lease_claim(walsync *w);
+/* The leader's heartbeat (demotes when it finds the lease taken over or expired). */
+void sy_ws_lease_renew(walsync *w);
+/* The heartbeat between two statements of a changelog write (arg: the walsync). */
+void sy_ws_lease_tick(void *arg);
+/* On stop: ends a held lease at once so a standby takes over without waiting. */
+void sy_ws_lease_release(walsync *w);
+
+/* walsync_materialize.c */
+/* Leader without a stream: checks (or creates) the slot and starts streaming from it. */
+void sy_ws_stream_start(walsync *w);
+/* Reads what the stream has, writes complete transactions, confirms. */
+void sy_ws_stream_step(walsync *w);
+/* Writes the complete transactions of the batch and confirms them (also on stop). */
+void sy_ws_flush_batch(walsync *w);
+/* Ends the replication connection and forgets what was decoded but not written. */
+void sy_ws_stream_close(walsync *w);
 /* Writes the changes decoded so far of a transaction too large to hold (piece_rows), in a
  * changelog transaction of their own, keeping its epochs for its last piece; false when
  * the stream must restart (the failure is logged). */
 SY_MUST_CHECK bool sy_ws_flush_piece(walsync *w);
+
+/* walsync_decode.c: one frame of the stream (XLogData or keepalive): decodes it into w's
+ * transaction and batch; *reply when the server asked for a status update. false when the
+ * stream must restart (malformed framing, out of memory). */
+SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply);
+
+/* walsync_stats.c: the periodic lag log (a failed query is handled as a store failure). */
+void sy_ws_log_lag(walsync *w);
 
 #endif

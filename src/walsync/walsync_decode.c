@@ -15,9 +15,9 @@
 static void bad_message(walsync *w, const sy_error *err)
 {
 	/* Never the payload: it may hold row identities. Forged or damaged, it is skipped. */
-	if (w->bad_messages++ < 10 || w->bad_messages % 1000 == 0)
+	if (w->stats.bad_messages++ < 10 || w->stats.bad_messages % 1000 == 0)
 		sy_log(SY_LOG_WARNING, "skipped a malformed logical message (%lld so far): %s",
-		       w->bad_messages, err->message);
+		       w->stats.bad_messages, err->message);
 }
 
 static bool on_message(walsync *w, const sy_ws_msg *m)
@@ -68,11 +68,11 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 	/* Migration 15: any role may emit a message; only the fence transition of the same
 	 * transaction proves the version-fence trigger wrote it. */
 	if (w->verify && w->txn_lsn > w->verified_from && !sy_ws_fences_take(w->fences, &c)) {
-		if (w->forged_messages++ < 10 || w->forged_messages % 1000 == 0)
+		if (w->stats.forged_messages++ < 10 || w->stats.forged_messages % 1000 == 0)
 			sy_log(SY_LOG_WARNING,
 			       "refused a version-fence message that no fence transition of its "
 			       "transaction (xid %u) vouches for (%lld so far): forged or damaged",
-			       w->txn_xid, w->forged_messages);
+			       w->txn_xid, w->stats.forged_messages);
 		return true;
 	}
 	sy_store_change row = {

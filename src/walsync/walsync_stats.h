@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The statistics of one synchro-walsync process: what the periodic lag log reports
+ * (synchro-walsync(8) "[walsync] lag_log_s"), what the heartbeat stores in the lease row
+ * (the last commit-to-changelog lag), and the counts of skipped and refused messages
+ * (doc/operations.md "Forged messages"). Counters only; no row value is ever kept.
+ */
+#ifndef SY_WALSYNC_STATS_H
+#define SY_WALSYNC_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+	long long commits;         /* changelog transactions written since start */
+	long long pieces;          /* pieces of transactions too large to hold, since start */
+	long long changes, txns;   /* since the last lag log */
+	int64_t since_ms;          /* sy_clock_ms() of the last lag log (or start) */
+	long long lag_max_ms;      /* since the last lag log */
+	long long last_lag_ms;     /* commit to changelog, of the last write; the heartbeat's */
+	int64_t next_log_ms;       /* sy_clock_ms() when the lag log is next due */
+	long long bad_messages;    /* malformed logical messages skipped */
+	long long forged_messages; /* version-fence messages no fence transition vouched for */
+} sy_ws_stats;
+
+/* A written batch of rows changes whose newest commit was at newest_commit_pg (the
+ * stream's clock: microseconds since 2000-01-01): counts it and its lag. */
+void sy_ws_stats_written(sy_ws_stats *s, size_t rows, int64_t newest_commit_pg);
+
+#endif
