@@ -1,15 +1,17 @@
-# synchro-fcgi: the preforked FastCGI master and its responders (router, routes, push,
-# the in-flight gauge, metrics). SQL lives in src/store only.
+# synchro-fcgi: the preforked FastCGI master and its responders (accept loop, the route
+# table, the routes, the in-flight gauge, metrics). SQL lives in src/store only.
 sbin_PROGRAMS += src/fcgi/synchro-fcgi
 src_fcgi_synchro_fcgi_SOURCES = \
-	src/fcgi/main.c \
+	src/fcgi/fcgi_main.c \
 	src/fcgi/prefork.c src/fcgi/prefork.h \
 	src/fcgi/http.c src/fcgi/http.h \
 	src/fcgi/responder.c src/fcgi/responder.h \
-	src/fcgi/router.c \
-	src/fcgi/routes.c \
-	src/fcgi/push.c \
-	src/fcgi/pull.c \
+	src/fcgi/accept_loop.c src/fcgi/accept_loop.h \
+	src/fcgi/router.c src/fcgi/router.h \
+	src/fcgi/route_clients.c \
+	src/fcgi/route_ops.c \
+	src/fcgi/route_push.c \
+	src/fcgi/route_pull.c \
 	src/fcgi/inflight.c src/fcgi/inflight.h \
 	src/fcgi/metrics.c src/fcgi/metrics.h
 src_fcgi_synchro_fcgi_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

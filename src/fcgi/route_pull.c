@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): the gates before the database and the
- * structural checks of the request here; the SQL is src/store/pull.c. */
+/* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): after the router's gates
+ * (router.c), the structural checks of the request body here; the gates that need the
+ * database and the SQL are src/store/pull.c. */
 #include "config.h"
 
 #include <string.h>
 
 #include "common/log.h"
-#include "fcgi/responder.h"
+#include "fcgi/router.h"
 #include "store/conn.h"
 #include "store/pull.h"
 #include "synchro/alloc.h"
-#include "synchro/fingerprint.h"
 #include "synchro/json.h"
 
-/* PROTOCOL §1: request bodies are at most 1,048,576 octets. */
-#define BODY_MAX 1048576
 /* PROTOCOL §7-8: limit is 1..1000. */
 #define LIMIT_MAX 1000
 
@@ -119,21 +117,13 @@ static void body_clear(body *b)
 	b->token_table = b->token_pk = NULL;
 }
 
-/* Auth, protocol, the body read and parsed. False when the answer has been written. */
-static bool read_request(sy_responder *r, sy_http *h, bool rebuild, const char **user,
-                         sy_json_doc **doc, body *b)
+/* The body (read by the router) parsed. False when the answer has been written. */
+static bool read_request(sy_responder *r, sy_http *h, bool rebuild, sy_json_doc **doc, body *b)
 {
 	sy_error err = {0};
 	*doc = NULL;
 	memset(b, 0, sizeof *b);
-	if (!sy_responder_gates(r, h, user))
-		return false;
-	if (!sy_fp_user_valid(*user, strlen(*user), &err)) {
-		sy_responder_error(r, h, SY_ERR_AUTH_REQUIRED, "authentication required");
-		return false;
-	}
-	if (!sy_http_read_body(h, BODY_MAX, &err) ||
-	    (*doc = sy_json_parse(h->body, h->body_len, &err)) == NULL ||
+	if ((*doc = sy_json_parse(h->body, h->body_len, &err)) == NULL ||
 	    !parse_body(sy_json_doc_root(*doc), rebuild, b, &err)) {
 		if (err.code == SY_ERR_NOMEM)
 			sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE,
@@ -145,7 +135,8 @@ static bool read_request(sy_responder *r, sy_http *h, bool rebuild, const char *
 	return true;
 }
 
-/* The connection and this process's read state; false when the 503 has been written. */
+/* The connection, with this process's read state ready; NULL when the 503 has been
+ * written. */
 static PGconn *ready(sy_responder *r, sy_http *h)
 {
 	sy_error err = {0};
@@ -182,18 +173,17 @@ static void respond(sy_responder *r, sy_http *h, const char *route, sy_store_sta
 		sy_responder_error(r, h, ans->error, ans->message);
 }
 
-void sy_route_pull(sy_responder *r, sy_http *h)
+void sy_route_pull(sy_responder *r, sy_http *h, const sy_request *rq)
 {
-	const char *user;
 	sy_json_doc *doc;
 	body b;
-	if (!read_request(r, h, false, &user, &doc, &b))
+	if (!read_request(r, h, false, &doc, &b))
 		goto done;
 	PGconn *c = ready(r, h);
 	if (c == NULL)
 		goto done;
 	sy_store_pull_request req = {
-	        .user = user,
+	        .user = rq->user,
 	        .client_id = b.client_id,
 	        .client_generation = b.generation,
 	        .schema = b.schema,
@@ -222,18 +212,17 @@ done:
 	sy_json_doc_free(doc);
 }
 
-void sy_route_rebuild(sy_responder *r, sy_http *h)
+void sy_route_rebuild(sy_responder *r, sy_http *h, const sy_request *rq)
 {
-	const char *user;
 	sy_json_doc *doc;
 	body b;
-	if (!read_request(r, h, true, &user, &doc, &b))
+	if (!read_request(r, h, true, &doc, &b))
 		goto done;
 	PGconn *c = ready(r, h);
 	if (c == NULL)
 		goto done;
 	sy_store_rebuild_request req = {
-	        .user = user,
+	        .user = rq->user,
 	        .client_id = b.client_id,
 	        .client_generation = b.generation,
 	        .schema = b.schema,

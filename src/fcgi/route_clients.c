@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The routes besides push: /v3/connect, /v3/retire, /v3/schema, /healthz, /metrics. */
+/*
+ * The routes of a client's registration and of the schema: POST /v3/connect and
+ * POST /v3/retire (PROTOCOL §6: {"client_id"} bound to the authenticated user, a
+ * generation per connect, retirement permanent) and GET /v3/schema (PROTOCOL §4: the
+ * current manifest as its stored JCS bytes). The router ran their gates (router.c); the
+ * SQL is src/store/clients.c and src/store/session.c.
+ */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "fcgi/metrics.h"
-#include "fcgi/responder.h"
+#include "fcgi/router.h"
 #include "store/clients.h"
 #include "store/session.h"
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
 #include "synchro/json.h"
-
-/* PROTOCOL §1: request bodies are at most 1,048,576 octets. */
-#define BODY_MAX 1048576
 
 /* A failed store call: the connection may be gone; the client may retry. */
 static void store_failed(sy_responder *r, sy_http *h, const char *route, const sy_error *err)
@@ -43,10 +45,6 @@ static void bad_request(sy_responder *r, sy_http *h, const sy_error *err)
 static bool read_client_id(sy_responder *r, sy_http *h, char out[SY_UUID_LEN + 1])
 {
 	sy_error err = {0};
-	if (!sy_http_read_body(h, BODY_MAX, &err)) {
-		bad_request(r, h, &err);
-		return false;
-	}
 	sy_json_doc *doc = sy_json_parse(h->body, h->body_len, &err);
 	if (doc == NULL) {
 		bad_request(r, h, &err);
@@ -98,11 +96,11 @@ static void answer(sy_responder *r, sy_http *h, sy_buf *body)
 	sy_buf_free(body);
 }
 
-void sy_route_connect(sy_responder *r, sy_http *h)
+void sy_route_connect(sy_responder *r, sy_http *h, const sy_request *req)
 {
-	const char *user;
+	const char *user = req->user;
 	char client_id[SY_UUID_LEN + 1];
-	if (!sy_responder_gates(r, h, &user) || !read_client_id(r, h, client_id))
+	if (!read_client_id(r, h, client_id))
 		return;
 	sy_error err = {0};
 	PGconn *c = sy_responder_db(r, &err);
@@ -141,11 +139,11 @@ void sy_route_connect(sy_responder *r, sy_http *h)
 	answer(r, h, &b);
 }
 
-void sy_route_retire(sy_responder *r, sy_http *h)
+void sy_route_retire(sy_responder *r, sy_http *h, const sy_request *req)
 {
-	const char *user;
+	const char *user = req->user;
 	char client_id[SY_UUID_LEN + 1];
-	if (!sy_responder_gates(r, h, &user) || !read_client_id(r, h, client_id))
+	if (!read_client_id(r, h, client_id))
 		return;
 	sy_error err = {0};
 	PGconn *c = sy_responder_db(r, &err);
@@ -179,11 +177,9 @@ void sy_route_retire(sy_responder *r, sy_http *h)
 	answer(r, h, &b);
 }
 
-void sy_route_schema(sy_responder *r, sy_http *h)
+void sy_route_schema(sy_responder *r, sy_http *h, const sy_request *req)
 {
-	const char *user;
-	if (!sy_responder_gates(r, h, &user))
-		return;
+	(void)req;
 	sy_error err = {0};
 	PGconn *c = sy_responder_db(r, &err);
 	if (c == NULL) {
@@ -212,32 +208,4 @@ void sy_route_schema(sy_responder *r, sy_http *h)
 	sy_buf_putc(&b, '}');
 	sy_free(manifest);
 	answer(r, h, &b);
-}
-
-void sy_route_healthz(sy_responder *r, sy_http *h)
-{
-	sy_error err = {0};
-	PGconn *c = sy_responder_db(r, &err);
-	if (c != NULL && sy_store_ping(c, &err) == SY_STORE_OK) {
-		sy_http_respond(h, 200, "text/plain; charset=utf-8", NULL, "ok\n", 3);
-		return;
-	}
-	if (c != NULL) {
-		sy_responder_db_check(r);
-		sy_log(SY_LOG_WARNING, "healthz: %s", err.message);
-	}
-	char header[64];
-	snprintf(header, sizeof header, "Retry-After: %u\r\n", r->retry_after_s);
-	sy_http_respond(h, 503, "text/plain; charset=utf-8", header, "unavailable\n", 12);
-}
-
-void sy_route_metrics(sy_responder *r, sy_http *h)
-{
-	sy_buf b = SY_BUF_INIT;
-	if (!sy_metrics_write(r->metrics, r->inflight, &b))
-		sy_responder_error(r, h, SY_ERR_NOMEM, "out of memory");
-	else
-		sy_http_respond(h, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.data,
-		                b.len);
-	sy_buf_free(&b);
 }

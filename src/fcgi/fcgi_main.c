@@ -20,6 +20,7 @@
 #include "fcgi/inflight.h"
 #include "fcgi/metrics.h"
 #include "fcgi/prefork.h"
+#include "fcgi/accept_loop.h"
 #include "fcgi/responder.h"
 #include "store/cfg.h"
 
@@ -67,7 +68,7 @@ static int worker(void *arg, int listen_fd, long max_requests)
 	master_ctx *ctx = arg;
 	sy_responder r;
 	sy_responder_init(&r, ctx->cfg, ctx->inflight, ctx->metrics, ctx->slot);
-	int status = sy_responder_serve(&r, listen_fd, max_requests);
+	int status = sy_accept_loop(&r, listen_fd, max_requests);
 	sy_responder_done(&r);
 	return status;
 }
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
 		sy_prefork_worker_signals();
 		sy_responder r;
 		sy_responder_init(&r, ctx.cfg, ctx.inflight, ctx.metrics, 0);
-		status = sy_responder_serve(&r, 0, 0);
+		status = sy_accept_loop(&r, 0, 0);
 		sy_responder_done(&r);
 		goto fail;
 	}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/push: the thin adapter of the ADR's dispatch. Authentication, the protocol
- * gate and the body limit are here; everything after them (structural validation, the
- * gates that need the database, replay, admission and the first execution) is the one
- * statement synchro.synchro_push (src/pg), whose answer is sent as it came.
+ * POST /v3/push (PROTOCOL §5, ADR 002): the thin adapter of the ADR's dispatch.
+ * Authentication, the protocol gate and the body limit ran in the router (router.c);
+ * everything after them (structural validation, the gates that need the database,
+ * replay, admission and the first execution) is the one statement synchro.synchro_push
+ * (src/pg), whose answer is sent as it came.
  */
 #include "config.h"
 
@@ -13,38 +14,25 @@
 #include "common/log.h"
 #include "fcgi/inflight.h"
 #include "fcgi/http.h"
-#include "fcgi/responder.h"
+#include "fcgi/router.h"
 #include "store/cfg.h"
 #include "store/conn.h"
 #include "store/push_call.h"
-#include "synchro/push.h"
 
-void sy_route_push(sy_responder *r, sy_http *h)
+void sy_route_push(sy_responder *r, sy_http *h, const sy_request *req)
 {
-	const char *user;
 	sy_error err = {0};
 	sy_store_push_answer ans;
 	char sqlstate[6];
 
 	memset(&ans, 0, sizeof ans);
-	/* ADR dispatch: authentication, then the protocol gate. */
-	if (!sy_responder_gates(r, h, &user))
-		return;
-	/* The 1 MiB cap applies to CONTENT_LENGTH before a byte is read. */
-	if (!sy_http_read_body(h, SY_PUSH_MAX_BODY, &err)) {
-		sy_responder_error(r, h,
-		                   err.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
-		                                            : SY_ERR_INVALID_REQUEST,
-		                   err.message);
-		return;
-	}
 	PGconn *c = sy_responder_db(r, &err);
 	if (c == NULL) {
 		sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE, "database unavailable");
 		return;
 	}
 	sy_store_push_params prm = {
-	        .user = user,
+	        .user = req->user,
 	        .body = h->body,
 	        .body_len = h->body_len,
 	        .lock_timeout_ms = r->lock_timeout_ms,
