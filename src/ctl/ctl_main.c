@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl: administration commands and the offline tools (PROTOCOL.md §9). */
+/* synchroctl's command line: -c, the usage, and the dispatch to the offline tools (offline.c,
+ * PROTOCOL.md §9) or the database administration (admin.c). */
 #include "config.h"
 
 #include <stdio.h>
