@@ -7,20 +7,28 @@ TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 
-# Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running: direct writes, push echoes,
-# commit order, convergence for alice and bob, rebuild invalidation, the gates, changelog compact.
+# Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
+# test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
+#   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;
+# test_pull_expiry: changelog compact, a broken table, publishes, damaged entries, a dropped slot.
 if HAVE_PG_SERVER
-TESTS += tests/e2e/test_pull.pgt
+TESTS += tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 endif
-EXTRA_DIST += tests/e2e/test_pull.pgt
+EXTRA_DIST += tests/e2e/pull_suite.py tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 
-# Push (ADR 002) through nginx and through Apache: the operation x row-state matrix, every HTTP
-# dispatch row, replay after response loss, concurrency, atomic groups, schema evolution.
+# Push (ADR 002) through nginx and through Apache (tests/e2e/push_suite.py): the operation x
+# row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch), replay and
+# response loss (test_push_replay), concurrency and atomic groups (test_push_concurrency),
+# 429, 503 and schema evolution (test_push_capacity).
 # tests/e2e/push_check.py: RFC 8785 and the ADR's outcome field table (validator).
 if HAVE_PG_SERVER
-TESTS += tests/e2e/test_push.pgt
+TESTS += tests/e2e/test_push_matrix.pgt tests/e2e/test_push_dispatch.pgt \
+	tests/e2e/test_push_replay.pgt tests/e2e/test_push_concurrency.pgt \
+	tests/e2e/test_push_capacity.pgt
 endif
-EXTRA_DIST += tests/e2e/push_check.py tests/e2e/test_push.pgt
+EXTRA_DIST += tests/e2e/push_check.py tests/e2e/push_suite.py tests/e2e/test_push_matrix.pgt \
+	tests/e2e/test_push_dispatch.pgt tests/e2e/test_push_replay.pgt \
+	tests/e2e/test_push_concurrency.pgt tests/e2e/test_push_capacity.pgt
 
 # The stack as production runs it: least-privilege login roles (contrib/example/roles.sql),
 # PgBouncer in transaction pooling between the responders and PostgreSQL, no value in a log.
