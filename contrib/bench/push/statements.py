@@ -8,6 +8,8 @@ then the same rows are inserted by a plpgsql loop (one INSERT statement each) fo
 Prints the backend's CPU per mutation for both, and the statements by execution time per call
 (pg_stat_statements measures ExecutorRun and ExecutorFinish, not ExecutorStart: the per-call
 figures add up to less than the function's own).
+With BENCH_PERF=FILE, `perf record -g` samples the pushing backend into FILE during the push loop
+(cpu-clock; pg_stat_statements stops tracking for that run, so it does not weigh in the profile).
 Needs python3-psycopg2 and postgresql-contrib (pg_stat_statements)."""
 
 import json
@@ -56,7 +58,8 @@ def main():
     admin.autocommit = True
     a = admin.cursor()
     a.execute("CREATE EXTENSION pg_stat_statements")
-    a.execute("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+    perf_out = os.environ.get("BENCH_PERF", "")
+    a.execute("ALTER SYSTEM SET pg_stat_statements.track = %s", ("none" if perf_out else "all",))
     a.execute("SELECT pg_reload_conf()")
     client = str(uuid.uuid4())
     a.execute("INSERT INTO synchro.clients (client_id, user_id, generation) VALUES (%s, 'alice', 1)", (client,))
@@ -84,6 +87,12 @@ def main():
         cur.execute(push, (psycopg2.Binary(body()),))
     bodies = [body() for _ in range(PUSHES)]
     a.execute("SELECT pg_stat_statements_reset()")
+    perf = None
+    if perf_out:
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-p", str(pid), "-o", perf_out],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import time
+        time.sleep(1)
     c0 = cpu(pid)
     for b in bodies:
         cur.execute(push, (psycopg2.Binary(b),))
@@ -91,6 +100,9 @@ def main():
         if status != 200:
             raise SystemExit("push answered %d" % status)
     push_cpu = cpu(pid) - c0
+    if perf is not None:
+        perf.send_signal(2)
+        perf.wait(timeout=60)
     a.execute("SELECT pg_backend_pid()")
     apid = a.fetchone()[0]
     c0 = cpu(apid)
