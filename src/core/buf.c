@@ -2,6 +2,7 @@
 /* Growable byte buffer with a sticky failure flag. */
 #include "config.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,8 @@ void sy_buf_reset(sy_buf *b)
 
 bool sy_buf_reserve(sy_buf *b, size_t extra)
 {
+	/* buf.h: data is NULL and empty, or holds len octets and a NUL within cap */
+	assert(b->data == NULL ? b->len == 0 && b->cap == 0 : b->len < b->cap);
 	if (b->failed)
 		return false;
 	if (extra > SIZE_MAX - b->len - 1)
@@ -51,6 +54,7 @@ bool sy_buf_reserve(sy_buf *b, size_t extra)
 		goto fail;
 	b->data = p;
 	b->cap = cap;
+	assert(b->len + extra < b->cap);
 	return true;
 fail:
 	b->failed = true;

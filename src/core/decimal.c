@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -134,6 +135,7 @@ static bool exact_digits17(double d, uint64_t *m, int *e)
 			v = pow10_u64[16];
 			k++;
 		}
+		assert(v >= pow10_u64[16] && v < pow10_u64[17]);
 		*m = (uint64_t)v;
 		*e = k - 16;
 		return true;
@@ -201,6 +203,7 @@ bool sy_decimal_exact(uint64_t m, long e, double *out)
  * dropped to *e. */
 static int mantissa_digits(uint64_t m, char digits[24], int *e)
 {
+	assert(m > 0); /* else the zeros would never end */
 	while (m % 10 == 0) {
 		m /= 10;
 		(*e)++;
@@ -271,6 +274,7 @@ static void rounded_decimal(double d, int p, uint64_t *m, int *e)
  */
 int sy_decimal_shortest(double d, char digits[24], int *n)
 {
+	assert(isfinite(d) && d > 0); /* the writer handles 0, the sign and non-finite values */
 	uint64_t m = 0;
 	int e = 0;
 	bool found = false;
@@ -320,6 +324,7 @@ int sy_decimal_shortest(double d, char digits[24], int *n)
 		}
 	}
 	int k = mantissa_digits(m, digits, &e);
+	assert(k >= 1 && k <= 17); /* 17 significant digits always suffice */
 	*n = k + e;
 	return k;
 }

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -54,6 +55,7 @@ static inline bool putch(sy_buf *b, char c)
  */
 static size_t layout_number(char *out, bool neg, const char *digits, int k, int n)
 {
+	assert(k >= 1 && k <= 17 && n > -400 && n < 400); /* a double's digits and exponent */
 	char *o = out;
 	if (neg)
 		*o++ = '-';
@@ -88,6 +90,7 @@ static size_t layout_number(char *out, bool neg, const char *digits, int k, int 
 		o += sprintf(o, "%d", e < 0 ? -e : e);
 	}
 	*o = '\0';
+	assert((size_t)(o - out) < SY_JCS_NUMBER_MAX);
 	return (size_t)(o - out);
 }
 
@@ -96,6 +99,7 @@ static size_t layout_number(char *out, bool neg, const char *digits, int k, int 
 /* Integers below 2^53 print as themselves (k <= n <= 16 in ECMAScript's terms). */
 static size_t format_integral(char *out, double d)
 {
+	assert(fabs(d) < TWO53 && d == trunc(d));
 	bool neg = d < 0;
 	uint64_t u = (uint64_t)(neg ? -d : d);
 	char tmp[24];
@@ -281,6 +285,7 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 	*o++ = '"';
 	*o = '\0';
 	out->len = (size_t)(o - out->data);
+	assert(out->len < out->cap); /* the reservations covered every byte */
 	return true;
 }
 
@@ -394,6 +399,11 @@ static bool write_object(sy_buf *out, const sy_json *v, sy_error *err)
 		} else {
 			qsort(order, n, sizeof(*order), entry_cmp);
 		}
+#ifndef NDEBUG
+		/* RFC 8785 3.2.3: strictly increasing (equal names tie on document order). */
+		for (size_t i = 1; i < n; i++)
+			assert(entry_cmp(&order[i - 1], &order[i]) < 0);
+#endif
 	}
 	if (!putch(out, '{')) {
 		nomem(err);

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdalign.h>
 #include <stddef.h>
 
@@ -50,6 +51,7 @@ void *sy_json_arena_alloc_slow(sy_json_doc *doc, size_t n)
 	sy_arena_chunk *fresh = arena_new_chunk(doc->next_cap);
 	if (fresh == NULL)
 		return NULL;
+	assert(n <= fresh->cap); /* n is at most a quarter of it */
 	if (doc->next_cap < ARENA_MAX_CHUNK)
 		doc->next_cap *= 2;
 	fresh->next = c;

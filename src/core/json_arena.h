@@ -8,6 +8,7 @@
 #ifndef SY_CORE_JSON_ARENA_H
 #define SY_CORE_JSON_ARENA_H
 
+#include <assert.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,8 +40,10 @@ void *sy_json_arena_alloc_slow(sy_json_doc *doc, size_t n);
 /* align must be a power of two no larger than alignof(max_align_t). */
 static inline void *arena_alloc(sy_json_doc *doc, size_t n, size_t align)
 {
+	assert(align != 0 && (align & (align - 1)) == 0 && align <= alignof(max_align_t));
 	sy_arena_chunk *c = doc->chunks;
 	if (c != NULL) {
+		assert(c->used <= c->cap);
 		size_t off = (c->used + align - 1) & ~(align - 1);
 		if (off <= c->cap && n <= c->cap - off) {
 			c->used = off + n;

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <locale.h>
 #include <stdalign.h>
 #include <stdlib.h>
@@ -122,6 +123,8 @@ static long read_hex4(const unsigned char *p, size_t i, size_t n)
 
 static size_t put_utf8(unsigned char *d, unsigned long cp)
 {
+	/* The decoder refuses lone surrogates and pairs a high one with its low one. */
+	assert(cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF));
 	if (cp < 0x80) {
 		d[0] = (unsigned char)cp;
 		return 1;
@@ -246,6 +249,7 @@ static bool parse_string(parser *ps, const char **out, size_t *out_len)
 		default: return perr(ps, esc, "invalid escape in string");
 		}
 	}
+	assert((size_t)(o - (unsigned char *)d) <= raw); /* decoding never grows the text */
 	*o = '\0';
 	*out = d;
 	*out_len = (size_t)(o - (unsigned char *)d);
@@ -452,6 +456,8 @@ static bool check_duplicates(parser *ps, const sy_json_member *m, size_t count,
 	size_t cap = 16;
 	while (cap < count * 2)
 		cap *= 2;
+	/* A power of two (the probe masks with cap - 1) never more than half full. */
+	assert((cap & (cap - 1)) == 0 && count < cap);
 	if (cap > ps->table_cap) {
 		uint32_t *t = sy_malloc(cap * sizeof(*t));
 		if (t == NULL)
@@ -520,6 +526,7 @@ static bool parse_array(parser *ps, sy_json **out, int depth)
 			skip_ws(ps);
 		}
 	}
+	assert(ps->items_len >= base); /* nested arrays gave back what they pushed */
 	size_t count = ps->items_len - base;
 	sy_json *v = ARENA_NEW(ps->doc, sy_json);
 	sy_json **items = NULL;
@@ -588,6 +595,7 @@ static bool parse_object(parser *ps, sy_json **out, int depth)
 			skip_ws(ps);
 		}
 	}
+	assert(ps->members_len >= base); /* nested objects gave back what they pushed */
 	size_t count = ps->members_len - base;
 	if (count > 1 && !check_duplicates(ps, ps->members + base, count, ps->key_pos + base))
 		return false;
@@ -686,6 +694,8 @@ sy_json_doc *sy_json_parse(const char *text, size_t len, sy_error *err)
 			perr(&ps, ps.pos, "unexpected data after the value");
 		goto fail;
 	}
+	/* Every container handed its scratch entries over when it closed. */
+	assert(ps.items_len == 0 && ps.members_len == 0);
 	ps.doc->root = root;
 	sy_free(ps.items);
 	sy_free(ps.members);

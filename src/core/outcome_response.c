@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,9 @@ bool sy_outcome_response_add_json(sy_outcome_response *r, const sy_json *outcome
 
 bool sy_outcome_response_write(const sy_outcome_response *r, sy_buf *out, sy_error *err)
 {
+	/* sy_outcome_response_new() made both, or returned NULL. */
+	assert(r->batch_id != NULL && r->batch_id->type == SY_JSON_STRING);
+	assert(r->server_time != NULL && r->server_time->type == SY_JSON_STRING);
 	if (r->acc.failed || r->rej.failed)
 		return outcome_nomem(err);
 	if (!sy_buf_puts(out, "{\"accepted\":[") || !sy_buf_append(out, r->acc.data, r->acc.len) ||

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,7 @@ static bool check_outcome(vctx *c, const char *p, const sy_json *o, bool in_acce
 	if (mut == NULL)
 		return VBAD("%s.mutation_id: not in the request", p);
 	size_t ordinal = (size_t)(mut - c->req->mutations);
+	assert(ordinal < c->req->mutation_count); /* lookup() answers from the request's index */
 	if (c->seen[ordinal])
 		return VBAD("%s.mutation_id: appears more than once", p);
 	if (*last != SIZE_MAX && ordinal < *last)
@@ -418,6 +420,11 @@ bool sy_outcome_validate_tree(const sy_push_request *req, const sy_json *respons
 	for (size_t i = 0; i < n; i++)
 		c.index[i] = &req->mutations[i];
 	qsort(c.index, n, sizeof *c.index, compare_mutations);
+#ifndef NDEBUG
+	/* lookup() bisects: ids strictly increasing (sy_push_parse refused repeats). */
+	for (size_t i = 1; i < n; i++)
+		assert(compare_mutations(&c.index[i - 1], &c.index[i]) < 0);
+#endif
 	ok = check_response(&c, response);
 fail:
 	sy_free(c.index);

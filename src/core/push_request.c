@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -611,6 +612,7 @@ void sy_push_request_free(sy_push_request *req)
 
 bool sy_push_check_pk(const sy_push_request *req, size_t i, const sy_table *t, sy_error *err)
 {
+	assert(i < req->mutation_count);
 	const sy_mutation *m = &req->mutations[i];
 	if (!name_is(m->pk_field, m->pk_field_len, t->pk.field_id)) {
 		quoted q1, q2;
