@@ -52,3 +52,6 @@ pkginclude_HEADERS += \
 # the ADR's dispatch order.
 src_core_libsycore_la_SOURCES += src/core/dispatch.c
 pkginclude_HEADERS += src/include/synchro/dispatch.h
+# The SQLSTATEs acted on, and the PostgreSQL type of each manifest type.
+src_core_libsycore_la_SOURCES += src/core/sqlstate.c src/core/pgtypes.c
+pkginclude_HEADERS += src/include/synchro/sqlstate.h src/include/synchro/pgtypes.h

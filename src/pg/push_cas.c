@@ -19,6 +19,7 @@
 #include "lib/stringinfo.h"
 
 #include "push_module.h"
+#include "synchro/pgtypes.h"
 #include "synchro/types.h"
 
 /* Attempts at a consistent row-and-fence lock when a concurrent insert slips between. */
@@ -265,14 +266,15 @@ void sp_write(sp_push *x, size_t k)
 			v[np++] = pr->vals[i] == NULL
 			                  ? (Datum)0
 			                  : sp_text_datum(pr->vals[i], strlen(pr->vals[i]));
-			appendStringInfo(&sql, ", $%d::%s", np, sp_pg_type(pr->fields[i]->type));
+			appendStringInfo(&sql, ", $%d::%s", np,
+			                 sy_type_pg_name(pr->fields[i]->type));
 		}
 		if (ti->owner >= 0) {
 			types[np] = TEXTOID;
 			nulls[np] = ' ';
 			v[np++] = x->user_d;
 			appendStringInfo(&sql, ", $%d::%s", np,
-			                 sp_pg_type(t->fields[ti->owner].type));
+			                 sy_type_pg_name(t->fields[ti->owner].type));
 		}
 		appendStringInfoChar(&sql, ')');
 		break;
@@ -286,7 +288,7 @@ void sp_write(sp_push *x, size_t k)
 			                  : sp_text_datum(pr->vals[i], strlen(pr->vals[i]));
 			appendStringInfo(&sql, "%s%s = $%d::%s", i ? ", " : "",
 			                 ti->cols[pr->fields[i] - t->fields], np,
-			                 sp_pg_type(pr->fields[i]->type));
+			                 sy_type_pg_name(pr->fields[i]->type));
 		}
 		appendStringInfo(&sql, " WHERE %s = $1::%s", ti->pk, ti->pk_type);
 		break;

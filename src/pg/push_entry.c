@@ -28,6 +28,7 @@
 
 #include "push_module.h"
 #include "synchro/alloc.h"
+#include "synchro/sqlstate.h"
 
 PG_MODULE_MAGIC;
 
@@ -126,12 +127,6 @@ static void execute(sp_push *x)
 	sp_constraints(false);
 }
 
-static bool retryable(int sqlerrcode)
-{
-	return sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
-	       sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE;
-}
-
 static bool execute_body(sp_push *x, void *arg)
 {
 	(void)arg;
@@ -154,7 +149,7 @@ static void first_execution(sp_push *x)
 	 * released unit waits for the caller's whole transaction, so an attempt in the same
 	 * transaction would meet it again. The error carries the SQLSTATE and no value.
 	 */
-	if (retryable(ed->sqlerrcode))
+	if (sy_sqlstate_retryable(unpack_sql_state(ed->sqlerrcode)))
 		ereport(ERROR,
 		        (errcode(ed->sqlerrcode),
 		         errmsg("synchro_push: batch %s of client %s rolled back: SQLSTATE %s; "

@@ -94,8 +94,6 @@ typedef struct sp_schema {
 sp_schema *sp_schema_get(int64 version);
 /* The table info of t in s (s used as the current schema). */
 const sp_table *sp_schema_table(sp_schema *s, const sy_table *t);
-/* The PostgreSQL type a wire value of t is cast to from its text. */
-const char *sp_pg_type(sy_type t);
 
 /* ---- the call ---- */
 

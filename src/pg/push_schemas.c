@@ -14,27 +14,9 @@
 
 #include "push_module.h"
 #include "synchro/alloc.h"
+#include "synchro/pgtypes.h"
 
 static sp_schema *schemas;
-
-const char *sp_pg_type(sy_type t)
-{
-	switch (t) {
-	case SY_TYPE_TEXT: return "text";
-	case SY_TYPE_INT32: return "int4";
-	case SY_TYPE_INT64: return "int8";
-	case SY_TYPE_FLOAT64: return "float8";
-	case SY_TYPE_NUMERIC: return "numeric";
-	case SY_TYPE_BOOL: return "bool";
-	case SY_TYPE_TIMESTAMP: return "timestamptz";
-	case SY_TYPE_DATE: return "date";
-	case SY_TYPE_UUID: return "uuid";
-	case SY_TYPE_BYTES: return "bytea";
-	case SY_TYPE_JSON: return "jsonb";
-	case SY_TYPE__COUNT: break;
-	}
-	return "text";
-}
 
 static const char manifest_sql[] =
         "SELECT v.hash, v.manifest FROM synchro.schema_versions v WHERE v.version = $1";
@@ -89,7 +71,7 @@ static void build_table(sp_table *x, const sy_table *t)
 	x->owner = -1;
 	x->rel = quote_relation(t->relation);
 	x->pk = pstrdup(quote_identifier(t->pk.column));
-	x->pk_type = sp_pg_type(t->pk.type);
+	x->pk_type = sy_type_pg_name(t->pk.type);
 	x->cols = palloc0(sizeof *x->cols * (t->field_count + 1));
 	for (size_t j = 0; j < t->field_count; j++) {
 		x->cols[j] = pstrdup(quote_identifier(t->fields[j].column));

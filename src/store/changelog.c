@@ -144,28 +144,6 @@ size_t sy_store_changes_epoch_count(const sy_store_changes *b)
 	return b->epochs;
 }
 
-/* One element of a text[] literal: NULL, or double-quoted with \ and " escaped. */
-static void put_text(sy_buf *col, bool first, const char *s)
-{
-	if (!first)
-		sy_buf_putc(col, ',');
-	if (!s) {
-		sy_buf_puts(col, "NULL");
-		return;
-	}
-	sy_buf_putc(col, '"');
-	for (const char *p = s; *p;) {
-		size_t run = strcspn(p, "\\\"");
-		sy_buf_append(col, p, run);
-		p += run;
-		if (*p) {
-			sy_buf_putc(col, '\\');
-			sy_buf_putc(col, *p++);
-		}
-	}
-	sy_buf_putc(col, '"');
-}
-
 bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch)
 {
 	if (b->failed)
@@ -185,15 +163,15 @@ bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch)
 	sy_buf_printf(&k->col[COL_ORDINAL], "%s%d", sep, ch->ordinal);
 	sy_buf_printf(&k->col[COL_XID], "%s%" PRIu32, sep, ch->xid);
 	sy_buf_printf(&k->col[COL_TIME], "%s%" PRId64, sep, ch->commit_time);
-	put_text(&k->col[COL_TABLE], first, ch->table_id);
-	put_text(&k->col[COL_PK], first, ch->pk);
-	put_text(&k->col[COL_VERSION], first, ch->version);
+	sy_store_array_elem(&k->col[COL_TABLE], first, ch->table_id);
+	sy_store_array_elem(&k->col[COL_PK], first, ch->pk);
+	sy_store_array_elem(&k->col[COL_VERSION], first, ch->version);
 	sy_buf_printf(&k->col[COL_STATE], "%s%s", sep, ch->deleted ? "deleted" : "live");
-	put_text(&k->col[COL_MUTATION], first, ch->mutation_id);
-	put_text(&k->col[COL_CLIENT], first, ch->client_id);
-	put_text(&k->col[COL_USER], first, ch->user_id);
-	put_text(&k->col[COL_OWNER_BEFORE], first, ch->owner_before);
-	put_text(&k->col[COL_OWNER_AFTER], first, ch->owner_after);
+	sy_store_array_elem(&k->col[COL_MUTATION], first, ch->mutation_id);
+	sy_store_array_elem(&k->col[COL_CLIENT], first, ch->client_id);
+	sy_store_array_elem(&k->col[COL_USER], first, ch->user_id);
+	sy_store_array_elem(&k->col[COL_OWNER_BEFORE], first, ch->owner_before);
+	sy_store_array_elem(&k->col[COL_OWNER_AFTER], first, ch->owner_after);
 	for (int i = 0; i < COL_COUNT; i++)
 		if (k->col[i].failed)
 			b->failed = true;
@@ -209,7 +187,7 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
 {
 	if (b->failed)
 		return false;
-	put_text(&b->epoch_client, b->epochs == 0, client_id);
+	sy_store_array_elem(&b->epoch_client, b->epochs == 0, client_id);
 	sy_buf_printf(&b->epoch_value, "%s%lld", b->epochs == 0 ? "" : ",", epoch);
 	sy_buf_printf(&b->epoch_xid, "%s%" PRIu32, b->epochs == 0 ? "" : ",", xid);
 	if (b->epoch_client.failed || b->epoch_value.failed || b->epoch_xid.failed) {

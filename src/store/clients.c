@@ -48,9 +48,17 @@ sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_clien
 	return SY_STORE_OK;
 }
 
-static sy_store_status retire(PGconn *c, const char *user, const char *client_id,
-                              sy_store_retirement *out, sy_error *err)
+typedef struct {
+	const char *user;
+	const char *client_id;
+	sy_store_retirement *out;
+} retirement;
+
+static sy_store_status retire(PGconn *c, void *arg, sy_error *err)
 {
+	const retirement *a = arg;
+	const char *user = a->user, *client_id = a->client_id;
+	sy_store_retirement *out = a->out;
 	sy_store_status st;
 	char state[6];
 	const char *p[] = {client_id, user};
@@ -103,20 +111,10 @@ sy_store_status sy_store_client_retire(PGconn *c, const char *user, const char *
                                        sy_store_retirement *out, sy_error *err)
 {
 	memset(out, 0, sizeof *out);
-	if (!user || !user[0])
-		return sy_store_fail(err, SY_STORE_INVALID, "the user must not be empty");
-	if (!sy_uuid_valid(client_id, strlen(client_id)))
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "client id \"%.40s\" is not a lowercase non-nil UUID",
-		                     client_id);
-	snprintf(out->client_id, sizeof out->client_id, "%s", client_id);
-	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	sy_store_status st = sy_store_check_client(user, client_id, err);
 	if (st != SY_STORE_OK)
 		return st;
-	st = retire(c, user, client_id, out, err);
-	if (st == SY_STORE_OK)
-		st = sy_store_command(c, "COMMIT", "commit", err);
-	if (st != SY_STORE_OK)
-		sy_store_rollback(c);
-	return st;
+	snprintf(out->client_id, sizeof out->client_id, "%s", client_id);
+	retirement a = {user, client_id, out};
+	return sy_store_transaction(c, retire, &a, err);
 }

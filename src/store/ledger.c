@@ -13,12 +13,9 @@
 static sy_store_status check_ids(const char *user, const char *client_id, const char *batch_id,
                                  sy_error *err)
 {
-	if (!user || !user[0])
-		return sy_store_fail(err, SY_STORE_INVALID, "the user must not be empty");
-	if (!sy_uuid_valid(client_id, strlen(client_id)))
-		return sy_store_fail(err, SY_STORE_INVALID,
-		                     "client id \"%.40s\" is not a lowercase non-nil UUID",
-		                     client_id);
+	sy_store_status st = sy_store_check_client(user, client_id, err);
+	if (st != SY_STORE_OK)
+		return st;
 	if (!sy_uuid_valid(batch_id, strlen(batch_id)))
 		return sy_store_fail(err, SY_STORE_INVALID,
 		                     "batch id \"%.40s\" is not a lowercase non-nil UUID",
@@ -150,8 +147,9 @@ sy_store_status sy_store_ledger_mutations(PGconn *c, const char *user, const cha
 	return st;
 }
 
-static sy_store_status purge(PGconn *c, sy_store_purged *out, sy_error *err)
+static sy_store_status purge(PGconn *c, void *arg, sy_error *err)
 {
+	sy_store_purged *out = arg;
 	sy_store_status st;
 	/* Mutations first: they name their batch. Fences, clients and markers are not touched. */
 	PGresult *r = sy_store_exec(
@@ -186,15 +184,8 @@ static sy_store_status purge(PGconn *c, sy_store_purged *out, sy_error *err)
 sy_store_status sy_store_ledger_purge_retired(PGconn *c, sy_store_purged *out, sy_error *err)
 {
 	memset(out, 0, sizeof *out);
-	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	sy_store_status st = sy_store_transaction(c, purge, out, err);
 	if (st != SY_STORE_OK)
-		return st;
-	st = purge(c, out, err);
-	if (st == SY_STORE_OK)
-		st = sy_store_command(c, "COMMIT", "commit", err);
-	if (st != SY_STORE_OK) {
-		sy_store_rollback(c);
 		memset(out, 0, sizeof *out);
-	}
 	return st;
 }

@@ -9,13 +9,7 @@
 #include "store/pull_broken.h"
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"
-
-bool sy_store_sqlstate_is_mapping(const char *sqlstate)
-{
-	/* Class 42: syntax error or access rule violation (undefined column 42703, undefined
-	 * table 42P01, datatype mismatch 42804, undefined function 42883 for a cast). */
-	return sqlstate[0] == '4' && sqlstate[1] == '2';
-}
+#include "synchro/sqlstate.h"
 
 sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken, sy_error *err)
 {
@@ -28,7 +22,7 @@ sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken, sy_erro
 		PQclear(r);
 		return SY_STORE_OK;
 	}
-	if (st == SY_STORE_FAILED && sy_store_sqlstate_is_mapping(sqlstate)) {
+	if (st == SY_STORE_FAILED && sy_sqlstate_is_mapping(sqlstate)) {
 		*broken = true;
 		return SY_STORE_OK;
 	}
@@ -50,7 +44,7 @@ static sy_store_status broken_rebuild(sy_store_pull *p, sy_error *err)
 	p->nbroken = 0;
 	for (size_t i = 0; i < p->m->table_count; i++)
 		if (p->tabs[i].broken) {
-			sy_store_pull_array_elem(&b, p->nbroken == 0, p->tabs[i].t->table_id);
+			sy_store_array_elem(&b, p->nbroken == 0, p->tabs[i].t->table_id);
 			p->nbroken++;
 		}
 	sy_buf_putc(&b, '}');

@@ -13,15 +13,12 @@
 
 /*
  * Runs sql (a probe that reads every mapped column of one table and no row). *broken true
- * when the database refused it for what the statement names (SQLSTATE class 42, e.g.
- * undefined column or relation, or a cast that no longer applies); SY_STORE_OK then too.
+ * when the database refused it for what the statement names (sy_sqlstate_is_mapping:
+ * e.g. an undefined column or relation, or a cast that no longer applies); SY_STORE_OK then too.
  * Any other failure is returned as such (a lost connection: SY_STORE_CONNECTION).
  */
 SY_MUST_CHECK sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken,
                                              sy_error *err);
-
-/* Whether a failed statement's SQLSTATE says that what it names no longer exists or fits. */
-bool sy_store_sqlstate_is_mapping(const char *sqlstate);
 
 /* Monotonic milliseconds. */
 long long sy_store_mono_ms(void);

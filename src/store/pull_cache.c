@@ -105,20 +105,6 @@ static void sort_tables(sy_store_pull *p, size_t n)
 	}
 }
 
-/* Array literal element (double-quoted, \ and " escaped). */
-void sy_store_pull_array_elem(sy_buf *b, bool first, const char *s)
-{
-	if (!first)
-		sy_buf_putc(b, ',');
-	sy_buf_putc(b, '"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			sy_buf_putc(b, '\\');
-		sy_buf_putc(b, *s);
-	}
-	sy_buf_putc(b, '"');
-}
-
 /* Makes m (taken over) the cached manifest of version and builds its statements. */
 static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long version, sy_manifest *m,
                                    sy_error *err)
@@ -167,9 +153,9 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 		if (!sy_store_rebuild_build_sql(x))
 			goto nomem_lists;
 		if (x->owner_scope)
-			sy_store_pull_array_elem(&own, own.len == 1, t->table_id);
+			sy_store_array_elem(&own, own.len == 1, t->table_id);
 		else
-			sy_store_pull_array_elem(&all, all.len == 1, t->table_id);
+			sy_store_array_elem(&all, all.len == 1, t->table_id);
 	}
 	sy_buf_putc(&all, '}');
 	sy_buf_putc(&own, '}');

@@ -52,8 +52,6 @@ struct sy_store_pull {
 char *sy_store_pull_steal(sy_buf *b);
 /* Appends ", <column j of x as text>" over alias r (the statements' common row shape). */
 void sy_store_pull_put_value(sy_buf *b, const sy_store_ptab *x, size_t j);
-/* Appends one double-quoted text[] element (first: no comma before it). */
-void sy_store_pull_array_elem(sy_buf *b, bool first, const char *s);
 /* Reads the current manifest into p (when its version is not the cached one) and builds its
  * statements; SY_STORE_NOT_FOUND when nothing is published (p is then empty). */
 SY_MUST_CHECK sy_store_status sy_store_pull_cache_load(sy_store_pull *p, PGconn *c, sy_error *err);

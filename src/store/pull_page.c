@@ -18,6 +18,7 @@
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"
 #include "synchro/json.h"
+#include "synchro/sqlstate.h"
 
 /*
  * Most changelog entries one pull reads past its cursor: a caller whose read scope holds few
@@ -398,7 +399,7 @@ sy_store_status sy_store_pull_handle(sy_store_pull *p, PGconn *c, const sy_store
 		x.out->statements++;
 		PGresult *r = sy_store_exec_stmt(c, &p->page, pv, PGRES_TUPLES_OK, "pull", sqlstate,
 		                                 &st, err);
-		if (r == NULL && st == SY_STORE_FAILED && sy_store_sqlstate_is_mapping(sqlstate) &&
+		if (r == NULL && st == SY_STORE_FAILED && sy_sqlstate_is_mapping(sqlstate) &&
 		    !probed) {
 			/* A table no longer matches its mapping: a publish may have mended it (the
 			 * responder reads the current manifest again), else the tables that fail

@@ -7,6 +7,7 @@
 
 #include "store/push_call.h"
 #include "synchro/octets.h"
+#include "synchro/sqlstate.h"
 
 void sy_store_push_answer_clear(sy_store_push_answer *a)
 {
@@ -20,11 +21,6 @@ static const char push_sql[] =
 
 /* ADR: a deadlock or serialization failure is tried again, a bounded number of times. */
 #define ATTEMPTS 3
-
-static bool retryable(const char *sqlstate)
-{
-	return strcmp(sqlstate, "40P01") == 0 || strcmp(sqlstate, "40001") == 0;
-}
 
 /* A binary int4 column. */
 static int col_int4(const PGresult *r, int col)
@@ -67,7 +63,7 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 		if (sqlstate != NULL)
 			memcpy(sqlstate, state, sizeof state);
 		/* synchro_push rolled back everything: run it again in a new transaction */
-		if (attempt < ATTEMPTS && st == SY_STORE_FAILED && retryable(state))
+		if (attempt < ATTEMPTS && st == SY_STORE_FAILED && sy_sqlstate_retryable(state))
 			continue;
 		return st == SY_STORE_OK ? SY_STORE_FAILED : st;
 	}

@@ -16,16 +16,8 @@
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"
 #include "synchro/json.h"
-
-static const char *pg_type(sy_type t)
-{
-	switch (t) {
-	case SY_TYPE_INT32: return "int4";
-	case SY_TYPE_INT64: return "int8";
-	case SY_TYPE_UUID: return "uuid";
-	default: return "text";
-	}
-}
+#include "synchro/pgtypes.h"
+#include "synchro/sqlstate.h"
 
 bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 {
@@ -45,7 +37,7 @@ bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 		const char *w = " WHERE";
 		if (after) {
 			sy_buf_printf(&b, "%s r.%s > $%d::%s", w, x->pk, n++,
-			              pg_type(x->t->pk.type));
+			              sy_type_pg_name(x->t->pk.type));
 			w = " AND";
 		}
 		if (x->owner_scope)
@@ -236,9 +228,9 @@ static sy_store_status rebuild_session(sy_store_read *x, const sy_store_rebuild_
 
 static bool retry_state(const char *sqlstate)
 {
-	/* A racing first page of the same session, or a serialization failure. */
-	return strcmp(sqlstate, "23505") == 0 || strcmp(sqlstate, "40001") == 0 ||
-	       strcmp(sqlstate, "40P01") == 0;
+	/* A racing first page of the same session (unique_violation), or a serialization
+	 * failure or deadlock. */
+	return strcmp(sqlstate, "23505") == 0 || sy_sqlstate_retryable(sqlstate);
 }
 
 /* One attempt at a page in its own REPEATABLE READ transaction; *again: retry. */

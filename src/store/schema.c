@@ -605,10 +605,22 @@ static sy_store_status check_pk_history(PGconn *c, const sy_manifest *m, sy_erro
 	return st;
 }
 
-static sy_store_status publish(PGconn *c, const sy_manifest *m, char (*oids)[16],
-                               sy_store_note_fn note, void *arg, sy_store_published *out,
-                               sy_error *err)
+typedef struct {
+	const sy_manifest *m;
+	char (*oids)[16];
+	sy_store_note_fn note;
+	void *arg;
+	sy_store_published *out;
+} publication;
+
+static sy_store_status publish(PGconn *c, void *pub, sy_error *err)
 {
+	const publication *a = pub;
+	const sy_manifest *m = a->m;
+	char(*oids)[16] = a->oids;
+	sy_store_note_fn note = a->note;
+	void *arg = a->arg;
+	sy_store_published *out = a->out;
 	sy_store_status st = sy_store_command(
 	        c, "LOCK TABLE synchro.schema_versions IN SHARE ROW EXCLUSIVE MODE", "lock", err);
 	if (st != SY_STORE_OK)
@@ -687,13 +699,8 @@ sy_store_status sy_store_schema_publish(PGconn *c, const sy_manifest *m, sy_stor
 	char(*oids)[16] = sy_calloc(m->table_count ? m->table_count : 1, sizeof *oids);
 	if (!oids)
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
-	st = sy_store_command(c, "BEGIN", "begin", err);
-	if (st == SY_STORE_OK)
-		st = publish(c, m, oids, note, arg, out, err);
-	if (st == SY_STORE_OK)
-		st = sy_store_command(c, "COMMIT", "commit", err);
-	if (st != SY_STORE_OK)
-		sy_store_rollback(c);
+	publication a = {m, oids, note, arg, out};
+	st = sy_store_transaction(c, publish, &a, err);
 	sy_free(oids);
 	return st;
 }

@@ -226,3 +226,47 @@ fail:
 	sy_free(name);
 	return out;
 }
+
+void sy_store_array_elem(sy_buf *col, bool first, const char *s)
+{
+	if (!first)
+		sy_buf_putc(col, ',');
+	if (!s) {
+		sy_buf_puts(col, "NULL");
+		return;
+	}
+	sy_buf_putc(col, '"');
+	for (const char *p = s; *p;) {
+		size_t run = strcspn(p, "\\\"");
+		sy_buf_append(col, p, run);
+		p += run;
+		if (*p) {
+			sy_buf_putc(col, '\\');
+			sy_buf_putc(col, *p++);
+		}
+	}
+	sy_buf_putc(col, '"');
+}
+
+sy_store_status sy_store_check_client(const char *user, const char *client_id, sy_error *err)
+{
+	if (!user || !user[0])
+		return sy_store_fail(err, SY_STORE_INVALID, "the user must not be empty");
+	if (!sy_uuid_valid(client_id, strlen(client_id)))
+		return sy_store_fail(err, SY_STORE_INVALID,
+		                     "client id \"%.40s\" is not a lowercase non-nil UUID",
+		                     client_id);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_transaction(PGconn *c, sy_store_txn_fn fn, void *arg, sy_error *err)
+{
+	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	if (st == SY_STORE_OK)
+		st = fn(c, arg, err);
+	if (st == SY_STORE_OK)
+		st = sy_store_command(c, "COMMIT", "commit", err);
+	if (st != SY_STORE_OK)
+		sy_store_rollback(c);
+	return st;
+}

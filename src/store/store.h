@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "synchro/buf.h"
 #include "synchro/common.h"
 
 /*
@@ -72,6 +73,29 @@ void sy_store_rollback(PGconn *c);
 SY_MUST_CHECK char *sy_store_quote_relation(PGconn *c, const char *relation, sy_error *err);
 /* One quoted identifier; a new string the caller frees with sy_free(); NULL with *err set. */
 SY_MUST_CHECK char *sy_store_quote_ident(PGconn *c, const char *name, sy_error *err);
+
+/*
+ * The names every operation on one client starts with: a non-empty user and a canonical
+ * client id (a lowercase non-nil UUID). SY_STORE_OK, or SY_STORE_INVALID with *err set.
+ */
+SY_MUST_CHECK sy_store_status sy_store_check_client(const char *user, const char *client_id,
+                                                    sy_error *err);
+
+/* One step of a transaction (sy_store_transaction). */
+typedef sy_store_status (*sy_store_txn_fn)(PGconn *c, void *arg, sy_error *err);
+/*
+ * Runs fn(c, arg, err) between BEGIN and COMMIT; rolls back when any of the three fails.
+ * Returns fn's status, or the failure of BEGIN or COMMIT (c is left idle either way).
+ */
+SY_MUST_CHECK sy_store_status sy_store_transaction(PGconn *c, sy_store_txn_fn fn, void *arg,
+                                                   sy_error *err);
+
+/*
+ * Appends one element of a text[] literal to b: "NULL" for a NULL s, else s double-quoted
+ * with \ and " escaped; a comma before it unless first. b's failed flag records a lack of
+ * memory.
+ */
+void sy_store_array_elem(sy_buf *b, bool first, const char *s);
 
 /* Sets *err to msg and returns st (so callers can `return sy_store_fail(...)`). */
 sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt, ...)
