@@ -560,3 +560,46 @@ void sy_client_rollback(sy_client_txn *t)
 	sy_cl_rollback(t->c);
 	sy_free(t);
 }
+
+/*
+ * ADR "Atomic mutation groups": an atomic transaction goes in one batch, whole.
+ * A member waiting behind an in-flight predecessor of its row holds the group
+ * back (*verdict 1) until that predecessor is answered; a member that can no
+ * longer go (blocked behind a failed predecessor, resolved) means the group
+ * never can: its pending and waiting members become blocked_limit
+ * atomic_group_blocked (*verdict -1). 0: every member is pending.
+ */
+sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	*verdict = 0;
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c,
+	        "SELECT coalesce(sum(state = 'waiting'), 0),"
+	        " coalesce(sum(state NOT IN ('pending', 'waiting')), 0) FROM intents WHERE txn = ?",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, txn);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		rc = sy_cl_store_fail(c, err, "atomic group");
+		sy_cl_release(st);
+		return rc;
+	}
+	int64_t waiting = sqlite3_column_int64(st, 0), gone = sqlite3_column_int64(st, 1);
+	sy_cl_release(st);
+	if (gone == 0) {
+		*verdict = waiting > 0 ? 1 : 0;
+		return SY_CLIENT_OK;
+	}
+	*verdict = -1;
+	if ((rc = sy_cl_prepare_cached(c,
+	                               "UPDATE intents SET state = 'blocked_limit',"
+	                               " code = 'atomic_group_blocked', updated_ms = ?"
+	                               " WHERE txn = ? AND state IN ('pending', 'waiting')",
+	                               &st, err)) != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, sy_cl_now(c));
+	sqlite3_bind_int64(st, 2, txn);
+	return sy_cl_run_cached(c, st, err);
+}

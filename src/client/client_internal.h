@@ -199,6 +199,10 @@ SY_MUST_CHECK sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id,
 SY_MUST_CHECK sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id,
                                                    bool accepted, const char *server_version,
                                                    sy_client_error *err);
+/* client_intent.c: whether atomic transaction txn can be sealed now (0), waits for a
+ * member's predecessor (1) or never can, its members now blocked (-1). */
+SY_MUST_CHECK sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict,
+                                                    sy_client_error *err);
 /* Writes a server row into rows (or a tombstone when row is NULL and deleted). */
 SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk,
                                          const char *row, bool deleted, const char *server_version,

@@ -606,6 +606,15 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		if ((rc = load_pending(c, -1, &r, err)) != SY_CLIENT_OK)
 			goto fail;
 	}
+	if (r.v[0].atomic) { /* one batch, whole: not while a member waits, never once one failed */
+		int verdict = 0;
+		if ((rc = sy_cl_atomic_group_check(c, r.v[0].txn, &verdict, err)) != SY_CLIENT_OK)
+			goto fail;
+		if (verdict != 0) {
+			rc = sy_cl_commit(c, err);
+			goto done;
+		}
+	}
 	p.doc = sy_json_doc_new();
 	p.mutations = p.doc ? sy_json_new_array(p.doc) : NULL;
 	irow **chain = sy_calloc(r.n, sizeof *chain);

@@ -193,6 +193,55 @@ static void test_chain_cut_by_the_load_limit(void)
 	stop();
 }
 
+/* Found by the chaos suite: an atomic member of a row whose insert was in flight
+ * waited behind it and went in a later batch of its own, split from its group. */
+static void test_atomic_waits_whole(void)
+{
+	start();
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	sy_client_txn *t;
+	char b[SY_UUID_LEN + 1], u[SY_UUID_LEN + 1];
+	OK(sy_client_begin(C, true, &t, &E));
+	OK(sy_client_insert(t, "todo", "\"b\"", "{\"title\":\"two\"}", b, &E));
+	OK(sy_client_update(t, "todo", "\"a\"", "{\"done\":true}", u, &E));
+	OK(sy_client_commit(t, &E));
+	fake_hold(F, true);
+	step_until_inflight();
+	int64_t next;
+	OK(sy_client_step(C, &next, &E)); /* in flight: what can go next is sealed ahead */
+	fake_hold(F, false);
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	CU_ASSERT(push_has(1, "\"atomic\":true") && push_has(1, b) && push_has(1, u));
+	CU_ASSERT_EQUAL(state(b), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(state(u), SY_INTENT_APPLIED);
+	stop();
+}
+
+/* The same group when that predecessor conflicts: nothing of the group is sent. */
+static void test_atomic_blocked_by_a_failed_predecessor(void)
+{
+	start();
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	sync_ok();
+	fake_direct_write(F, "todo", "\"a\"", "{\"done\":false,\"note\":null,\"title\":\"other\"}");
+	char p[SY_UUID_LEN + 1];
+	snprintf(p, sizeof p, "%s", w('u', "\"a\"", "{\"title\":\"mine\"}"));
+	sy_client_txn *t;
+	char b[SY_UUID_LEN + 1], u[SY_UUID_LEN + 1];
+	OK(sy_client_begin(C, true, &t, &E));
+	OK(sy_client_insert(t, "todo", "\"b\"", "{\"title\":\"two\"}", b, &E));
+	OK(sy_client_update(t, "todo", "\"a\"", "{\"done\":true}", u, &E));
+	OK(sy_client_commit(t, &E));
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 2); /* the first insert, then the conflicting update */
+	CU_ASSERT_EQUAL(state(p), SY_INTENT_CONFLICT);
+	CU_ASSERT_EQUAL(state(u), SY_INTENT_BLOCKED_BY_PREDECESSOR);
+	CU_ASSERT_EQUAL(state(b), SY_INTENT_BLOCKED_LIMIT);
+	CU_ASSERT_PTR_NULL(fake_row(F, "todo", "\"b\""));
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -206,6 +255,10 @@ int main(void)
 	         test_atomic_over_limit_blocked},
 	        {"a chain cut by the load limit waits behind what is sent",
 	         test_chain_cut_by_the_load_limit},
+	        {"an atomic transaction waits whole behind a member's predecessor",
+	         test_atomic_waits_whole},
+	        {"an atomic transaction whose member's predecessor failed is blocked whole",
+	         test_atomic_blocked_by_a_failed_predecessor},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client sync", tests);
