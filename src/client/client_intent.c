@@ -601,5 +601,45 @@ sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict, s
 		return rc;
 	sqlite3_bind_int64(st, 1, sy_cl_now(c));
 	sqlite3_bind_int64(st, 2, txn);
+	if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
+		return rc;
+	return sy_cl_block_waiters(c, err);
+}
+
+/*
+ * An intent waiting behind a mutation that an atomic group's blocking kept off the wire
+ * (blocked_limit) would wait for ever: it is blocked_by_predecessor, linked to it.
+ */
+sy_client_rc sy_cl_block_waiters(sy_client *c, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c,
+	        "UPDATE intents SET state = 'blocked_by_predecessor', link = pred, updated_ms = ?"
+	        " WHERE state = 'waiting' AND pred IN"
+	        " (SELECT mutation_id FROM intents WHERE state = 'blocked_limit')",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_int64(st, 1, sy_cl_now(c));
 	return sy_cl_run_cached(c, st, err);
+}
+
+/* The intent of the row authored last before local order ord that is not folded (a
+ * new string), or NULL: the predecessor a dependent without a base is blocked behind. */
+char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t ord)
+{
+	sqlite3_stmt *st;
+	if (sy_cl_prepare_cached(c,
+	                         "SELECT mutation_id FROM intents WHERE tbl = ? AND pk = ? AND ord < ?"
+	                         " AND state NOT IN ('superseded_before_send', 'cancelled_before_send')"
+	                         " ORDER BY ord DESC, seq DESC LIMIT 1",
+	                         &st, NULL) != SY_CLIENT_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, ord);
+	char *id = sqlite3_step(st) == SQLITE_ROW ? sy_cl_col_text(st, 0) : NULL;
+	sy_cl_release(st);
+	return id;
 }

@@ -203,6 +203,10 @@ SY_MUST_CHECK sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mut
  * member's predecessor (1) or never can, its members now blocked (-1). */
 SY_MUST_CHECK sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict,
                                                     sy_client_error *err);
+/* client_intent.c: waiting intents whose predecessor is blocked_limit become blocked. */
+SY_MUST_CHECK sy_client_rc sy_cl_block_waiters(sy_client *c, sy_client_error *err);
+/* client_intent.c: the row's intent authored last before ord, not folded (new), or NULL. */
+char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t ord);
 /* Writes a server row into rows (or a tombstone when row is NULL and deleted). */
 SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk,
                                          const char *row, bool deleted, const char *server_version,

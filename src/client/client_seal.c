@@ -456,8 +456,14 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			continue;
 		}
 		/* ADR: never sent with a made-up version; an update or delete needs its base. */
-		if (norm.op != SY_OP_INSERT && head->base == NULL)
-			return block_rest(c, chain, at, n, head->pred, err);
+		if (norm.op != SY_OP_INSERT && head->base == NULL) {
+			if (atomic)
+				*stop = true; /* the atomic group cannot go whole */
+			char *pred = head->pred ? NULL : sy_cl_row_pred(c, head->tbl, head->pk, head->ord);
+			rc = block_rest(c, chain, at, n, head->pred ? head->pred : pred, err);
+			sy_free(pred);
+			return rc;
+		}
 		char nid[SY_UUID_LEN + 1];
 		char *cols = NULL;
 		const char *id = head->id;
@@ -700,6 +706,8 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		for (size_t i = 0; i < p.n && rc == SY_CLIENT_OK; i++)
 			rc = set_state(c, p.ids[i], "blocked_limit", NULL, NULL,
 			               "atomic_group_blocked", NULL, err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_cl_block_waiters(c, err);
 		if (rc != SY_CLIENT_OK)
 			goto fail;
 	}

@@ -242,6 +242,42 @@ static void test_atomic_blocked_by_a_failed_predecessor(void)
 	stop();
 }
 
+/* Found by the chaos suite: a member without a base (authored behind an intent of its
+ * row that was then blocked) was blocked at sealing, with no predecessor named, and the
+ * rest of its atomic transaction went without it. */
+static void test_atomic_member_without_base_blocks_the_group(void)
+{
+	start();
+	w('i', "\"a\"", "{\"title\":\"one\"}");
+	sync_ok();
+	size_t n = 70000;
+	char *big = malloc(n + 32);
+	snprintf(big, 16, "{\"title\":\"");
+	memset(big + 10, 'x', n);
+	snprintf(big + 10 + n, 8, "\"}");
+	sy_client_txn *t;
+	char p[SY_UUID_LEN + 1], q[SY_UUID_LEN + 1], u[SY_UUID_LEN + 1], c[SY_UUID_LEN + 1];
+	OK(sy_client_begin(C, true, &t, &E)); /* over a push limit: blocked whole */
+	OK(sy_client_update(t, "todo", "\"a\"", "{\"done\":true}", p, &E));
+	OK(sy_client_insert(t, "todo", "\"b\"", big, q, &E));
+	OK(sy_client_commit(t, &E));
+	free(big);
+	OK(sy_client_begin(C, true, &t, &E)); /* its update has no base: p is outstanding */
+	OK(sy_client_update(t, "todo", "\"a\"", "{\"title\":\"two\"}", u, &E));
+	OK(sy_client_insert(t, "todo", "\"c\"", "{\"title\":\"three\"}", c, &E));
+	OK(sy_client_commit(t, &E));
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 1); /* only the first insert */
+	CU_ASSERT_EQUAL(state(p), SY_INTENT_BLOCKED_LIMIT);
+	CU_ASSERT_EQUAL(state(u), SY_INTENT_BLOCKED_BY_PREDECESSOR);
+	CU_ASSERT_EQUAL(state(c), SY_INTENT_BLOCKED_LIMIT);
+	sy_client_intent *i = intent(u);
+	CU_ASSERT(i != NULL && i->link != NULL && strcmp(i->link, p) == 0);
+	sy_client_intent_free(i);
+	CU_ASSERT_PTR_NULL(fake_row(F, "todo", "\"c\""));
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -259,6 +295,8 @@ int main(void)
 	         test_atomic_waits_whole},
 	        {"an atomic transaction whose member's predecessor failed is blocked whole",
 	         test_atomic_blocked_by_a_failed_predecessor},
+	        {"an atomic member without a base blocks its group, naming its predecessor",
+	         test_atomic_member_without_base_blocks_the_group},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client sync", tests);
