@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""The chaos suite (issue 14; doc/reliability.md): a whole local stack (PostgreSQL, two
+synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
+libsynchro-client store driven through synchro-cli, for several users, writing at random
+offline and online while faults are injected at random moments; then a final sync and the
+checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
+and prints the seed that reproduces its schedule.
+
+Run inside a throwaway PostgreSQL: contrib/chaos [--seed N] [--minutes M] [--devices D]
+(or tests/integration/with-pg tests/chaos/chaos.py ...); make check runs the CI-size run,
+tests/chaos/test_chaos.pgt. Exit status 0: no violation; 1: a violation; 77: skipped."""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../e2e"))
+sys.path.insert(0, HERE)
+import synchro_e2e as e2e  # noqa: E402
+from chaos_checker import Checker  # noqa: E402
+from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
+from chaos_faults import Faults  # noqa: E402
+from chaos_stack import ChaosStack  # noqa: E402
+from fault_proxy import FaultProxy  # noqa: E402
+
+CLI = os.environ.get("SYNCHRO_E2E_CLI") or os.path.join(e2e.BUILD, "src/client/synchro-cli")
+USERS = ("alice", "bob", "carol")
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="chaos", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=None, help="the seed of every random choice (default: from the clock)")
+    ap.add_argument("--minutes", type=float, default=None, help="minutes of workload and faults")
+    ap.add_argument("--seconds", type=float, default=None, help="seconds of workload and faults (CI size)")
+    ap.add_argument("--devices", type=int, default=6, help="simulated devices (default 6), spread over 3 users")
+    ap.add_argument("--workers", type=int, default=4, help="synchro-fcgi responders (default 4)")
+    ap.add_argument("--no-faults", action="store_true", help="workload and checker only")
+    ap.add_argument("--fault-every", type=float, default=3.0, help="mean seconds between faults (default 3)")
+    ap.add_argument("--figures", default=None, help="write the run's figures as JSON to this file")
+    a = ap.parse_args(argv)
+    if a.seed is None:
+        a.seed = int(time.time() * 1000) % 1000000007
+    a.duration = a.seconds if a.seconds is not None else 60.0 * (a.minutes if a.minutes is not None else 1.0)
+    return a
+
+
+def setup_hot_rows(stack, rng):
+    """The hot rows: HOT_TODOS_PER_USER to-dos of each user (shared by that user's devices)
+    and the HOT_ITEMS items (every user's scope), written directly into the app tables."""
+    hot = {}
+    sql = []
+    for user in USERS:
+        hot[user] = []
+        for _ in range(HOT_TODOS_PER_USER):
+            pk = "%08x-0000-4000-8000-%012x" % (rng.getrandbits(32), rng.getrandbits(48))
+            hot[user].append(pk)
+            sql.append("INSERT INTO public.todo (id, title, owner) VALUES ('%s', 'hot', '%s');" % (pk, user))
+    for i in HOT_ITEMS:
+        sql.append("INSERT INTO public.item (id, label, qty) VALUES (%d, 'hot-%d', 0);" % (i, i))
+    stack.run_sql_file("\n".join(sql))
+    return hot
+
+
+def device_loop(dev, deadline, faults, errors):
+    try:
+        while time.monotonic() < deadline:
+            dev.round(kill_prob=faults.device_kill_prob if faults else 0.0)
+            time.sleep(dev.rng.uniform(0.0, 0.3))
+    except Exception:  # noqa: BLE001 - reported as a violation
+        errors.append("%s: the device loop failed:\n%s" % (dev.name, traceback.format_exc()))
+
+
+def run(a):
+    print("chaos: seed %d, %.0f s, %d devices, %d responders, faults %s"
+          % (a.seed, a.duration, a.devices, a.workers, "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
+          flush=True)
+    rng = random.Random("%d/main" % a.seed)
+    stack = ChaosStack(workers=a.workers)
+    proxy = None
+    faults = None
+    errors = []
+    t_start = time.monotonic()
+    try:
+        stack.start_all()
+        proxy = FaultProxy(stack.port, "%d/proxy" % a.seed)
+        hot = setup_hot_rows(stack, rng)
+        devices = []
+        for i in range(a.devices):
+            user = USERS[i % len(USERS)]
+            d = Device(i, user, e2e.USERS[user], stack.dir, proxy.url, CLI, a.seed)
+            d.hot_todos = hot[user]
+            devices.append(d)
+        for d in devices:
+            rc, out = d.run("connect")
+            if rc != 0:
+                raise AssertionError("%s: connect failed (%d): %s" % (d.name, rc, out))
+            d.read_client_id()
+        if not a.no_faults:
+            faults = Faults(stack, proxy, devices, a.seed, a.fault_every)
+        deadline = time.monotonic() + a.duration
+        threads = [threading.Thread(target=device_loop, args=(d, deadline, faults, errors), daemon=True)
+                   for d in devices]
+        for t in threads:
+            t.start()
+        if faults:
+            faults.run_until(deadline)
+        for t in threads:
+            t.join(a.duration + 300)
+            if t.is_alive():
+                errors.append("a device loop did not end")
+        if faults:
+            faults.finish()
+        t_work = time.monotonic() - t_start
+        # The final sync: every fault healed, each device syncs until nothing is left to send.
+        proxy.set_rates(0.0, 0.0)
+        for d in devices:
+            d.settle()
+        checker = Checker(stack, proxy, devices, errors)
+        checker.wait_materialized()
+        for d in devices:
+            d.settle(rounds=3)
+        checker.check()
+        fig = checker.figures(faults.counts() if faults else {}, a, t_work)
+        print_figures(fig)
+        if a.figures:
+            with open(a.figures, "w") as f:
+                json.dump(fig, f, indent=1, sort_keys=True)
+        if checker.violations:
+            stack.keep = True
+            print("\nchaos: %d VIOLATION(S) (seed %d):" % (len(checker.violations), a.seed), flush=True)
+            for v in checker.violations[:60]:
+                print("  - " + v.replace("\n", "\n    "), flush=True)
+            print("\nreproduce the schedule with: contrib/chaos --seed %d --seconds %.0f --devices %d"
+                  % (a.seed, a.duration, a.devices), flush=True)
+            return 1
+        print("\nchaos: no violation (seed %d)" % a.seed, flush=True)
+        return 0
+    except Exception:  # noqa: BLE001
+        stack.keep = True
+        traceback.print_exc()
+        print("\nchaos: the run failed (seed %d); reproduce with: contrib/chaos --seed %d --seconds %.0f --devices %d"
+              % (a.seed, a.seed, a.duration, a.devices), flush=True)
+        stack.show_logs()
+        return 1
+    finally:
+        if faults:
+            faults.finish()
+        if proxy:
+            proxy.close()
+        stack.stop()
+
+
+def print_figures(fig):
+    print("\nfigures:", flush=True)
+    for k in sorted(fig):
+        v = fig[k]
+        if isinstance(v, dict):
+            print("  %s: %s" % (k, ", ".join("%s %s" % kv for kv in sorted(v.items()))))
+        else:
+            print("  %s: %s" % (k, v))
+
+
+def main(argv):
+    a = parse(argv)
+    for exe in (CLI, e2e.FCGI, e2e.WALSYNC, e2e.SYNCHROCTL):
+        if not os.access(exe, os.X_OK):
+            print("chaos: %s not built; skipping" % exe)
+            return 77
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        print("chaos: nginx not installed; skipping")
+        return 77
+    if "PGHOST" not in os.environ or "SYNCHRO_PG_DATA" not in os.environ:
+        print("chaos: run inside tests/integration/with-pg (contrib/chaos does)", file=sys.stderr)
+        return 2
+    status = run(a)
+    # PostgreSQL's server log: no backend crash (with-pg checks it again after exit).
+    bad = e2e.crash_lines(e2e.pg_log())
+    if bad or e2e._log_problems:
+        print("chaos: crash lines in the logs (seed %d):\n  %s" % (a.seed, "\n  ".join((bad + e2e._log_problems)[:20])))
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

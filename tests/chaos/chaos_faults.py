@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The chaos suite's fault schedule: from the run's seed, faults at random moments (mean
+interval --fault-every), each kind counted:
+
+  drop_after_commit, reset_mid_response   the fault proxy, on a share of the responses
+  responder_sigkill                       a synchro-fcgi responder killed (the master forks anew)
+  responder_sigstop                       a responder stopped past nginx's fastcgi_read_timeout
+  postgres_restart_immediate              pg_ctl stop -m immediate, then start
+  walsync_leader_sigkill                  the lease holder killed; the standby takes over
+  device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
+  schema_publish                          once: manifest v2 without todo.note
+  generation_expiry                       a device's client id connects anew (twice a run)
+  device_retired                          once: a device retired with queued intents
+
+The one-shot events happen at fixed fractions of the run (with seeded jitter)."""
+
+import random
+import threading
+import time
+
+DROP_RATE = 0.06
+RESET_RATE = 0.04
+DEVICE_KILL_PROB = 0.08
+WEIGHTS = (("responder_sigkill", 4), ("responder_sigstop", 3), ("walsync_leader_sigkill", 3),
+           ("postgres_restart_immediate", 1))
+PG_RESTART_MIN_GAP_S = 20
+
+
+class Faults:
+    def __init__(self, stack, proxy, devices, seed, every):
+        self.stack = stack
+        self.proxy = proxy
+        self.devices = devices
+        self.rng = random.Random("%d/faults" % seed)
+        self.every = every
+        self.device_kill_prob = DEVICE_KILL_PROB
+        self._counts = {k: 0 for k, _ in WEIGHTS}
+        self._counts.update({"schema_publish": 0, "generation_expiry": 0, "device_retired": 0})
+        self.threads = []
+        self.last_pg_restart = 0.0
+        self.retired_device = None
+        self.finished = False
+        proxy.set_rates(DROP_RATE, RESET_RATE)
+
+    def counts(self):
+        c = dict(self._counts)
+        c.update(self.proxy.counts)
+        c["device_sigkill_mid_sync"] = sum(d.counts["killed_mid_sync"] for d in self.devices)
+        return c
+
+    def _pick(self):
+        kinds = [k for k, w in WEIGHTS for _ in range(w)]
+        return self.rng.choice(kinds)
+
+    def run_until(self, deadline):
+        start = time.monotonic()
+        span = deadline - start
+        one_shots = sorted([
+            (start + span * self.rng.uniform(0.25, 0.35), "generation_expiry"),
+            (start + span * self.rng.uniform(0.40, 0.50), "schema_publish"),
+            (start + span * self.rng.uniform(0.55, 0.65), "device_retired"),
+            (start + span * self.rng.uniform(0.70, 0.80), "generation_expiry"),
+        ])
+        next_fault = start + self.rng.expovariate(1.0 / self.every)
+        while True:
+            now = time.monotonic()
+            if now >= deadline - 2.0:
+                break
+            if one_shots and one_shots[0][0] <= now:
+                _, kind = one_shots.pop(0)
+                self.one_shot(kind)
+                continue
+            if next_fault <= now:
+                kind = self._pick()
+                if kind == "postgres_restart_immediate" and now - self.last_pg_restart < PG_RESTART_MIN_GAP_S:
+                    kind = "responder_sigkill"
+                self.fault(kind)
+                next_fault = time.monotonic() + self.rng.expovariate(1.0 / self.every)
+                continue
+            time.sleep(min(0.1, max(0.0, min(next_fault, one_shots[0][0] if one_shots else next_fault) - now)))
+
+    def fault(self, kind):
+        st = self.stack
+        if kind == "responder_sigkill":
+            ok = st.kill_responder(self.rng)
+        elif kind == "responder_sigstop":
+            # in a thread: the stop lasts past nginx's timeout while other faults go on
+            t = threading.Thread(target=st.stop_responder, args=(random.Random(self.rng.random()),), daemon=True)
+            t.start()
+            self.threads.append(t)
+            ok = True
+        elif kind == "walsync_leader_sigkill":
+            ok = st.kill_leading_walsync()
+        elif kind == "postgres_restart_immediate":
+            ok = st.restart_postgres()
+            self.last_pg_restart = time.monotonic()
+        else:
+            raise AssertionError(kind)
+        if ok:
+            self._counts[kind] += 1
+
+    def one_shot(self, kind):
+        st = self.stack
+        live = [d for d in self.devices if not d.retired and d.client_id]
+        if kind == "schema_publish":
+            if st.publish_without_note():
+                self._counts[kind] += 1
+        elif kind == "generation_expiry":
+            d = self.rng.choice(live)
+            with d.lock:
+                if st.expire_generation(d):
+                    self._counts[kind] += 1
+        elif kind == "device_retired":
+            d = self.rng.choice(live[1:] or live)
+            with d.lock:
+                # queued work first: writes that are never sent (and maybe one sent whose
+                # answer is lost), then the retirement, then the device tries to sync
+                for _ in range(3):
+                    todo, item = d.known()
+                    own = [p for p in todo if p not in d.hot_todos]
+                    w = d._one_write(todo, item, own)
+                    if w:
+                        d.write(*w)
+                if st.retire(d):
+                    self._counts[kind] += 1
+                    d.retired = True
+                    self.retired_device = d
+                    d.sync()
+
+    def finish(self):
+        if self.finished:
+            return
+        self.finished = True
+        for t in self.threads:
+            t.join(30)
+        self.stack.continue_all()
+        self.proxy.set_rates(0.0, 0.0)

@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The chaos suite's stack: the e2e harness's Stack (tests/e2e/synchro_e2e.py: the throwaway
+PostgreSQL of with-pg, synchro installed with contrib/example, synchro-fcgi behind real
+nginx) with two synchro-walsync instances (a leader and a standby on short leases), nginx's
+fastcgi_read_timeout cut to a few seconds (so that a SIGSTOPped responder outlives it), and
+the server-side faults: a responder killed with SIGKILL or stopped with SIGSTOP past that
+timeout, PostgreSQL restarted in immediate mode, the leading walsync killed, a schema publish,
+a generation expiry (another connect of a device's client id) and a client retirement.
+
+A supervisor thread restarts a walsync that exited (as systemd's Restart= would); every
+process is one this stack started, and Stack.stop() stops them all."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import synchro_e2e as e2e
+
+FASTCGI_READ_TIMEOUT_S = 3
+WALSYNC_OPTS = {"lease_s": 4, "renew_s": 1, "stale_heartbeat_s": 3}
+WALSYNC_NAMES = ("ws-a", "ws-b")
+
+
+class ChaosStack(e2e.Stack):
+    def __init__(self, workers=4):
+        super().__init__(server="nginx", workers=workers,
+                         fcgi_conf={"pull_wait_ms": 8000, "lock_timeout_ms": 3000, "max_inflight_per_client": 0})
+        self.events = []              # (monotonic time, text), for the report
+        self.walsync_exits = []
+        self.stopped_pids = set()     # responders under SIGSTOP (always continued)
+        self._sup_stop = threading.Event()
+        self._sup = None
+        self.lock = threading.RLock()  # one server-side fault at a time
+        self.t0 = time.monotonic()
+
+    def note(self, text):
+        self.events.append((time.monotonic() - self.t0, text))
+
+    # nginx with a short fastcgi_read_timeout: a stopped responder is given up on (503)
+    def start_nginx(self):
+        site = open(os.path.join(e2e.SRC, "conf/nginx/synchro.conf")).read()
+        assert "fastcgi_read_timeout 60s;" in site, "conf/nginx/synchro.conf changed its timeout"
+        src = os.path.join(self.dir, "src")
+        os.makedirs(os.path.join(src, "conf/nginx"), exist_ok=True)
+        with open(os.path.join(src, "conf/nginx/synchro.conf"), "w") as f:
+            f.write(site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S))
+        real, e2e.SRC = e2e.SRC, src  # the harness reads the site from SRC
+        try:
+            super().start_nginx()
+        finally:
+            e2e.SRC = real
+
+    def start_all(self):
+        self.start()
+        self.start_walsync(WALSYNC_NAMES[0], wait=True, **WALSYNC_OPTS)
+        self.start_walsync(WALSYNC_NAMES[1], wait=False, **WALSYNC_OPTS)
+        self._sup = threading.Thread(target=self._supervise, name="walsync-supervisor", daemon=True)
+        self._sup.start()
+
+    def _supervise(self):
+        while not self._sup_stop.wait(0.5):
+            with self.lock:
+                for name in WALSYNC_NAMES:
+                    p = self.procs.get(name)
+                    if p is not None and p.poll() is not None:
+                        if p.returncode != -signal.SIGKILL:
+                            self.walsync_exits.append("%s exited with %s" % (name, p.returncode))
+                        self.procs.pop(name)
+                        self.start_walsync(name, wait=False, **WALSYNC_OPTS)
+                        self.note("walsync %s restarted" % name)
+
+    def stop(self):
+        self._sup_stop.set()
+        if self._sup is not None:
+            self._sup.join(10)
+        self.continue_all()
+        super().stop()
+
+    # --- queries --------------------------------------------------------------------------
+    def q(self, sql, check=True):
+        return self.psql(sql, check=check)
+
+    def leader(self):
+        return self.q("SELECT writer_id FROM synchro.writer_lease WHERE lease_until > now()", check=False)
+
+    def responders(self):
+        master = self.procs.get("fcgi")
+        if master is None:
+            return []
+        try:
+            with open("/proc/%d/task/%d/children" % (master.pid, master.pid)) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    # --- faults ---------------------------------------------------------------------------
+    def kill_responder(self, rng):
+        with self.lock:
+            pids = [p for p in self.responders() if p not in self.stopped_pids]
+            if not pids:
+                return False
+            pid = rng.choice(pids)
+            os.kill(pid, signal.SIGKILL)
+            self.note("responder %d SIGKILL" % pid)
+            return True
+
+    def stop_responder(self, rng):
+        """SIGSTOP a responder past nginx's fastcgi_read_timeout, then SIGCONT it."""
+        with self.lock:
+            pids = [p for p in self.responders() if p not in self.stopped_pids]
+            if not pids:
+                return False
+            pid = rng.choice(pids)
+            os.kill(pid, signal.SIGSTOP)
+            self.stopped_pids.add(pid)
+            self.note("responder %d SIGSTOP" % pid)
+        time.sleep(FASTCGI_READ_TIMEOUT_S + 1.5)
+        with self.lock:
+            self._cont(pid)
+        return True
+
+    def _cont(self, pid):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        self.stopped_pids.discard(pid)
+        self.note("responder %d SIGCONT" % pid)
+
+    def continue_all(self):
+        with self.lock:
+            for pid in list(self.stopped_pids):
+                self._cont(pid)
+
+    def restart_postgres(self):
+        with self.lock:
+            self.note("PostgreSQL stop -m immediate")
+            self.pg_stop("immediate")
+            time.sleep(0.5)
+            self.pg_start()
+            self.note("PostgreSQL started")
+        return True
+
+    def kill_leading_walsync(self):
+        with self.lock:
+            lead = self.leader()
+            p = self.procs.get(lead)
+            if p is None or p.poll() is not None:
+                return False
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            self.procs.pop(lead)
+            self.note("leading walsync %s SIGKILL" % lead)
+            # The standby takes over (lease_s, stale_heartbeat_s); the killed one comes back
+            # as a standby.
+            self.start_walsync(lead, wait=False, **WALSYNC_OPTS)
+        return True
+
+    def publish_without_note(self):
+        """Publishes manifest v2: contrib/example's manifest without todo.note (queued
+        intents that set it become schema_incompatible; others go on in a successor batch
+        after 422 schema_mismatch)."""
+        manifest = json.load(open(os.path.join(e2e.EXAMPLE, "manifest.json")))
+        todo = manifest["tables"][0]
+        todo["fields"] = [f for f in todo["fields"] if f["field_id"] != "note"]
+        path = os.path.join(self.dir, "manifest-v2.json")
+        with open(path, "w") as f:
+            json.dump(manifest, f)
+        with self.lock:
+            self.ctl("schema", "publish", path)
+            self.note("schema v2 published (todo without note)")
+        return True
+
+    def expire_generation(self, device):
+        """Another connect of the device's client id: its generation expires (409
+        client_generation_expired, reconnect, successor batch)."""
+        if device.client_id is None:
+            return False
+        status, _, _ = self.post("/v3/connect", {"client_id": device.client_id}, user=device.user,
+                                 timeout=30)
+        self.note("generation of %s expired (connect: %d)" % (device.name, status))
+        return status == 200
+
+    def retire(self, device):
+        r = self.ctl("client", "retire", "--user", device.user, device.client_id, check=False)
+        self.note("%s retired (synchroctl exit %d)" % (device.name, r.returncode))
+        return r.returncode == 0
+
+    def run_sql_file(self, sql):
+        r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"], input=sql, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("psql: %s" % r.stderr)

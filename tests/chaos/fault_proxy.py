@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The chaos suite's fault proxy: a loopback-only HTTP/1.1 proxy between the simulated devices
+and nginx. Each connection carries one request (the proxy answers Connection: close); the
+proxy reads the whole request (answering "Expect: 100-continue" itself), sends it to nginx,
+reads the whole response and then, by its seeded random choice:
+
+  pass             sends the response;
+  drop_after_commit  (a push answered 200: the server committed) closes without sending it;
+  reset_mid_response sends part of the response, then resets the connection (RST).
+
+Every response it saw is recorded: the status tally (the checker fails on any 500) and, for
+each push answered 200, the exact body by batch id, delivered or not (the checker requires
+every 200 of one batch to be byte-identical, the dropped ones included)."""
+
+import json
+import random
+import socket
+import struct
+import threading
+import time
+
+TIMEOUT_S = 90  # longer than nginx's fastcgi_read_timeout of the chaos stack
+
+
+class FaultProxy:
+    def __init__(self, upstream_port, seed, drop_rate=0.0, reset_rate=0.0):
+        self.upstream_port = upstream_port
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.drop_rate = drop_rate
+        self.reset_rate = reset_rate
+        self.counts = {"drop_after_commit": 0, "reset_mid_response": 0}
+        self.statuses = {}          # status -> count (0: nginx gave no complete response)
+        self.push_200 = {}          # batch_id -> [body bytes, ...]
+        self.unexpected = []        # descriptions of answers the protocol never gives
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, name="fault-proxy", daemon=True)
+        self.thread.start()
+
+    def set_rates(self, drop_rate, reset_rate):
+        with self.lock:
+            self.drop_rate, self.reset_rate = drop_rate, reset_rate
+
+    def close(self):
+        self.stopped = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    # --- plumbing -------------------------------------------------------------------------
+    def _serve(self):
+        while not self.stopped:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle_safely, args=(client,), daemon=True).start()
+
+    @staticmethod
+    def _read_head(s):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None, b""
+            data += chunk
+            if len(data) > 65536:
+                return None, b""
+        head, _, rest = data.partition(b"\r\n\r\n")
+        return head, rest
+
+    @staticmethod
+    def _header(lines, name):
+        for line in lines[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == name:
+                return v.strip()
+        return None
+
+    def _handle_safely(self, client):
+        try:
+            client.settimeout(TIMEOUT_S)
+            self._handle(client)
+        except OSError:
+            pass
+        finally:
+            try:
+                client.close()
+            except OSError:
+                pass
+
+    def _handle(self, client):
+        head, body = self._read_head(client)
+        if head is None:
+            return
+        lines = head.split(b"\r\n")
+        length = int(self._header(lines, b"content-length") or b"0")
+        expect = (self._header(lines, b"expect") or b"").lower() == b"100-continue"
+        if expect and len(body) < length:
+            client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        while len(body) < length:
+            chunk = client.recv(65536)
+            if not chunk:
+                return
+            body += chunk
+        keep = [ln for ln in lines if not ln.lower().startswith((b"connection:", b"expect:"))]
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=TIMEOUT_S)
+        try:
+            upstream.sendall(b"\r\n".join(keep + [b"Connection: close"]) + b"\r\n\r\n" + body)
+            resp = b""
+            while True:
+                chunk = upstream.recv(65536)
+                if not chunk:
+                    break
+                resp += chunk
+        finally:
+            upstream.close()
+        status = self._status(resp)
+        is_push = lines[0].startswith(b"POST /v3/push")
+        with self.lock:
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            if status == 500 or status >= 600 or status in (502, 504):
+                self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
+            if is_push and status == 200:
+                self._record_push(body, resp)
+            roll = self.rng.random()
+            drop = is_push and status == 200 and roll < self.drop_rate
+            reset = not drop and roll < self.drop_rate + self.reset_rate and len(resp) > 1
+            if drop:
+                self.counts["drop_after_commit"] += 1
+            elif reset:
+                self.counts["reset_mid_response"] += 1
+                cut = self.rng.randrange(1, len(resp))
+        if drop:
+            return
+        if reset:
+            client.sendall(resp[:cut])
+            time.sleep(0.01)
+            # SO_LINGER with a zero timeout: close() sends RST instead of FIN.
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        client.sendall(resp)
+
+    @staticmethod
+    def _status(resp):
+        try:
+            return int(resp.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            return 0
+
+    def _record_push(self, req_body, resp):
+        try:
+            batch_id = json.loads(req_body)["batch_id"]
+        except (ValueError, KeyError, TypeError):
+            self.unexpected.append("a push answered 200 without a batch_id in its request")
+            return
+        head, _, body = resp.partition(b"\r\n\r\n")
+        if self._header(head.split(b"\r\n"), b"transfer-encoding") == b"chunked":
+            body = self._dechunk(body)
+        self.push_200.setdefault(batch_id, []).append(body)
+
+    @staticmethod
+    def _dechunk(data):
+        out = b""
+        while data:
+            size_line, _, data = data.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                break
+            out += data[:size]
+            data = data[size + 2:]
+        return out
