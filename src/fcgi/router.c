@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The route table of synchro-fcgi and its dispatch (router.h): path, then method (404,
- * 405), then the route's gates in the ADR's dispatch order (authentication, the protocol
- * gate, the body within its limit), then the handler; every request is answered once,
- * timed and counted, and a transaction a handler left open is rolled back.
+ * 405), then the route's gates that need no database, in the order of the ADR's dispatch
+ * precedence as sy_dispatch_decide() (src/core/dispatch.c) gives it, then the handler;
+ * every request is answered once, timed and counted, and a transaction a handler left
+ * open is rolled back.
  */
 #include "config.h"
 
@@ -25,25 +26,19 @@
 typedef struct {
 	const char *path;
 	const char *method;
-	sy_route_id id;   /* the label it is counted by */
-	unsigned gates;   /* sy_gate bits */
-	size_t body_max;  /* with SY_GATE_BODY */
+	sy_route_id id;  /* the label it is counted by */
+	unsigned gates;  /* synchro/dispatch.h: the gates of the route's kind */
+	size_t body_max; /* the body limit of SY_GATE_STRUCTURE */
 	sy_route_handler handler;
 } route;
 
-#define V3_GATES (SY_GATE_AUTH | SY_GATE_PROTOCOL)
-
 static const route routes[] = {
-        {"/v3/connect", "POST", SY_ROUTE_CONNECT, V3_GATES | SY_GATE_BODY, BODY_MAX,
-         sy_route_connect},
-        {"/v3/push", "POST", SY_ROUTE_PUSH, V3_GATES | SY_GATE_BODY, SY_PUSH_MAX_BODY,
-         sy_route_push},
-        {"/v3/pull", "POST", SY_ROUTE_PULL, V3_GATES | SY_GATE_BODY, BODY_MAX, sy_route_pull},
-        {"/v3/rebuild", "POST", SY_ROUTE_REBUILD, V3_GATES | SY_GATE_BODY, BODY_MAX,
-         sy_route_rebuild},
-        {"/v3/retire", "POST", SY_ROUTE_RETIRE, V3_GATES | SY_GATE_BODY, BODY_MAX,
-         sy_route_retire},
-        {"/v3/schema", "GET", SY_ROUTE_SCHEMA, V3_GATES, 0, sy_route_schema},
+        {"/v3/connect", "POST", SY_ROUTE_CONNECT, SY_GATES_CLIENT, BODY_MAX, sy_route_connect},
+        {"/v3/push", "POST", SY_ROUTE_PUSH, SY_GATES_PUSH, SY_PUSH_MAX_BODY, sy_route_push},
+        {"/v3/pull", "POST", SY_ROUTE_PULL, SY_GATES_READ, BODY_MAX, sy_route_pull},
+        {"/v3/rebuild", "POST", SY_ROUTE_REBUILD, SY_GATES_READ, BODY_MAX, sy_route_rebuild},
+        {"/v3/retire", "POST", SY_ROUTE_RETIRE, SY_GATES_CLIENT, BODY_MAX, sy_route_retire},
+        {"/v3/schema", "GET", SY_ROUTE_SCHEMA, SY_GATES_FRONT, 0, sy_route_schema},
         {"/healthz", "GET", SY_ROUTE_HEALTHZ, 0, 0, sy_route_healthz},
         {"/metrics", "GET", SY_ROUTE_METRICS, 0, 0, sy_route_metrics},
 };
@@ -62,41 +57,62 @@ static void method_not_allowed(sy_responder *r, sy_http *h, const char *allowed)
 	sy_buf_free(&body);
 }
 
-/* The route's gates, each once, in the order of sy_gate. False when one failed: its error
- * response has been written. */
+/* Authentication (PROTOCOL §1): identity only from the parameter the web server sets; a
+ * value no route could use as a user id (control characters, invalid UTF-8, too long)
+ * authenticates nobody. */
+static bool check_auth(sy_responder *r, sy_http *h, sy_request *req, sy_error *why)
+{
+	const char *u = sy_http_param(h, r->auth_param);
+	sy_error err;
+	if (u == NULL || !sy_fp_user_valid(u, strlen(u), &err))
+		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
+	req->user = u;
+	return true;
+}
+
+static bool check_protocol(sy_http *h, sy_error *why)
+{
+	const char *proto = sy_http_param(h, "HTTP_SYNCHRO_PROTOCOL");
+	if (proto == NULL || strcmp(proto, "3") != 0)
+		return sy_error_set(why, SY_ERR_UPGRADE_REQUIRED,
+		                    "this server speaks Synchro-Protocol: 3");
+	return true;
+}
+
+/*
+ * The route's gates that need no database, each once, in the order sy_dispatch_decide()
+ * asks for them. True when the handler takes over (its next gate is its own or the
+ * database's); false when one refused: its error response has been written.
+ */
 static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *req)
 {
-	if ((rt->gates & SY_GATE_AUTH) != 0) {
-		/* PROTOCOL §1: identity only from the parameter the web server sets; a value
-		 * no route could use as a user id (control characters, invalid UTF-8, too
-		 * long) authenticates nobody. */
-		const char *u = sy_http_param(h, r->auth_param);
-		sy_error err;
-		if (u == NULL || !sy_fp_user_valid(u, strlen(u), &err)) {
-			sy_responder_error(r, h, SY_ERR_AUTH_REQUIRED, "authentication required");
+	sy_gate_facts facts;
+	sy_gate_facts_init(&facts, rt->gates);
+	sy_error why = {0};
+	for (;;) {
+		sy_dispatch d = sy_dispatch_decide(&facts);
+		if (d.verdict == SY_DISPATCH_REFUSE) {
+			/* The gate says the code; memory that ran out is a 503 whatever the gate. */
+			sy_errcode code = why.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
+			                                           : sy_gate_errcode(d.gate);
+			sy_responder_error(r, h, code, why.message);
 			return false;
 		}
-		req->user = u;
-	}
-	if ((rt->gates & SY_GATE_PROTOCOL) != 0) {
-		const char *proto = sy_http_param(h, "HTTP_SYNCHRO_PROTOCOL");
-		if (proto == NULL || strcmp(proto, "3") != 0) {
-			sy_responder_error(r, h, SY_ERR_UPGRADE_REQUIRED,
-			                   "this server speaks Synchro-Protocol: 3");
-			return false;
+		bool pass;
+		switch (d.gate) {
+		case SY_GATE_AUTH: pass = check_auth(r, h, req, &why); break;
+		case SY_GATE_PROTOCOL: pass = check_protocol(h, &why); break;
+		case SY_GATE_STRUCTURE:
+			/* The body within its limit (PROTOCOL §1: CONTENT_LENGTH above it is
+			 * refused before a byte is read); its structure is the handler's. */
+			if (sy_http_read_body(h, rt->body_max, &why))
+				return true;
+			pass = false;
+			break;
+		default: return true; /* the handler's gates, or the database's, or none left */
 		}
+		facts.check[d.gate] = pass ? SY_CHECK_PASS : SY_CHECK_FAIL;
 	}
-	if ((rt->gates & SY_GATE_BODY) != 0) {
-		sy_error err = {0};
-		if (!sy_http_read_body(h, rt->body_max, &err)) {
-			sy_responder_error(r, h,
-			                   err.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
-			                                            : SY_ERR_INVALID_REQUEST,
-			                   err.message);
-			return false;
-		}
-	}
-	return true;
 }
 
 void sy_route(sy_responder *r, sy_http *h)

@@ -1,29 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The routes of synchro-fcgi as one table (router.c): for each path its method, the label
- * it is counted by, the gates it runs and its handler. The router runs the gates once, in
- * the ADR's dispatch order ("Dispatch precedence is authentication, protocol gate,
- * structural validation, ..."), before the handler: a handler starts where its gates end.
- * What follows the gates (the structure of the body, the gates that need the database) is
- * the handler's, or the database's (push: synchro.synchro_push, src/pg).
+ * it is counted by, the gates it runs (a mask of synchro/dispatch.h: SY_GATES_PUSH,
+ * SY_GATES_READ, SY_GATES_CLIENT, SY_GATES_FRONT) and its handler. The router runs, once and
+ * in the order sy_dispatch_decide() gives (the ADR's dispatch precedence), the gates that
+ * need no database: authentication (PROTOCOL §1: the parameter the web server sets), the
+ * protocol gate, and of structural validation the body read within the route's limit. A
+ * handler starts where those end; the rest of its gates are its own (the structure of the
+ * body) or the database's (src/store, and synchro.synchro_push in src/pg for push).
  */
 #ifndef SY_FCGI_ROUTER_H
 #define SY_FCGI_ROUTER_H
 
 #include "fcgi/http.h"
 #include "fcgi/responder.h"
-
-/* The gates a route runs, in this order. */
-typedef enum {
-	/* PROTOCOL §1: the identity is the parameter the web server sets ([fcgi] auth_param);
-	 * absent, empty or not a valid user id: 401 auth_required. */
-	SY_GATE_AUTH = 1 << 0,
-	/* Synchro-Protocol exactly "3", or 426 upgrade_required. */
-	SY_GATE_PROTOCOL = 1 << 1,
-	/* The body, read whole within the route's limit (PROTOCOL §1: CONTENT_LENGTH above it
-	 * is refused before a byte is read): 400 invalid_request. */
-	SY_GATE_BODY = 1 << 2,
-} sy_gate;
+#include "synchro/dispatch.h"
 
 /* A request past its gates: who sent it (NULL on routes without SY_GATE_AUTH); the body,
  * when read, is h->body. */
