@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro-fcgi: the preforked FastCGI master, or one responder on an inherited socket (fd 0). */
+/*
+ * synchro-fcgi's program (synchro-fcgi(8)): the command line, synchro.conf and its SIGHUP
+ * reload, the listening socket (bound from [fcgi] listen, passed by systemd, or inherited
+ * on fd 0 from spawn-fcgi or mod_fcgid), the shared counters, and then either the
+ * preforked master (prefork.c) or one responder on the inherited socket.
+ */
 #include "config.h"
 
 #ifdef HAVE_MALLOC_H
@@ -158,9 +163,10 @@ static const char *nonempty(const char *s)
 
 /*
  * A responder builds and frees the same few large buffers on every request (the body,
- * the outcomes, the ledger arrays, libpq results). glibc's defaults hand big blocks
- * back to the kernel at each free and fault them in again: in contrib/bench/push that
- * was ~9% of a responder's CPU in page faults. Keep them, up to a bound.
+ * libpq's results, the answer). glibc's defaults hand big blocks back to the kernel at
+ * each free and fault them in again: in contrib/bench/push, while the push still ran in
+ * the responders, that was ~9% of a responder's CPU in page faults. Keep them, up to a
+ * bound.
  */
 static void keep_heap(void)
 {

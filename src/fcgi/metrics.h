@@ -48,7 +48,7 @@ void sy_metrics_event(sy_metrics *m, sy_metric_event event);
 
 /*
  * Appends the Prometheus text exposition (format 0.0.4) of every counter, and
- * the first executions in flight from a (may be NULL). False when out of memory.
+ * the pushes in flight from a (may be NULL). False when out of memory.
  */
 SY_MUST_CHECK bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out);
 

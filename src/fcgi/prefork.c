@@ -56,7 +56,7 @@ static void set_handler(int sig, void (*fn)(int))
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = fn;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0; /* no SA_RESTART: a blocked accept() must return */
+	sa.sa_flags = 0; /* no SA_RESTART: a blocked wait (sigtimedwait, ppoll) must return */
 	sigaction(sig, &sa, NULL);
 }
 

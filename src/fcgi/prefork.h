@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The synchro-fcgi master: listening socket, preforked responders, signals. */
+/* The synchro-fcgi master: listening sockets, preforked responders (replaced when they die,
+ * a new generation on SIGHUP, drained on SIGTERM), and the signals of master and responder. */
 #ifndef SY_FCGI_PREFORK_H
 #define SY_FCGI_PREFORK_H
 
@@ -58,7 +59,8 @@ typedef struct {
  */
 int sy_prefork_run(int listen_fd, const sy_prefork_opts *opts, const sy_prefork_hooks *hooks);
 
-/* Set by the responder's SIGTERM handler; the accept loop checks it. */
+/* Whether SIGTERM or SIGINT reached this responder (its handler sets a flag); the accept
+ * loop stops after the request in flight. */
 bool sy_prefork_stopping(void);
 /* Installs the responder's signal handlers (SIGTERM drains, SIGHUP ignored, SIGPIPE ignored). */
 void sy_prefork_worker_signals(void);
