@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Process logging to stderr or syslog. */
+/* Process logging to stderr or syslog (log.h). ARCHITECTURE.md: never a request payload,
+ * row, credential or ledger body; callers pass identifiers, counts and SQLSTATEs. */
 #include "config.h"
 
 #include <stdarg.h>

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl database administration: init, migrate, schema, client and ledger commands over the
- * store. */
+/*
+ * synchroctl's database commands (synchroctl(1)) over the store: init and migrate, schema
+ * publish / show (PROTOCOL §4), client list / retire (ADR "Ledger retention and
+ * irreversible client retirement"), ledger inspect / purge-retired, lease status and
+ * changelog compact (PROTOCOL §7).
+ */
 #include "config.h"
 
 #include <errno.h>

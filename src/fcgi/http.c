@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* One FastCGI request as HTTP: parameters, the capped body, and the response. */
+/*
+ * One FastCGI request as HTTP (http.h): the path and parameters, the body read whole within
+ * a limit (PROTOCOL §1: CONTENT_LENGTH above it refused before a byte is read), and the
+ * one response, written straight to the socket in FastCGI records when it can be; error
+ * bodies are the core's (ADR "Whole-request failures and HTTP dispatch"; Retry-After on
+ * 429 and 503).
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The gauge of pushes in flight on this host: one shared flag per responder. */
+/* The gauge of pushes in flight on this host (inflight.h): one shared flag per responder,
+ * a cache line each. Only a gauge for /metrics; admission is synchro_push's (src/pg). */
 #include "config.h"
 
 #include <stdatomic.h>

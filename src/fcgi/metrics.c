@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Shared request counters (per route and status, latency histograms) and their exposition. */
+/* Shared request counters (metrics.h: per route and status, latency histograms, process
+ * events) in one shared mapping, and their Prometheus text exposition for /metrics. */
 #include "config.h"
 
 #include <stdatomic.h>

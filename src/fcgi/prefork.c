@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The synchro-fcgi master: binds, forks responders, replaces, recycles, reloads, drains. */
+/* The synchro-fcgi master (prefork.h): binds the listening socket, forks responders,
+ * replaces those that die, starts a new generation on SIGHUP and drains on SIGTERM; and the
+ * signal handling of both master and responder (STYLE: sigaction without SA_RESTART). */
 #include "config.h"
 
 #include <arpa/inet.h>
