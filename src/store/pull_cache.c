@@ -41,6 +41,12 @@ static void cache_clear(sy_store_pull *p)
 	memset(p, 0, sizeof *p);
 }
 
+unsigned long sy_store_pull_name_serial(void)
+{
+	static unsigned long serial;
+	return ++serial;
+}
+
 sy_store_pull *sy_store_pull_new(void)
 {
 	return sy_calloc(1, sizeof(sy_store_pull));
@@ -114,6 +120,7 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 	p->m = m;
 	snprintf(p->hash, sizeof p->hash, "%s", m->hash);
 	size_t n = m->table_count;
+	unsigned long serial = sy_store_pull_name_serial();
 	p->tabs = sy_calloc(n ? n : 1, sizeof *p->tabs);
 	p->order = sy_calloc(n ? n : 1, sizeof *p->order);
 	if (p->tabs == NULL || p->order == NULL)
@@ -148,8 +155,10 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 			              t->table_id);
 			goto fail_lists;
 		}
-		snprintf(x->first_name, sizeof x->first_name, "sy_rebuild_%lld_%zu_f", version, i);
-		snprintf(x->after_name, sizeof x->after_name, "sy_rebuild_%lld_%zu_a", version, i);
+		snprintf(x->first_name, sizeof x->first_name, "sy_rebuild_%lld_%lu_%zu_f", version,
+		         serial, i);
+		snprintf(x->after_name, sizeof x->after_name, "sy_rebuild_%lld_%lu_%zu_a", version,
+		         serial, i);
 		if (!sy_store_rebuild_build_sql(x))
 			goto nomem_lists;
 		if (x->owner_scope)

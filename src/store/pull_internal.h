@@ -23,7 +23,7 @@ typedef struct {
 	char *pk;
 	char *owner; /* quoted owner column, or NULL */
 	char **cols; /* per field */
-	char first_name[48], after_name[48];
+	char first_name[64], after_name[64];
 	char *first_sql, *after_sql;
 	sy_store_stmt first, after;
 } sy_store_ptab;
@@ -36,10 +36,9 @@ struct sy_store_pull {
 	size_t *order;                   /* indexes into tabs sorted by table_id bytes */
 	size_t maxf;                     /* most fields of a table */
 	char *all_tables, *owner_tables; /* text[] literals for the page statement */
-	char page_name[48];
+	char page_name[64];
 	char *page_sql;
 	sy_store_stmt page;
-	unsigned page_gen;   /* page statements built for this version (unique names) */
 	char *broken_tables; /* text[] literal of the broken tables' table_ids */
 	size_t nbroken;
 	long long probe_at_ms; /* when the broken tables are probed again */
@@ -48,6 +47,12 @@ struct sy_store_pull {
 /* Reloads of the current manifest (or retries of a racing first page) before giving up. */
 #define SY_STORE_READ_ATTEMPTS 3
 
+/*
+ * A number no statement name built in this process had before: a state built again for the
+ * same manifest (after a failure, or a new state on the same connection) must not meet the
+ * statements its predecessor prepared (42P05 would abort a rebuild's transaction).
+ */
+unsigned long sy_store_pull_name_serial(void);
 /* b's bytes as a new string (b is emptied); NULL when b failed or memory ran out. */
 char *sy_store_pull_steal(sy_buf *b);
 /* Appends ", <column j of x as text>" over alias r (the statements' common row shape). */

@@ -164,8 +164,8 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 	p->page_sql = sy_store_pull_steal(&b);
 	if (p->page_sql == NULL)
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory") == SY_STORE_OK;
-	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld_%u", p->version,
-	         p->page_gen++);
+	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld_%lu", p->version,
+	         sy_store_pull_name_serial());
 	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql, 8);
 	return true;
 }
