@@ -45,11 +45,43 @@ def parse(argv):
     ap.add_argument("--no-faults", action="store_true", help="workload and checker only")
     ap.add_argument("--fault-every", type=float, default=3.0, help="mean seconds between faults (default 3)")
     ap.add_argument("--figures", default=None, help="write the run's figures as JSON to this file")
+    ap.add_argument("--sabotage", default=None,
+                    help="the checker's own test: after the final sync, break the history on purpose"
+                         " (comma-separated: %s) and pass only if the checker reports each" % ",".join(sorted(SABOTAGE)))
     a = ap.parse_args(argv)
     if a.seed is None:
         a.seed = int(time.time() * 1000) % 1000000007
     a.duration = a.seconds if a.seconds is not None else 60.0 * (a.minutes if a.minutes is not None else 1.0)
     return a
+
+
+# The checker's own test (--sabotage): each kind breaks the finished history in one way, as a
+# defect would, and names the violation the checker must then report.
+SABOTAGE = {
+    # an accepted mutation's changelog transition disappears
+    "lose": ("SET session_replication_role = replica; DELETE FROM synchro.changelog WHERE ctid ="
+             " (SELECT ctid FROM synchro.changelog WHERE mutation_id IS NOT NULL ORDER BY commit_lsn DESC LIMIT 1)",
+             "(lost)"),
+    # an accepted mutation's transition is there twice
+    "double": ("SET session_replication_role = replica; INSERT INTO synchro.changelog SELECT * FROM"
+               " (SELECT commit_lsn, ordinal + 1000000, xid, table_id, pk, version, state, mutation_id, client_id,"
+               " user_id, owner_before, owner_after, committed_at, written_epoch FROM synchro.changelog"
+               " WHERE mutation_id IS NOT NULL ORDER BY commit_lsn LIMIT 1) x",
+               "(doubled)"),
+    # a row changes behind every device's back (its replicas diverge)
+    "diverge": ("UPDATE public.item SET qty = qty + 1 WHERE id = (SELECT min(id) FROM public.item"
+                " WHERE deleted_at IS NULL)", "diverges"),
+}
+
+
+def sabotage(stack, kinds):
+    expect = []
+    for k in kinds:
+        sql, needle = SABOTAGE[k]
+        stack.run_sql_file(sql + ";")
+        expect.append((k, needle))
+    time.sleep(3)  # walsync materializes the direct write
+    return expect
 
 
 def setup_hot_rows(stack, rng):
@@ -127,12 +159,24 @@ def run(a):
         checker.wait_materialized()
         for d in devices:
             d.settle(rounds=3)
+        expect = sabotage(stack, a.sabotage.split(",")) if a.sabotage else []
         checker.check()
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
+        fig["walsync_exits"] = list(stack.walsync_exits)
+        fig["events"] = len(stack.events)
+        # each claim of the writer lease (the first, every takeover) raised the epoch by one
+        fig["walsync_lease_claims"] = int(stack.q("SELECT writer_epoch FROM synchro.writer_lease", check=False) or 0)
         print_figures(fig)
         if a.figures:
             with open(a.figures, "w") as f:
                 json.dump(fig, f, indent=1, sort_keys=True)
+        if expect:
+            missed = [k for k, needle in expect if not any(needle in v for v in checker.violations)]
+            print("\nchaos: sabotage %s: the checker reported %d violation(s)%s"
+                  % (a.sabotage, len(checker.violations), ", missed: " + ",".join(missed) if missed else ""))
+            for v in checker.violations[:10]:
+                print("  - " + v.replace("\n", "\n    "))
+            return 1 if missed else 0
         if checker.violations:
             stack.keep = True
             print("\nchaos: %d VIOLATION(S) (seed %d):" % (len(checker.violations), a.seed), flush=True)

@@ -351,6 +351,9 @@ class Checker:
             "faults": faults,
             "lost": self.stats.get("lost", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
             "violations": len(self.violations),
+            "retired_with_queued_intents": sum(
+                1 for d in self.devices if d.retired
+                for i in self.stores[d.name]["intents"].values() if i["state"] in QUEUED),
         }
 
 

@@ -2,8 +2,8 @@
 # devices on libsynchro-client through a fault proxy, random faults, a checker over the whole
 # history. make check runs its CI size (test_chaos.pgt, about 100 s); contrib/chaos any size.
 if HAVE_PG_SERVER
-TESTS += tests/chaos/test_chaos.pgt
+TESTS += tests/chaos/test_chaos.pgt tests/chaos/test_chaos_checker.pgt
 endif
-EXTRA_DIST += tests/chaos/test_chaos.pgt tests/chaos/chaos.py tests/chaos/chaos_checker.py \
+EXTRA_DIST += tests/chaos/test_chaos.pgt tests/chaos/test_chaos_checker.pgt tests/chaos/chaos.py tests/chaos/chaos_checker.py \
 	tests/chaos/chaos_device.py tests/chaos/chaos_faults.py tests/chaos/chaos_stack.py \
 	tests/chaos/fault_proxy.py contrib/chaos doc/reliability.md
