@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Growable byte buffer with a sticky failure flag. */
+/* The growable byte buffer (buf.h) every writer of wire bytes appends to (the JCS
+ * writer, response and error bodies): NUL-terminated, with a sticky failure flag. */
 #include "config.h"
 
 #include <assert.h>
@@ -52,6 +53,8 @@ bool sy_buf_reserve(sy_buf *b, size_t extra)
 	char *p = sy_realloc(b->data, cap);
 	if (p == NULL)
 		goto fail;
+	if (b->data == NULL)
+		p[0] = '\0'; /* buf.h: NUL-terminated whenever data is non-NULL */
 	b->data = p;
 	b->cap = cap;
 	assert(b->len + extra < b->cap);

@@ -15,3 +15,10 @@ TESTS += tests/unit/test_errors
 tests_unit_test_errors_SOURCES = tests/unit/test_errors.c
 tests_unit_test_errors_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_errors_LDADD = $(UNIT_LDADD)
+
+UNIT_TESTS += tests/unit/test_buf
+check_PROGRAMS += tests/unit/test_buf
+TESTS += tests/unit/test_buf
+tests_unit_test_buf_SOURCES = tests/unit/test_buf.c
+tests_unit_test_buf_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_buf_LDADD = $(UNIT_LDADD)
