@@ -8,9 +8,9 @@
 void *sy_malloc(size_t n);
 void *sy_calloc(size_t count, size_t n);
 void *sy_realloc(void *p, size_t n);
-/* Accepts NULL. */
+/* Releases what the three above return; accepts NULL. */
 void sy_free(void *p);
-/* Returns a new NUL-terminated copy of s[0..n) the caller frees with sy_free(); NULL on failure. */
+/* A new NUL-terminated copy of s[0..n) (sy_free()); NULL when memory runs out. */
 char *sy_strndup(const char *s, size_t n);
 
 typedef struct {
@@ -19,7 +19,8 @@ typedef struct {
 	void (*free_fn)(void *);
 } sy_allocator;
 
-/* Installs a (test) allocator; NULL restores malloc/realloc/free. Not thread-safe. */
+/* Installs a (test) allocator, borrowed until the next call; NULL restores
+ * malloc/realloc/free. Not thread-safe. */
 void sy_set_allocator(const sy_allocator *a);
 
 #endif

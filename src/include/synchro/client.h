@@ -8,9 +8,11 @@
  * thread and keeps no global state; every callback runs on the thread that
  * called into the library, inside the call.
  *
- * Ownership vocabulary: "new" results belong to the caller, who frees them with
- * the named function (strings with sy_client_free()); "borrowed" pointers stay owned by
- * the library and are valid until the next call on the same sy_client.
+ * Ownership, in libsynchro's three words (synchro/common.h): "new" results
+ * belong to the caller, who frees them with the named function (strings with
+ * sy_client_free()); "borrowed" pointers stay owned by the library and, unless
+ * said otherwise, are valid until the next call on the same sy_client; a
+ * function that "steals" an argument releases it itself, also on failure.
  * Every fallible function returns an sy_client_rc and, when err is not NULL,
  * fills *err with the same code and a message (never a row, body or credential).
  * A sy_client is used by one thread at a time.
@@ -55,7 +57,7 @@ typedef struct {
 void *sy_client_alloc(size_t n);
 void sy_client_free(void *p);
 
-/* Static text of rc ("ok", "einval", ...). */
+/* The text of rc ("ok", "einval", ...; borrowed, static). */
 const char *sy_client_rc_name(sy_client_rc rc);
 
 /* --- transport ------------------------------------------------------------ */
@@ -68,7 +70,7 @@ typedef struct {
 	size_t body_len;
 } sy_client_request;
 
-/* What the transport hands back: body from sy_client_alloc(), which the library frees. */
+/* What the transport hands back: body new from sy_client_alloc(); the library steals it. */
 typedef struct {
 	int status; /* HTTP status; 0 when no response arrived (timeout, reset, dropped) */
 	char *body;
@@ -109,7 +111,7 @@ typedef struct {
 	const char *url;      /* base URL, e.g. "https://sync.example.com" (copied) */
 	const char *user;     /* HTTP basic credentials (copied, never stored on disk) */
 	const char *password; /* may be NULL */
-	/* NULL: libcurl. Taken over by sy_client_open (destroyed at close, also on failure). */
+	/* NULL: libcurl. sy_client_open steals it (destroyed at close, also on failure). */
 	const sy_client_transport *transport;
 	/* Clock in milliseconds since the epoch; NULL: CLOCK_REALTIME. For tests. */
 	int64_t (*clock_ms)(void *ctx);
@@ -173,9 +175,9 @@ SY_MUST_CHECK sy_client_rc sy_client_update(sy_client_txn *t, const char *table,
 SY_MUST_CHECK sy_client_rc sy_client_delete(sy_client_txn *t, const char *table,
                                             const char *pk_json, char *mutation_id,
                                             sy_client_error *err);
-/* Commits (durably) and frees t, also on failure (then nothing was written). */
+/* Steals t: commits it (durably) and frees it, also on failure (then nothing was written). */
 SY_MUST_CHECK sy_client_rc sy_client_commit(sy_client_txn *t, sy_client_error *err);
-/* Rolls back and frees t. Accepts NULL. */
+/* Steals t: rolls it back and frees it. Accepts NULL. */
 void sy_client_rollback(sy_client_txn *t);
 
 /* --- reads ----------------------------------------------------------------- */
@@ -187,6 +189,7 @@ typedef enum {
 	SY_ROW_BLOCKED   /* an intent was rejected or is blocked: the server's row is shown */
 } sy_client_row_state;
 
+/* "synced", "pending", ... (borrowed, static). */
 const char *sy_client_row_state_name(sy_client_row_state s);
 
 /*
@@ -198,7 +201,8 @@ const char *sy_client_row_state_name(sy_client_row_state s);
 SY_MUST_CHECK sy_client_rc sy_client_get(sy_client *c, const char *table, const char *pk_json,
                                          char **row_json, sy_client_row_state *state,
                                          sy_client_error *err);
-/* Calls fn for every known row of table in pk order (row_json NULL for a row not visible). */
+/* Calls fn for every known row of table in pk order (row_json NULL for a row not visible);
+ * fn's strings are borrowed for its call. */
 typedef void (*sy_client_row_fn)(void *ctx, const char *pk_json, const char *row_json,
                                  sy_client_row_state state);
 SY_MUST_CHECK sy_client_rc sy_client_rows(sy_client *c, const char *table, sy_client_row_fn fn,
@@ -217,6 +221,7 @@ typedef enum {
 	SY_PHASE_STOPPED     /* needs the app: frozen, retired, auth or upgrade */
 } sy_client_phase;
 
+/* The phase's name (borrowed, static). */
 const char *sy_client_phase_name(sy_client_phase p);
 
 /*
@@ -266,7 +271,8 @@ typedef enum {
 	SY_INTENT__COUNT
 } sy_intent_state;
 
-/* "pending", ..., "superseded_before_send", "cancelled_before_send", "blocked_by_predecessor". */
+/* "pending", ..., "superseded_before_send", "cancelled_before_send", "blocked_by_predecessor"
+ * (borrowed, static). */
 const char *sy_client_intent_state_name(sy_intent_state s);
 
 typedef struct {
@@ -314,10 +320,13 @@ typedef struct {
 	char *resolution;   /* resolved: "discarded", "accepted_server", "rebased", "remapped" */
 } sy_client_intent;
 
+/* *out is a new intent record (sy_client_intent_free()). */
 SY_MUST_CHECK sy_client_rc sy_client_intent_get(sy_client *c, const char *mutation_id,
                                                 sy_client_intent **out, sy_client_error *err);
+/* Accepts NULL. */
 void sy_client_intent_free(sy_client_intent *i);
-/* Calls fn for every intent in local order; all false: only the unsettled ones. */
+/* Calls fn for every intent in local order (i borrowed for fn's call); all false: only the
+ * unsettled ones. */
 typedef void (*sy_client_intent_fn)(void *ctx, const sy_client_intent *i);
 SY_MUST_CHECK sy_client_rc sy_client_intents(sy_client *c, bool all, sy_client_intent_fn fn,
                                              void *ctx, sy_client_error *err);

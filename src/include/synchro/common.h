@@ -1,5 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Shared vocabulary of libsynchro: status, error reporting, attributes. */
+/*
+ * Shared vocabulary of libsynchro: status, error reporting, attributes, and
+ * the three words every public header (libsynchro's and libsynchro-client's)
+ * uses for ownership:
+ *
+ *   new       The caller owns the result and releases it with the function
+ *             named beside it ("a new request (sy_push_request_free())").
+ *   borrowed  No ownership passes: the holder never frees it, and it stays
+ *             valid only while its owner, named beside it, lives ("borrowed
+ *             from doc"; "borrowed for the call": not kept after it returns).
+ *   steals    The function takes ownership of an argument: from the call on
+ *             (also when it fails, unless the contract says otherwise) the
+ *             callee releases it, and the caller does not use it again.
+ *
+ * A document owns every value in it (json.h): values and strings a function
+ * makes "in doc" are borrowed from doc. Every *_free() accepts NULL.
+ */
 #ifndef SYNCHRO_COMMON_H
 #define SYNCHRO_COMMON_H
 
@@ -42,7 +58,7 @@ typedef enum {
 
 #define SY_ERROR_MESSAGE_MAX 256
 
-/* Details of a failure; the caller owns it (usually on the stack). */
+/* Details of a failure; the caller's own (usually on the stack), filled in by the callee. */
 typedef struct {
 	sy_errcode code;
 	char message[SY_ERROR_MESSAGE_MAX];
@@ -52,9 +68,12 @@ typedef struct {
 bool sy_error_set(sy_error *err, sy_errcode code, const char *fmt, ...) SY_PRINTF(3, 4);
 void sy_error_clear(sy_error *err);
 
-/* Wire name of a code ("invalid_request"); "internal" for SY_ERR_NOMEM. */
+/*
+ * Wire name of a code ("invalid_request"; borrowed, static). SY_ERR_NOMEM is
+ * "temporary_unavailable" (a 503), an out-of-range code "internal".
+ */
 const char *sy_errcode_name(sy_errcode code);
-/* HTTP status of a request-level error code. */
+/* HTTP status of a request-level error code; 500 for an out-of-range code. */
 int sy_errcode_http_status(sy_errcode code);
 /* Whether the client may retry the same request unchanged (429, 503). */
 bool sy_errcode_retryable(sy_errcode code);

@@ -84,7 +84,7 @@ sy_dispatch sy_dispatch_decide(const sy_gate_facts *f);
  */
 sy_errcode sy_gate_errcode(sy_gate g);
 
-/* "auth", "protocol", ..., "admission"; NULL for an out-of-range value. */
+/* "auth", "protocol", ..., "admission" (borrowed, static); NULL for an out-of-range value. */
 const char *sy_gate_name(sy_gate g);
 
 #endif

@@ -21,8 +21,8 @@
 /*
  * A fingerprint as the ledgers store it: algorithm, version and domain tell
  * which normalization produced the digest, so a later revision never
- * reinterprets an existing entry. algorithm and domain point to the static
- * strings above.
+ * reinterprets an existing entry. algorithm and domain are borrowed: the
+ * static strings above.
  */
 typedef struct sy_fingerprint {
 	const char *algorithm;

@@ -12,6 +12,7 @@
 typedef enum { SY_POLICY_OWNER, SY_POLICY_ALL, SY_POLICY_NONE } sy_policy;
 typedef enum { SY_DELETE_HARD, SY_DELETE_SOFT } sy_delete_mode;
 
+/* A manifest owns every table, field and string in it (sy_manifest_free()). */
 typedef struct {
 	char *field_id;
 	char *column;
@@ -28,7 +29,7 @@ typedef struct {
 	size_t field_count;
 	sy_delete_mode delete_mode;
 	char *delete_column; /* soft mode: the timestamptz column; else NULL */
-	char *owner_field;   /* field_id of the owner field (points into fields), or NULL */
+	char *owner_field;   /* the owner field's field_id, borrowed from fields; or NULL */
 	sy_policy read;
 	sy_policy write;
 } sy_table;
@@ -59,8 +60,8 @@ bool sy_manifest_name_valid(const char *s, size_t len);
 int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t blen);
 
 /*
- * Parses and validates a manifest. Returns a new manifest the caller frees with
- * sy_manifest_free(); NULL with *err set (SY_ERR_INVALID_REQUEST naming the
+ * Parses and validates a manifest (text borrowed for the call). Returns a new
+ * manifest (sy_manifest_free()); NULL with *err set (SY_ERR_INVALID_REQUEST naming the
  * member path, e.g. "tables[1].fields[0].type: unknown type \"int\"", or
  * SY_ERR_NOMEM).
  *
@@ -85,14 +86,18 @@ int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t b
  *   and must then be type timestamp and nullable.
  */
 SY_MUST_CHECK sy_manifest *sy_manifest_parse(const char *text, size_t len, sy_error *err);
-/* The same from an already parsed JSON value (root is not retained). */
+/* The same from an already parsed JSON value (root borrowed for the call: the
+ * manifest copies what it keeps). */
 SY_MUST_CHECK sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err);
+/* Accepts NULL. */
 void sy_manifest_free(sy_manifest *m);
 
+/* The table of m named table_id[0..len), borrowed from m; NULL when absent. */
 const sy_table *sy_manifest_table(const sy_manifest *m, const char *table_id, size_t len);
-/* A non-pk field of t by field_id; NULL when absent. */
+/* A non-pk field of t by field_id, borrowed from t's manifest; NULL when absent. */
 const sy_field *sy_table_field(const sy_table *t, const char *field_id, size_t len);
-/* A non-pk field of t by column name; NULL when absent (compare t->pk.column yourself). */
+/* A non-pk field of t by column name, borrowed from t's manifest; NULL when absent
+ * (compare t->pk.column yourself). */
 const sy_field *sy_table_field_by_column(const sy_table *t, const char *column, size_t len);
 /* Effective writability: declared writable and neither owner field nor soft-delete column. */
 bool sy_field_writable(const sy_table *t, const sy_field *f);
@@ -115,8 +120,8 @@ bool sy_field_writable(const sy_table *t, const sy_field *f);
 
 /*
  * Field ids of the authored mutation that the current schema cannot represent,
- * sorted by unsigned UTF-8 bytes: *out_ids is a new array of *out_count new
- * NUL-terminated strings the caller frees with sy_manifest_free_ids() (NULL when
+ * sorted by unsigned UTF-8 bytes: *out_ids is a new array of *out_count
+ * NUL-terminated strings, all freed with sy_manifest_free_ids() (NULL when
  * *out_count is 0). False with *err set (SY_ERR_NOMEM) only when memory runs
  * out. Submitted ids holding U+0000 come back cut at it: a caller that accepts
  * such ids uses sy_manifest_incompatible_indexes().
@@ -127,6 +132,7 @@ SY_MUST_CHECK bool sy_manifest_incompatible_fields(const sy_manifest *authored,
                                                    const size_t *field_lens, size_t count,
                                                    char ***out_ids, size_t *out_count,
                                                    sy_error *err);
+/* Releases ids[0..n) and ids; accepts NULL. */
 void sy_manifest_free_ids(char **ids, size_t n);
 /*
  * The same as positions into field_ids: *out_idx is a new array (sy_free(); NULL

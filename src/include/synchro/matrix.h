@@ -43,12 +43,13 @@ typedef enum {
 	SY_CODE__COUNT
 } sy_code;
 
-/* "applied", "conflict", "rejected_terminal"; NULL when out of range. */
+/* "applied", "conflict", "rejected_terminal" (borrowed, static); NULL when out of range. */
 const char *sy_status_name(sy_status s);
 /* Looks the wire name s[0..len) up; false when it names no status. */
 SY_MUST_CHECK bool sy_status_from_name(const char *s, size_t len, sy_status *out);
 
-/* "version_conflict", ...; NULL for SY_CODE_NONE (it has no wire form) and out of range. */
+/* "version_conflict", ... (borrowed, static); NULL for SY_CODE_NONE (it has no wire
+ * form) and out of range. */
 const char *sy_code_name(sy_code c);
 /* Looks the wire name s[0..len) up; false when it names no code ("none" names none). */
 SY_MUST_CHECK bool sy_code_from_name(const char *s, size_t len, sy_code *out);

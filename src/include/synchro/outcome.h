@@ -23,8 +23,9 @@
 #define SY_ATOMIC_REJECTED_MESSAGE "atomic batch rejected"
 
 /*
- * One mutation outcome. Every pointer is borrowed and must stay valid while
- * the outcome is encoded; NULL means "absent on the wire".
+ * One mutation outcome. Every pointer is borrowed (from the request, the
+ * caller's rows, static strings) and must stay valid while the outcome is
+ * encoded; NULL means "absent on the wire".
  */
 typedef struct {
 	char mutation_id[SY_UUID_LEN + 1];
@@ -66,8 +67,8 @@ void sy_outcome_init_atomic_rejected(sy_outcome *o, const sy_mutation *m,
 SY_MUST_CHECK bool sy_outcome_check(const sy_outcome *o, sy_error *err);
 
 /*
- * The wire object of o (checked with sy_outcome_check), allocated in doc.
- * NULL with *err set.
+ * The wire object of o (checked with sy_outcome_check), borrowed from doc, where it
+ * is allocated (o's values are copied). NULL with *err set.
  */
 SY_MUST_CHECK sy_json *sy_outcome_to_json(sy_json_doc *doc, const sy_outcome *o, sy_error *err);
 /* Appends the JCS bytes of o's wire object (the mutation ledger's canonical outcome). */
@@ -93,11 +94,15 @@ SY_MUST_CHECK bool sy_outcome_atomic_failed_group(const sy_push_request *req, si
  */
 typedef struct sy_outcome_response sy_outcome_response;
 
-/* Returns a new builder the caller frees with sy_outcome_response_free(); NULL on no memory. */
+/*
+ * A new builder (sy_outcome_response_free()); batch_id and server_time are copied.
+ * NULL with *err set: an invalid batch_id or server_time, or no memory.
+ */
 SY_MUST_CHECK sy_outcome_response *sy_outcome_response_new(const char *batch_id,
                                                            const char *server_time, sy_error *err);
+/* Accepts NULL. */
 void sy_outcome_response_free(sy_outcome_response *r);
-/* Adds a newly evaluated outcome (checked and encoded). */
+/* Adds a newly evaluated outcome (checked and encoded; o borrowed for the call, copied). */
 SY_MUST_CHECK bool sy_outcome_response_add(sy_outcome_response *r, const sy_outcome *o,
                                            sy_error *err);
 /*
@@ -108,7 +113,7 @@ SY_MUST_CHECK bool sy_outcome_response_add_write(sy_outcome_response *r, const s
                                                  sy_buf *out, sy_error *err);
 /*
  * Adds a stored outcome object verbatim (cross-batch mutation replay); it is
- * copied, and filed by its "status" member.
+ * borrowed for the call (copied), and filed by its "status" member.
  */
 SY_MUST_CHECK bool sy_outcome_response_add_json(sy_outcome_response *r, const sy_json *outcome,
                                                 sy_error *err);

@@ -19,15 +19,20 @@
 
 typedef enum { SY_OP_INSERT, SY_OP_UPDATE, SY_OP_DELETE } sy_op;
 
-/* "insert", "update", "delete". */
+/* "insert", "update", "delete" (borrowed, static). */
 const char *sy_op_name(sy_op op);
 
 typedef struct {
-	const char *field_id; /* decoded UTF-8 (points into the request document) */
+	const char *field_id; /* decoded UTF-8, borrowed from the request document */
 	size_t field_len;
-	const sy_json *value; /* the exact submitted JSON value */
+	const sy_json *value; /* the exact submitted JSON value, borrowed likewise */
 } sy_column;
 
+/*
+ * One mutation of a request: its strings and JSON values are borrowed from the
+ * request's document; columns, pk_canonical and normalized are owned by the
+ * request. All live until sy_push_request_free().
+ */
 typedef struct {
 	size_t ordinal; /* position in the request, from 0 */
 	char mutation_id[SY_UUID_LEN + 1];
@@ -54,7 +59,7 @@ typedef struct {
 } sy_mutation;
 
 typedef struct {
-	sy_json_doc *doc; /* owns every string the request points into */
+	sy_json_doc *doc; /* owned by the request: the mutations' strings and values live in it */
 	char client_id[SY_UUID_LEN + 1];
 	uint64_t client_generation;
 	char batch_id[SY_UUID_LEN + 1];
@@ -68,8 +73,8 @@ typedef struct {
  * Parses and structurally validates a push body: every rule the ADR answers
  * with 400 invalid_request that needs neither the database nor the current
  * schema, including the atomic rule that one request must not repeat a
- * (table, canonical pk) pair. Returns a new request the caller frees with
- * sy_push_request_free(); NULL with *err set: SY_ERR_INVALID_REQUEST with a
+ * (table, canonical pk) pair. body is borrowed for the call. Returns a new
+ * request (sy_push_request_free()); NULL with *err set: SY_ERR_INVALID_REQUEST with a
  * message naming the member path ("mutations[3].base_version: required for
  * update"; "(root)" for the body itself), or SY_ERR_NOMEM.
  */
@@ -82,14 +87,15 @@ void sy_push_request_free(sy_push_request *req);
  * for every mutation whose table is in `current`, the pk field must be the
  * table's pk field and its value a canonical wire value of the pk's type.
  * Tables absent from `current` are left to per-mutation classification.
- * Returns false with *err set (SY_ERR_INVALID_REQUEST naming the member path).
+ * Returns false with *err set (SY_ERR_INVALID_REQUEST naming the member path, or
+ * SY_ERR_NOMEM).
  */
 SY_MUST_CHECK bool sy_push_check_schema(const sy_push_request *req, const sy_manifest *current,
                                         sy_error *err);
 /*
- * The same rule for mutation i against table t alone (whichever schema version t is
- * of): its pk field must be t's and its value canonical for t's pk type. False with
- * *err set: SY_ERR_INVALID_REQUEST naming the member path, or SY_ERR_NOMEM.
+ * The same rule for mutation i (< req->mutation_count) against table t alone (whichever
+ * schema version t is of): its pk field must be t's and its value canonical for t's pk type. False
+ * with *err set: SY_ERR_INVALID_REQUEST naming the member path, or SY_ERR_NOMEM.
  */
 SY_MUST_CHECK bool sy_push_check_pk(const sy_push_request *req, size_t i, const sy_table *t,
                                     sy_error *err);

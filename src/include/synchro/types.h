@@ -32,7 +32,7 @@ typedef enum {
 #define SY_NUMERIC_MAX_INT_DIGITS  131072
 #define SY_NUMERIC_MAX_FRAC_DIGITS 16383
 
-/* "text", "int32", ...; NULL for an out-of-range value. */
+/* "text", "int32", ... (borrowed, static); NULL for an out-of-range value. */
 const char *sy_type_name(sy_type t);
 /* Looks a manifest type name up; false when unknown. */
 bool sy_type_from_name(const char *name, sy_type *out);
@@ -56,7 +56,8 @@ bool sy_type_from_name(const char *name, sy_type *out);
  *   bytes     RFC 4648 base64 (standard alphabet, padded) whose unused low
  *             bits are zero, so each byte string has exactly one encoding
  *   json      a string holding exactly the JCS bytes of one JSON value
- * On SY_WIRE_INVALID a short static reason goes to why (may be NULL), e.g.
+ * v is borrowed for the call.
+ * On SY_WIRE_INVALID a short reason (borrowed, static) goes to why (may be NULL), e.g.
  * "int32 out of range", and err (may be NULL) gets SY_ERR_INVALID_REQUEST with
  * that reason; on SY_WIRE_NOMEM (only the json check allocates: it parses
  * and re-serializes the content) why is "out of memory" and err gets SY_ERR_NOMEM.
@@ -78,7 +79,8 @@ SY_MUST_CHECK bool sy_wire_to_pg_text(sy_type t, const sy_json *v, sy_buf *out);
 
 /*
  * The canonical wire value of type t from PostgreSQL's text output
- * pgtext[0..len), allocated in doc. The session must use DateStyle=ISO,
+ * pgtext[0..len) (borrowed for the call): *out is borrowed from doc, where it is
+ * allocated. The session must use DateStyle=ISO,
  * TimeZone=UTC, extra_float_digits >= 1 and bytea_output=hex (a timestamptz
  * carrying another offset is still converted to UTC exactly; one without an
  * offset, from a timestamp column, is read as UTC). Values without a wire
@@ -89,7 +91,8 @@ SY_MUST_CHECK bool sy_wire_to_pg_text(sy_type t, const sy_json *v, sy_buf *out);
  */
 SY_MUST_CHECK sy_wire_status sy_wire_decode_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext,
                                                     size_t len, sy_json **out);
-/* sy_wire_decode_pg_text() returning the value; NULL when invalid or out of memory. */
+/* sy_wire_decode_pg_text() returning the value (borrowed from doc); NULL when invalid
+ * or out of memory. */
 sy_json *sy_wire_from_pg_text(sy_json_doc *doc, sy_type t, const char *pgtext, size_t len);
 
 #endif
