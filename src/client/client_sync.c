@@ -480,8 +480,10 @@ static sy_client_rc decide(sy_client *c, int64_t now, sy_client_error *err)
 	if (c->need_connect || c->generation == 0) {
 		if (!sy_buf_printf(&b, "{\"client_id\":\"%s\"}", c->client_id))
 			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+		/* The length before the steal: argument order is unspecified (clang: 0 bytes). */
+		size_t len = b.len;
 		return start(c, SY_CL_REQ_CONNECT, "POST", "/v3/connect", sy_buf_steal(&b, NULL),
-		             b.len, SY_PHASE_CONNECTING);
+		             len, SY_PHASE_CONNECTING);
 	}
 	if (c->need_schema || c->manifest == NULL)
 		return start(c, SY_CL_REQ_SCHEMA, "GET", "/v3/schema", NULL, 0, SY_PHASE_SCHEMA);
