@@ -1,26 +1,38 @@
-# contrib: fuzz target and benchmarks (built on request, not installed).
+# contrib: fuzz targets and benchmarks (built on request, not installed).
 
-# The fuzz target's regression corpus is replayed by make check without libFuzzer.
-check_PROGRAMS += contrib/fuzz/fuzz_replay
+# The fuzz targets' regression corpora are replayed by make check without libFuzzer.
+check_PROGRAMS += contrib/fuzz/fuzz_replay contrib/fuzz/fuzz_client_replay
 contrib_fuzz_fuzz_replay_SOURCES = contrib/fuzz/fuzz_push.c contrib/fuzz/replay.c
 contrib_fuzz_fuzz_replay_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
+contrib_fuzz_fuzz_client_replay_SOURCES = contrib/fuzz/fuzz_client.c contrib/fuzz/replay.c \
+	tests/unit/client_fake.c tests/unit/client_fake.h
+contrib_fuzz_fuzz_client_replay_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(UUID_CFLAGS)
+contrib_fuzz_fuzz_client_replay_LDADD = $(CLIENT_LIBS)
 TESTS += tests/unit/fuzz_replay.sh
-EXTRA_DIST += tests/unit/fuzz_replay.sh contrib/fuzz/run tests/vectors/fuzz
+EXTRA_DIST += tests/unit/fuzz_replay.sh contrib/fuzz/run tests/vectors/fuzz tests/vectors/client
 
-# make fuzz: the libFuzzer binary (needs CC=clang; contrib/check --fuzz SECONDS runs it).
-FUZZ_SRCS = contrib/fuzz/fuzz_push.c $(src_core_libsycore_la_SOURCES)
+# make fuzz: the libFuzzer binaries (need CC=clang; contrib/check --fuzz runs them):
+# fuzz_push (reader, push validator, JCS, fingerprints, manifests) and fuzz_client
+# (the client's handling of connect, schema, push, pull and rebuild answers).
+FUZZ_CFLAGS = $(DEFS) -I$(top_builddir) $(AM_CPPFLAGS) $(CPPFLAGS) -std=c11 -g -O1 \
+	-fsanitize=fuzzer,address,undefined
+FUZZ_PUSH_SRCS = contrib/fuzz/fuzz_push.c $(src_core_libsycore_la_SOURCES)
+FUZZ_CLIENT_SRCS = contrib/fuzz/fuzz_client.c tests/unit/client_fake.c \
+	$(src_client_libsyclient_la_SOURCES) $(src_core_libsycore_la_SOURCES)
 fuzz:
 	@mkdir -p contrib/fuzz
-	srcs=; for s in $(FUZZ_SRCS); do srcs="$$srcs $(top_srcdir)/$$s"; done; \
-	$(CC) $(DEFS) -I$(top_builddir) $(AM_CPPFLAGS) $(CPPFLAGS) -std=c11 -g -O1 \
-	  -fsanitize=fuzzer,address,undefined $$srcs -o contrib/fuzz/fuzz_push $(CRYPTO_LIBS) -lm
+	srcs=; for s in $(FUZZ_PUSH_SRCS); do case $$s in *.c) srcs="$$srcs $(top_srcdir)/$$s";; esac; done; \
+	$(CC) $(FUZZ_CFLAGS) $$srcs -o contrib/fuzz/fuzz_push $(CRYPTO_LIBS) -lm
+	srcs=; for s in $(FUZZ_CLIENT_SRCS); do case $$s in *.c) srcs="$$srcs $(top_srcdir)/$$s";; esac; done; \
+	$(CC) $(FUZZ_CFLAGS) $(SQLITE_CFLAGS) $(CURL_CFLAGS) $(UUID_CFLAGS) $(CRYPTO_CFLAGS) $$srcs \
+	  -o contrib/fuzz/fuzz_client $(SQLITE_LIBS) $(CURL_LIBS) $(UUID_LIBS) $(CRYPTO_LIBS) -lm
 .PHONY: fuzz
 
 # Benchmarks: make bench-core (or contrib/bench/core/run BUILD_DIR).
 EXTRA_PROGRAMS = contrib/bench/core/bench_core
 contrib_bench_core_bench_core_SOURCES = contrib/bench/core/bench_core.c contrib/bench/bench.h
 contrib_bench_core_bench_core_LDADD = src/core/libsycore.la $(CRYPTO_LIBS) -lm
-CLEANFILES += contrib/bench/core/bench_core contrib/fuzz/fuzz_push
+CLEANFILES += contrib/bench/core/bench_core contrib/fuzz/fuzz_push contrib/fuzz/fuzz_client
 EXTRA_DIST += contrib/bench/core/run
 bench-core: contrib/bench/core/bench_core
 	$(top_srcdir)/contrib/bench/core/run $(abs_top_builddir)
