@@ -55,7 +55,7 @@ static bool table_has_field(const sy_table *t, const char *id, size_t len)
 	return sy_table_field(t, id, len) != NULL;
 }
 
-static char *arena_printf(sp_push *x, const char *fmt, ...) pg_attribute_printf(2, 3);
+static char *arena_printf(sp_push *x, const char *fmt, ...) SY_PRINTF(2, 3);
 
 static char *arena_printf(sp_push *x, const char *fmt, ...)
 {
