@@ -261,8 +261,7 @@ static void on_update(void *ctx, int op, const char *db, const char *table, sqli
 static void undo_shallow(void)
 {
 	static const char *const sql[] = {
-	        "DELETE FROM main.attempts WHERE id > (SELECT coalesce(max(id), 0) FROM"
-	        " tmpl.attempts)",
+	        "DELETE FROM main.attempts WHERE id NOT IN (SELECT id FROM tmpl.attempts)",
 	        "DELETE FROM main.meta",
 	        "INSERT INTO main.meta SELECT * FROM tmpl.meta",
 	        "DELETE FROM main.rows",
