@@ -165,6 +165,7 @@ def run(a):
         fig["walsync_exits"] = list(stack.walsync_exits)
         fig["events"] = len(stack.events)
         # each claim of the writer lease (the first, every takeover) raised the epoch by one
+        fig["walsync_takeovers"] = stack.takeovers
         fig["walsync_lease_claims"] = int(stack.q("SELECT writer_epoch FROM synchro.writer_lease", check=False) or 0)
         print_figures(fig)
         if a.figures:

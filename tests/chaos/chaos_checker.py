@@ -301,6 +301,8 @@ class Checker:
         for pk, i in self.item.items():
             fence = self.fences.get(("item", pk))
             r = rows.get(("item", pk))
+            if r is None and i[2]:
+                continue  # deleted before this device's rebuild ever saw it
             # a soft-deleted item stays a row whose deleted_at is set (or a deleted row)
             gone = r is not None and (r["deleted"] or json.loads(r["row"] or "{}").get("deleted_at") is not None)
             if r is None or fence is None or r["server_version"] != fence[1] or gone != i[2]:

@@ -7,6 +7,7 @@ interval --fault-every), each kind counted:
   responder_sigstop                       a responder stopped past nginx's fastcgi_read_timeout
   postgres_restart_immediate              pg_ctl stop -m immediate, then start
   walsync_leader_sigkill                  the lease holder killed; the standby takes over
+  walsync_leader_sigstop                  the lease holder stopped past its lease, then continued
   device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
   schema_publish                          once: manifest v2 without todo.note
   generation_expiry                       a device's client id connects anew (twice a run)
@@ -22,7 +23,7 @@ DROP_RATE = 0.06
 RESET_RATE = 0.04
 DEVICE_KILL_PROB = 0.08
 WEIGHTS = (("responder_sigkill", 4), ("responder_sigstop", 3), ("walsync_leader_sigkill", 3),
-           ("postgres_restart_immediate", 1))
+           ("walsync_leader_sigstop", 1), ("postgres_restart_immediate", 1))
 PG_RESTART_MIN_GAP_S = 20
 
 
@@ -91,6 +92,13 @@ class Faults:
             ok = True
         elif kind == "walsync_leader_sigkill":
             ok = st.kill_leading_walsync()
+        elif kind == "walsync_leader_sigstop":
+            if st.walsync_stopped is not None:
+                return
+            t = threading.Thread(target=st.stop_leading_walsync, daemon=True)
+            t.start()
+            self.threads.append(t)
+            ok = True
         elif kind == "postgres_restart_immediate":
             ok = st.restart_postgres()
             self.last_pg_restart = time.monotonic()

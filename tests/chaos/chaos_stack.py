@@ -31,6 +31,10 @@ class ChaosStack(e2e.Stack):
         self.events = []              # (monotonic time, text), for the report
         self.walsync_exits = []
         self.stopped_pids = set()     # responders under SIGSTOP (always continued)
+        self.walsync_stopped = None   # a walsync under SIGSTOP (always continued)
+        self.takeovers = 0            # the lease passed from one walsync to the other
+        self._leader = None
+        self._restart_at = {}         # a killed leader comes back once the standby took over
         self._sup_stop = threading.Event()
         self._sup = None
         self.lock = threading.RLock()  # one server-side fault at a time
@@ -63,12 +67,21 @@ class ChaosStack(e2e.Stack):
     def _supervise(self):
         while not self._sup_stop.wait(0.5):
             with self.lock:
+                lead = self.leader()
+                if lead and lead != self._leader:
+                    if self._leader:
+                        self.takeovers += 1
+                        self.note("walsync %s took the lease over" % lead)
+                    self._leader = lead
                 for name in WALSYNC_NAMES:
                     p = self.procs.get(name)
                     if p is not None and p.poll() is not None:
                         if p.returncode != -signal.SIGKILL:
                             self.walsync_exits.append("%s exited with %s" % (name, p.returncode))
                         self.procs.pop(name)
+                        self._restart_at[name] = time.monotonic()
+                    if name not in self.procs and (time.monotonic() >= self._restart_at.get(name, 0) or
+                                                   (lead and lead != name)):
                         self.start_walsync(name, wait=False, **WALSYNC_OPTS)
                         self.note("walsync %s restarted" % name)
 
@@ -134,6 +147,7 @@ class ChaosStack(e2e.Stack):
         with self.lock:
             for pid in list(self.stopped_pids):
                 self._cont(pid)
+            self._cont_walsync()
 
     def restart_postgres(self):
         with self.lock:
@@ -154,10 +168,32 @@ class ChaosStack(e2e.Stack):
             p.wait()
             self.procs.pop(lead)
             self.note("leading walsync %s SIGKILL" % lead)
-            # The standby takes over (lease_s, stale_heartbeat_s); the killed one comes back
-            # as a standby.
-            self.start_walsync(lead, wait=False, **WALSYNC_OPTS)
+            # The standby takes over (lease_s, stale_heartbeat_s); the supervisor brings the
+            # killed one back as a standby after that, or after 15 s at the latest.
+            self._restart_at[lead] = time.monotonic() + 15
         return True
+
+    def stop_leading_walsync(self):
+        """SIGSTOP the lease holder past its lease (the standby takes over), then SIGCONT it:
+        a displaced writer whose writes the lease guard must refuse."""
+        with self.lock:
+            lead = self.leader()
+            p = self.procs.get(lead)
+            if p is None or p.poll() is not None:
+                return False
+            p.send_signal(signal.SIGSTOP)
+            self.walsync_stopped = p
+            self.note("leading walsync %s SIGSTOP" % lead)
+        time.sleep(WALSYNC_OPTS["lease_s"] + 3)
+        with self.lock:
+            self._cont_walsync()
+        return True
+
+    def _cont_walsync(self):
+        p, self.walsync_stopped = self.walsync_stopped, None
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            self.note("walsync SIGCONT")
 
     def publish_without_note(self):
         """Publishes manifest v2: contrib/example's manifest without todo.note (queued
@@ -176,13 +212,21 @@ class ChaosStack(e2e.Stack):
 
     def expire_generation(self, device):
         """Another connect of the device's client id: its generation expires (409
-        client_generation_expired, reconnect, successor batch)."""
+        client_generation_expired, reconnect, successor batch). Tried again while another
+        fault makes the server answer 503."""
         if device.client_id is None:
             return False
-        status, _, _ = self.post("/v3/connect", {"client_id": device.client_id}, user=device.user,
-                                 timeout=30)
-        self.note("generation of %s expired (connect: %d)" % (device.name, status))
-        return status == 200
+        for _ in range(20):
+            try:
+                status, _, _ = self.post("/v3/connect", {"client_id": device.client_id}, user=device.user,
+                                         timeout=30)
+            except OSError:
+                status = 0
+            if status == 200:
+                self.note("generation of %s expired" % device.name)
+                return True
+            time.sleep(1)
+        return False
 
     def retire(self, device):
         r = self.ctl("client", "retire", "--user", device.user, device.client_id, check=False)
