@@ -9,7 +9,8 @@ Prints the backend's CPU per mutation for both, and the statements by execution 
 (pg_stat_statements measures ExecutorRun and ExecutorFinish, not ExecutorStart: the per-call
 figures add up to less than the function's own).
 With BENCH_PERF=FILE, `perf record -g` samples the pushing backend into FILE during the push loop
-(cpu-clock; pg_stat_statements stops tracking for that run, so it does not weigh in the profile).
+(cpu-clock; pg_stat_statements stops tracking for that run, so it does not weigh in the profile);
+BENCH_PERF_CALLGRAPH=dwarf,16384 unwinds through Debian's postgres, which has no frame pointers.
 Needs python3-psycopg2 and postgresql-contrib (pg_stat_statements)."""
 
 import json
@@ -89,7 +90,8 @@ def main():
     a.execute("SELECT pg_stat_statements_reset()")
     perf = None
     if perf_out:
-        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-p", str(pid), "-o", perf_out],
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "--call-graph",
+                                 os.environ.get("BENCH_PERF_CALLGRAPH", "fp"), "-p", str(pid), "-o", perf_out],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         import time
         time.sleep(1)
