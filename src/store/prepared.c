@@ -42,6 +42,69 @@ static PGresult *failure(PGconn *c, PGresult *r, const char *what, char sqlstate
 	return NULL;
 }
 
+/* Prepares s on c unless this connection has it already; false (the failure reported) when
+ * PostgreSQL refused it. */
+static bool ensure_prepared(PGconn *c, sy_store_stmt *s, const char *what, char sqlstate[6],
+                            sy_store_status *st, sy_error *err)
+{
+	if (c != seen_conn || PQbackendPID(c) != seen_pid) {
+		conn_serial++;
+		seen_conn = c;
+		seen_pid = PQbackendPID(c);
+	}
+	if (s->prepared_on == conn_serial)
+		return true;
+	PGresult *p = PQprepare(c, s->name, s->sql, s->nparams, NULL);
+	if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
+		const char *code = p ? PQresultErrorField(p, PG_DIAG_SQLSTATE) : NULL;
+		/* 42P05: already prepared on this connection (the serial was reset needlessly). */
+		if (code == NULL || strcmp(code, "42P05") != 0) {
+			(void)sy_store_result_failure(c, p, what, sqlstate, st, err);
+			return false;
+		}
+	}
+	PQclear(p);
+	s->prepared_on = conn_serial;
+	return true;
+}
+
+/* The statement is gone from the session (26000: DEALLOCATE ALL, DISCARD, a pooler that
+ * switched sessions) or its plan no longer fits (0A000 "cached plan must not change result
+ * type" after DDL), and nothing else was lost with it: the session is outside a transaction
+ * block, so the failed statement ended its own implicit transaction. */
+static bool prepare_again(PGconn *c, const PGresult *r)
+{
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	return code != NULL && (strcmp(code, "26000") == 0 || strcmp(code, "0A000") == 0) &&
+	       PQtransactionStatus(c) == PQTRANS_IDLE;
+}
+
+/* PQexecPrepared of s, preparing it first where this connection lacks it, and once more when
+ * the session lost it; NULL (the failure reported) when it could not be prepared. */
+static PGresult *exec_prepared(PGconn *c, sy_store_stmt *s, const char *const *params,
+                               const int *lengths, const int *formats, int result_format,
+                               ExecStatusType expect, const char *what, char sqlstate[6],
+                               sy_store_status *st, sy_error *err)
+{
+	if (!ensure_prepared(c, s, what, sqlstate, st, err))
+		return NULL;
+	PGresult *r = PQexecPrepared(c, s->name, s->nparams, params, lengths, formats,
+	                             result_format);
+	if (r != NULL && PQresultStatus(r) == expect)
+		return r;
+	if (!prepare_again(c, r))
+		return r;
+	PQclear(r);
+	/* 0A000: the old statement is still there; 26000: DEALLOCATE answers an error, ignored. */
+	char sql[128];
+	snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
+	PQclear(PQexec(c, sql));
+	s->prepared_on = 0;
+	if (!ensure_prepared(c, s, what, sqlstate, st, err))
+		return NULL;
+	return PQexecPrepared(c, s->name, s->nparams, params, lengths, formats, result_format);
+}
+
 PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,
                              ExecStatusType expect, const char *what, char sqlstate[6],
                              sy_store_status *st, sy_error *err)
@@ -52,24 +115,32 @@ PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *par
 		                            st, err);
 	if (sqlstate)
 		sqlstate[0] = '\0';
-	if (c != seen_conn || PQbackendPID(c) != seen_pid) {
-		conn_serial++;
-		seen_conn = c;
-		seen_pid = PQbackendPID(c);
+	PGresult *r = exec_prepared(c, s, params, NULL, NULL, 0, expect, what, sqlstate, st, err);
+	if (r == NULL)
+		return NULL;
+	if (PQresultStatus(r) == expect) {
+		*st = SY_STORE_OK;
+		return r;
 	}
-	if (s->prepared_on != conn_serial) {
-		PGresult *p = PQprepare(c, s->name, s->sql, s->nparams, NULL);
-		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
-			const char *code = p ? PQresultErrorField(p, PG_DIAG_SQLSTATE) : NULL;
-			/* 42P05: already prepared on this connection (the serial was reset
-			 * needlessly). */
-			if (code == NULL || strcmp(code, "42P05") != 0)
-				return sy_store_result_failure(c, p, what, sqlstate, st, err);
-		}
-		PQclear(p);
-		s->prepared_on = conn_serial;
+	return failure(c, r, what, sqlstate, st, err);
+}
+
+PGresult *sy_store_exec_stmt_binary(PGconn *c, sy_store_stmt *s, const char *const *params,
+                                    const int *lengths, const int *formats, int result_format,
+                                    ExecStatusType expect, const char *what, char sqlstate[6],
+                                    sy_store_status *st, sy_error *err)
+{
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	PGresult *r;
+	if (sy_store_get_pooler() == SY_STORE_POOLER_TRANSACTION) {
+		r = PQexecParams(c, s->sql, s->nparams, NULL, params, lengths, formats, result_format);
+	} else {
+		r = exec_prepared(c, s, params, lengths, formats, result_format, expect, what,
+		                  sqlstate, st, err);
+		if (r == NULL)
+			return NULL;
 	}
-	PGresult *r = PQexecPrepared(c, s->name, s->nparams, params, NULL, NULL, 0);
 	if (r && PQresultStatus(r) == expect) {
 		*st = SY_STORE_OK;
 		return r;

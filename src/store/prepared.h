@@ -35,6 +35,18 @@ SY_MUST_CHECK PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const ch
                                            char sqlstate[6], sy_store_status *st, sy_error *err);
 
 /*
+ * As sy_store_exec_stmt, with PQexecPrepared's parameter lengths and formats (e.g. a binary
+ * bytea) and the result's format. Behind a transaction pool it runs unnamed with
+ * PQexecParams, without the settings statement: the statement carries what it needs.
+ */
+SY_MUST_CHECK PGresult *sy_store_exec_stmt_binary(PGconn *c, sy_store_stmt *s,
+                                                  const char *const *params, const int *lengths,
+                                                  const int *formats, int result_format,
+                                                  ExecStatusType expect, const char *what,
+                                                  char sqlstate[6], sy_store_status *st,
+                                                  sy_error *err);
+
+/*
  * Forgets which statements were prepared (call after opening a new connection
  * or PQreset). A changed PGconn or backend process is also noticed on its own.
  */

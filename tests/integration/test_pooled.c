@@ -91,6 +91,40 @@ static void test_settings_per_statement(void)
 	PQfinish(c);
 }
 
+/* sy_store_exec_stmt_binary (synchro_push's call): binary parameters and result; unnamed
+ * behind the pool, prepared once per connection without one. */
+static void test_binary_statement(void)
+{
+	static sy_store_stmt echo =
+	        SY_STORE_STMT("sy_test_pooled_echo", "SELECT $1::bytea, $2::int4 + 1", 2);
+	static const char octets[] = {'\0', '\xff', 'x', '\'', '\\'};
+	const char *values[] = {octets, "41"};
+	int lengths[] = {(int)sizeof octets, 0};
+	int formats[] = {1, 0};
+	sy_store_pooler modes[] = {SY_STORE_POOLER_TRANSACTION, SY_STORE_POOLER_NONE};
+	for (size_t m = 0; m < 2; m++) {
+		sy_store_set_pooler(modes[m]);
+		PGconn *c = fresh();
+		for (int i = 0; i < 3; i++) {
+			sy_store_status st;
+			sy_error err = {0};
+			PGresult *r = sy_store_exec_stmt_binary(c, &echo, values, lengths, formats, 1,
+			                                        PGRES_TUPLES_OK, "echo", NULL, &st, &err);
+			CU_ASSERT_EQUAL(st, SY_STORE_OK);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+			CU_ASSERT_EQUAL(PQgetlength(r, 0, 0), (int)sizeof octets);
+			CU_ASSERT(memcmp(PQgetvalue(r, 0, 0), octets, sizeof octets) == 0);
+			CU_ASSERT_EQUAL(PQgetlength(r, 0, 1), 4);
+			CU_ASSERT_EQUAL((unsigned char)PQgetvalue(r, 0, 1)[3], 42);
+			PQclear(r);
+		}
+		CU_ASSERT_EQUAL(pgt_int(c, "SELECT count(*) FROM pg_prepared_statements", 0, NULL),
+		                modes[m] == SY_STORE_POOLER_NONE ? 1 : 0);
+		PQfinish(c);
+	}
+	sy_store_set_pooler(SY_STORE_POOLER_TRANSACTION);
+}
+
 /* timestamptz text of another session TimeZone: the same instant. */
 static void test_format_time_offsets(void)
 {
@@ -219,6 +253,7 @@ int main(void)
 	        {"no statement on a session that is not UTF8", test_encoding_guard},
 	        {"failures leave no pipeline", test_failures},
 	        {"a lost connection under the pipeline", test_connection_lost},
+	        {"binary statements: unnamed in the pool, prepared without", test_binary_statement},
 	        {NULL, NULL},
 	};
 	sy_test_add_suite("pooled", tests);
