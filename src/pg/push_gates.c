@@ -68,22 +68,12 @@ void sp_check_calling_transaction(void)
 /* ---- lookup ---- */
 
 /*
- * Client, retirement, the latest published schema and the batch, in one statement; NULL
- * columns where there is none. Before the client lock it is the whole of an exact replay;
- * after the lock it is read again (a statement started after the lock was granted sees
- * every batch, retirement and publish committed while it waited: READ COMMITTED).
+ * Client, retirement, the latest published schema and the batch: primary-key probes under one
+ * snapshot (push_index_probe.c), zero values where there is none. Before the client lock it
+ * is the whole of an exact replay; after the lock it is read again (a snapshot taken after
+ * the lock was granted sees every batch, retirement and publish committed while it waited:
+ * READ COMMITTED).
  */
-static const char head_sql[] =
-        "SELECT c.user_id, c.generation,"
-        "       EXISTS (SELECT 1 FROM synchro.retirements r WHERE r.client_id = $1),"
-        "       (SELECT max(v.version) FROM synchro.schema_versions v),"
-        "       b.state, b.fp_algorithm, b.fp_version, b.fp_domain, b.fingerprint,"
-        "       b.http_status, b.response"
-        "  FROM (SELECT 1) one"
-        "  LEFT JOIN synchro.clients c ON c.client_id = $1"
-        "  LEFT JOIN synchro.batches b"
-        "         ON b.user_id = $2 AND b.client_id = $1 AND b.batch_id = $3";
-
 /* ADR: requests of one client serialize here; the row lock also orders a push against
  * connect (a new generation) and retirement, which update or lock this row. */
 static const char lock_sql[] =
@@ -91,35 +81,45 @@ static const char lock_sql[] =
 
 void sp_lookup_head(sp_push *x)
 {
-	static const Oid types[] = {UUIDOID, TEXTOID, UUIDOID};
-	Datum v[] = {x->client_d, x->user_d, x->batch_d};
 	sp_lookup *lk = &x->lk;
-	sp_run(sp_plan(head_sql, 3, types), v, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		sp_fail("lookup");
+	Snapshot snap = sp_probe_snapshot();
+	sp_probe p;
+	Datum client[] = {x->client_d};
+	Datum batch[] = {x->user_d, x->client_d, x->batch_d};
+
 	memset(lk, 0, sizeof *lk);
-	if (!sp_isnull(0, 1)) {
-		char *owner = sp_text(0, 1);
+	sp_probe_open(&p, "clients");
+	if (sp_probe_find(&p, 1, client, snap)) {
+		char *owner = sp_probe_text(&p, "user_id");
 		lk->client_found = true;
-		lk->bound = strcmp(owner, x->user) == 0;
-		lk->generation = sp_int(0, 2);
+		lk->bound = owner != NULL && strcmp(owner, x->user) == 0;
+		lk->generation = sp_probe_int(&p, "generation");
 	}
-	lk->retired = sp_bool(0, 3);
-	lk->latest = sp_int(0, 4);
-	if (!sp_isnull(0, 5)) {
+	sp_probe_close(&p);
+	sp_probe_open(&p, "retirements");
+	lk->retired = sp_probe_find(&p, 1, client, snap);
+	sp_probe_close(&p);
+	sp_probe_open(&p, "schema_versions");
+	if (sp_probe_find_last(&p, snap))
+		lk->latest = sp_probe_int(&p, "version");
+	sp_probe_close(&p);
+	sp_probe_open(&p, "batches");
+	if (sp_probe_find(&p, 3, batch, snap)) {
 		size_t dlen;
-		char *state = sp_text(0, 5);
-		char *alg = sp_text(0, 6);
-		char *domain = sp_text(0, 8);
-		char *digest = sp_bytes(0, 9, &dlen);
+		char *state = sp_probe_text(&p, "state");
+		char *alg = sp_probe_text(&p, "fp_algorithm");
+		char *domain = sp_probe_text(&p, "fp_domain");
+		char *digest = sp_probe_bytes(&p, "fingerprint", &dlen);
 		lk->batch_found = true;
-		lk->batch_complete = strcmp(state, "complete") == 0;
-		lk->batch_fp_equal = sy_fp_matches(&x->bfp, alg, (int)sp_int(0, 7), domain,
-		                                   (const uint8_t *)digest, dlen);
-		lk->batch_status = (int)sp_int(0, 10);
-		lk->response = sp_bytes(0, 11, &lk->response_len);
+		lk->batch_complete = state != NULL && strcmp(state, "complete") == 0;
+		lk->batch_fp_equal = alg != NULL && domain != NULL &&
+		                     sy_fp_matches(&x->bfp, alg, (int)sp_probe_int(&p, "fp_version"),
+		                                   domain, (const uint8_t *)digest, dlen);
+		lk->batch_status = (int)sp_probe_int(&p, "http_status");
+		lk->response = sp_probe_bytes(&p, "response", &lk->response_len);
 	}
-	SPI_freetuptable(SPI_tuptable);
+	sp_probe_close(&p);
+	sp_probe_snapshot_end(snap);
 }
 
 void sp_lock_client(sp_push *x)

@@ -62,10 +62,41 @@ bool sp_bool(uint64 i, int col);
 int64 sp_int(uint64 i, int col);
 /* A bytea or text column's octets (detoasted, in the current context); NULL when null. */
 char *sp_bytes(uint64 i, int col, size_t *len);
+/* The octets of a bytea or text datum, detoasted and NUL-terminated, in the current context. */
+char *sp_datum_bytes(Datum d, size_t *len);
 /* Datums from C values, in the current memory context. */
 Datum sp_text_datum(const char *s, size_t len);
 Datum sp_uuid_datum(const char *uuid);
 Datum sp_bytea_datum(const void *p, size_t len);
+
+/* ---- push_index_probe.c ---- */
+
+/* Primary-key probes of a table of schema synchro; a found row stays in slot until the next
+ * probe or sp_probe_close. */
+typedef struct {
+	Relation rel, idx;
+	TupleTableSlot *slot;
+	bool found;
+} sp_probe;
+
+/* The snapshot of a group of probes, as SPI takes one for a statement (after advancing the
+ * command counter); end it with sp_probe_snapshot_end. */
+Snapshot sp_probe_snapshot(void);
+void sp_probe_snapshot_end(Snapshot snap);
+/* Opens synchro.<table> and its primary key (AccessShareLock until the transaction ends). */
+void sp_probe_open(sp_probe *p, const char *table);
+/* The visible row whose first nkeys primary-key columns equal values (typed as the index
+ * columns); false when there is none. */
+bool sp_probe_find(sp_probe *p, int nkeys, const Datum *values, Snapshot snap);
+/* The visible row with the greatest primary key. */
+bool sp_probe_find_last(sp_probe *p, Snapshot snap);
+/* Columns of the found row, by name: the datum (valid until the next probe), text (NULL when
+ * null), an integer of any width (0 when null), or bytes as sp_datum_bytes. */
+Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull);
+char *sp_probe_text(sp_probe *p, const char *column);
+int64 sp_probe_int(sp_probe *p, const char *column);
+char *sp_probe_bytes(sp_probe *p, const char *column, size_t *len);
+void sp_probe_close(sp_probe *p);
 
 /* ---- push_schemas.c ---- */
 

@@ -7,24 +7,10 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "utils/array.h"
-#include "utils/lsyscache.h"
+#include "utils/uuid.h"
 
 #include "push_module.h"
 #include "synchro/alloc.h"
-
-/*
- * One primary-key probe per id, in request order (the LATERAL ... LIMIT 1 keeps it a
- * parameterized probe whatever the statistics say, never a scan of the client's ledger).
- */
-static const char ledger_sql[] =
-        "SELECT q.i - 1, m.batch_id = $4, m.fp_algorithm, m.fp_version, m.fp_domain,"
-        "       m.fingerprint, m.outcome, m.code IS NOT DISTINCT FROM 'atomic_batch_rejected'"
-        "  FROM unnest($3::uuid[]) WITH ORDINALITY AS q(id, i)"
-        "  CROSS JOIN LATERAL (SELECT * FROM synchro.mutations l"
-        "        WHERE l.user_id = $1 AND l.client_id = $2 AND l.mutation_id = q.id"
-        "        LIMIT 1) m";
 
 /* The mutation fingerprints, made once (only a request that reaches the ledger needs them). */
 static void fingerprints(sp_push *x)
@@ -40,45 +26,47 @@ static void fingerprints(sp_push *x)
 		sp_nomem("fingerprints");
 }
 
+/* One primary-key probe of the mutation ledger per id, in request order, under one snapshot. */
 void sp_probe_ledger(sp_push *x)
 {
-	static Oid types[] = {TEXTOID, UUIDOID, InvalidOid, UUIDOID};
 	const sy_push_request *req = x->req;
 	size_t n = req->mutation_count;
 	sp_lookup *lk = &x->lk;
 
 	fingerprints(x);
-	if (types[2] == InvalidOid)
-		types[2] = get_array_type(UUIDOID);
-	Datum *ids = palloc(sizeof *ids * n);
-	for (size_t i = 0; i < n; i++)
-		ids[i] = sp_uuid_datum(req->mutations[i].mutation_id);
-	ArrayType *arr = construct_array(ids, (int)n, UUIDOID, 16, false, TYPALIGN_CHAR);
-	Datum v[] = {x->user_d, x->client_d, PointerGetDatum(arr), x->batch_d};
-	sp_run(sp_plan(ledger_sql, 4, types), v, NULL, SPI_OK_SELECT);
-
 	lk->probed = true;
 	lk->nled = 0;
-	lk->led = SPI_processed > 0 ? palloc0(sizeof *lk->led * SPI_processed) : NULL;
-	for (uint64 r = 0; r < SPI_processed; r++) {
-		int64 k = sp_int(r, 1);
-		if (k < 0 || (size_t)k >= n)
-			sp_fail("mutation ledger lookup");
+	lk->led = NULL;
+	Snapshot snap = sp_probe_snapshot();
+	sp_probe p;
+	sp_probe_open(&p, "mutations");
+	for (size_t k = 0; k < n; k++) {
+		Datum key[] = {x->user_d, x->client_d, sp_uuid_datum(req->mutations[k].mutation_id)};
+		if (!sp_probe_find(&p, 3, key, snap))
+			continue;
+		if (lk->led == NULL)
+			lk->led = palloc0(sizeof *lk->led * n);
 		size_t dlen;
-		char *alg = sp_text(r, 3);
-		char *domain = sp_text(r, 5);
-		char *digest = sp_bytes(r, 6, &dlen);
+		bool isnull;
+		char *alg = sp_probe_text(&p, "fp_algorithm");
+		char *domain = sp_probe_text(&p, "fp_domain");
+		char *digest = sp_probe_bytes(&p, "fingerprint", &dlen);
+		char *code = sp_probe_text(&p, "code");
+		Datum batch = sp_probe_get(&p, "batch_id", &isnull);
 		sp_ledgered *l = &lk->led[lk->nled++];
-		l->index = (size_t)k;
-		l->same_batch = sp_bool(r, 2);
-		l->fp_equal = sy_fp_matches(&x->mfp[k], alg, (int)sp_int(r, 4), domain,
-		                            (const uint8_t *)digest, dlen);
-		l->atomic_rejected = sp_bool(r, 8);
-		l->outcome = sp_bytes(r, 7, &l->outcome_len);
+		l->index = k;
+		l->same_batch = !isnull && memcmp(DatumGetUUIDP(batch), DatumGetUUIDP(x->batch_d),
+		                                  UUID_LEN) == 0;
+		l->fp_equal = alg != NULL && domain != NULL &&
+		              sy_fp_matches(&x->mfp[k], alg, (int)sp_probe_int(&p, "fp_version"),
+		                            domain, (const uint8_t *)digest, dlen);
+		l->atomic_rejected = code != NULL && strcmp(code, "atomic_batch_rejected") == 0;
+		l->outcome = sp_probe_bytes(&p, "outcome", &l->outcome_len);
 		if (l->outcome == NULL)
 			sp_fail("a mutation ledger row has no outcome");
 	}
-	SPI_freetuptable(SPI_tuptable);
+	sp_probe_close(&p);
+	sp_probe_snapshot_end(snap);
 }
 
 /* Stored outcomes of mutations ledgered by other batches, into the outcome arena. */

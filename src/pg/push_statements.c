@@ -100,13 +100,8 @@ int64 sp_int(uint64 i, int col)
 	}
 }
 
-char *sp_bytes(uint64 i, int col, size_t *len)
+char *sp_datum_bytes(Datum d, size_t *len)
 {
-	bool isnull;
-	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
-	*len = 0;
-	if (isnull)
-		return NULL;
 	struct varlena *v = pg_detoast_datum_packed((struct varlena *)DatumGetPointer(d));
 	size_t n = VARSIZE_ANY_EXHDR(v);
 	char *out = palloc(n + 1);
@@ -114,6 +109,14 @@ char *sp_bytes(uint64 i, int col, size_t *len)
 	out[n] = '\0';
 	*len = n;
 	return out;
+}
+
+char *sp_bytes(uint64 i, int col, size_t *len)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	*len = 0;
+	return isnull ? NULL : sp_datum_bytes(d, len);
 }
 
 Datum sp_text_datum(const char *s, size_t len)

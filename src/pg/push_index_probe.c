@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Primary-key probes of synchro's own tables through the index access method, without the
+ * executor: the lookups of every push (ADR "Exact replay": client, retirement, the latest
+ * schema, the batch, each mutation id) are equality probes of a unique index, and SPI spent
+ * more on starting and ending a plan for them (ExecInitNode, plan revalidation) than on the
+ * probe itself (perf of a one-mutation push: sp_lookup_head 12% of the backend, two thirds of
+ * it executor setup).
+ *
+ * The probes see what a statement run through SPI would: the command counter is advanced
+ * and a fresh snapshot taken (READ COMMITTED sees every commit before the probe; a
+ * REPEATABLE READ or SERIALIZABLE caller its transaction snapshot, with the access method's
+ * predicate locks). Each table is locked AccessShareLock until the transaction ends, as the
+ * executor locks what it reads. synchro_push runs as the tables' owner, so there is no
+ * privilege to check; user tables are never probed here.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "push_module.h"
+
+Snapshot sp_probe_snapshot(void)
+{
+	CommandCounterIncrement();
+	return RegisterSnapshot(GetTransactionSnapshot());
+}
+
+void sp_probe_snapshot_end(Snapshot snap)
+{
+	UnregisterSnapshot(snap);
+}
+
+void sp_probe_open(sp_probe *p, const char *table)
+{
+	Oid relid = RangeVarGetRelid(makeRangeVar("synchro", (char *)table, -1), AccessShareLock,
+	                             false);
+	p->rel = table_open(relid, NoLock);
+	Oid pk = RelationGetPrimaryKeyIndex(p->rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "synchro_push: synchro.%s has no primary key", table);
+	p->idx = index_open(pk, AccessShareLock);
+	p->slot = table_slot_create(p->rel, NULL);
+	p->found = false;
+}
+
+/* Equality keys on the first nkeys columns of the index, with its operators and collations. */
+static void keys_for(Relation idx, int nkeys, const Datum *values, ScanKeyData *keys)
+{
+	if (nkeys > IndexRelationGetNumberOfKeyAttributes(idx))
+		elog(ERROR, "synchro_push: a probe with more keys than its index");
+	for (int i = 0; i < nkeys; i++) {
+		Oid type = idx->rd_opcintype[i];
+		Oid op = get_opfamily_member(idx->rd_opfamily[i], type, type, BTEqualStrategyNumber);
+		if (!OidIsValid(op))
+			elog(ERROR, "synchro_push: no equality operator for a probe");
+		ScanKeyEntryInitialize(&keys[i], 0, (AttrNumber)(i + 1), BTEqualStrategyNumber,
+		                       InvalidOid, idx->rd_indcollation[i], get_opcode(op), values[i]);
+	}
+}
+
+bool sp_probe_find(sp_probe *p, int nkeys, const Datum *values, Snapshot snap)
+{
+	ScanKeyData keys[INDEX_MAX_KEYS];
+	keys_for(p->idx, nkeys, values, keys);
+	IndexScanDesc scan = index_beginscan(p->rel, p->idx, snap, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	p->found = index_getnext_slot(scan, ForwardScanDirection, p->slot);
+	index_endscan(scan);
+	return p->found;
+}
+
+bool sp_probe_find_last(sp_probe *p, Snapshot snap)
+{
+	IndexScanDesc scan = index_beginscan(p->rel, p->idx, snap, 0, 0);
+	index_rescan(scan, NULL, 0, NULL, 0);
+	p->found = index_getnext_slot(scan, BackwardScanDirection, p->slot);
+	index_endscan(scan);
+	return p->found;
+}
+
+Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull)
+{
+	AttrNumber att = get_attnum(RelationGetRelid(p->rel), column);
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "synchro_push: synchro.%s has no column %s", RelationGetRelationName(p->rel),
+		     column);
+	return slot_getattr(p->slot, att, isnull);
+}
+
+char *sp_probe_text(sp_probe *p, const char *column)
+{
+	bool isnull;
+	Datum d = sp_probe_get(p, column, &isnull);
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+int64 sp_probe_int(sp_probe *p, const char *column)
+{
+	bool isnull;
+	Datum d = sp_probe_get(p, column, &isnull);
+	if (isnull)
+		return 0;
+	switch (TupleDescAttr(RelationGetDescr(p->rel),
+	                      get_attnum(RelationGetRelid(p->rel), column) - 1)
+	                ->atttypid) {
+	case INT2OID: return DatumGetInt16(d);
+	case INT4OID: return DatumGetInt32(d);
+	default: return DatumGetInt64(d);
+	}
+}
+
+char *sp_probe_bytes(sp_probe *p, const char *column, size_t *len)
+{
+	bool isnull;
+	Datum d = sp_probe_get(p, column, &isnull);
+	*len = 0;
+	return isnull ? NULL : sp_datum_bytes(d, len);
+}
+
+void sp_probe_close(sp_probe *p)
+{
+	ExecDropSingleTupleTableSlot(p->slot);
+	index_close(p->idx, NoLock);
+	table_close(p->rel, NoLock);
+	memset(p, 0, sizeof *p);
+}
