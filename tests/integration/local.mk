@@ -14,7 +14,9 @@ EXTRA_DIST += tests/integration/with-pg contrib/example/schema.sql contrib/examp
 # The database contract itself: migrations, fences, messages, grants, retirement.
 check_PROGRAMS += tests/integration/test_sql.pgt
 TESTS += tests/integration/test_sql.pgt
-tests_integration_test_sql_pgt_SOURCES = tests/integration/test_sql.c
+tests_integration_test_sql_pgt_SOURCES = tests/integration/test_sql.c \
+	tests/integration/test_sql_fences.c tests/integration/test_sql_roles.c \
+	tests/integration/sql_suite.h
 nodist_tests_integration_test_sql_pgt_SOURCES = src/store/sql_migrations.c
 tests_integration_test_sql_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_sql_pgt_LDADD = $(PGT_LDADD)
