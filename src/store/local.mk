@@ -40,12 +40,17 @@ TESTS += tests/integration/test_ctl.pgt
 endif
 EXTRA_DIST += tests/integration/test_ctl.pgt
 
-# The push path (src/store/push.c) against a throwaway PostgreSQL, as the responders' role.
+# The push (synchro_push, src/pg, called by src/store/push_call.c) against a throwaway
+# PostgreSQL, as the responders' role.
 if HAVE_PG_SERVER
 check_PROGRAMS += tests/integration/test_push.pgt
 TESTS += tests/integration/test_push.pgt
 endif
-tests_integration_test_push_pgt_SOURCES = tests/integration/test_push.c
+tests_integration_test_push_pgt_SOURCES = tests/integration/test_push.c \
+	tests/integration/test_push_matrix.c tests/integration/test_push_replay.c \
+	tests/integration/test_push_rules.c tests/integration/test_push_races.c \
+	tests/integration/test_push_history.c tests/integration/push_suite.h \
+	tests/integration/push_request.c tests/integration/push_request.h
 nodist_tests_integration_test_push_pgt_SOURCES = src/store/sql_migrations.c
 tests_integration_test_push_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_push_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \

@@ -31,6 +31,8 @@ long long client_generation(const char *client)
 	return pgt_int(db, "SELECT generation FROM synchro.clients WHERE client_id = $1", 1, p);
 }
 
+long long (*generation_of)(const char *client) = client_generation;
+
 char *build(const rspec *rs, const mspec *ms, size_t n, char (*ids)[SY_UUID_LEN + 1])
 {
 	static const rspec none = {0};
@@ -43,7 +45,7 @@ char *build(const rspec *rs, const mspec *ms, size_t n, char (*ids)[SY_UUID_LEN 
 		snprintf(batch, sizeof batch, "%s", rs->batch);
 	else
 		fresh(batch, 'b');
-	long long gen = rs->gen ? rs->gen : client_generation(client);
+	long long gen = rs->gen ? rs->gen : generation_of(client);
 	sy_buf_printf(&b, "{\"client_id\":\"%s\",\"client_generation\":%lld,\"batch_id\":\"%s\",",
 	              client, gen, batch);
 	if (rs->atomic)

@@ -10,6 +10,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 
+#include "synchro/buf.h"
 #include "synchro/json.h"
 #include "synchro/scalar.h"
 
@@ -44,6 +45,9 @@ typedef struct {
 void put_ref(sy_buf *b, const sy_schema_ref *r);
 /* The client's generation in synchro.clients. */
 long long client_generation(const char *client);
+/* The generation build() writes when rspec.gen is 0: client_generation() unless the suite
+ * says otherwise (test_push_units.pgt's clients never reconnect: always 1, no query). */
+extern long long (*generation_of)(const char *client);
 /* The request body (free()); rs NULL: every default; every mutation id used goes to ids[i]
  * (may be NULL). */
 char *build(const rspec *rs, const mspec *ms, size_t n, char (*ids)[SY_UUID_LEN + 1]);
