@@ -104,12 +104,12 @@ typedef struct {
 void sy_store_read_answer_clear(sy_store_read_answer *a);
 
 /*
- * Answers one pull after the structural checks, in the gate order of push without replay:
- * the client bound to the user (401), retired (409 client_retired), generation (409
- * client_generation_expired), schema (422); then a null cursor (409 rebuild_required), a
- * cursor below the compaction horizon or past the materialized end (409 cursor_expired);
- * then the read-your-writes wait until the client's materialized_write_epoch reaches the
- * accepted_write_epoch it had when the request arrived (at most wait_ms; then 503
+ * Answers one pull after the structural checks, in the gate order of push without replay
+ * (sy_dispatch_decide): the client bound to the user (401), retired (409 client_retired), a
+ * schema published (503), generation (409 client_generation_expired), schema (422); then a null
+ * cursor (409 rebuild_required), a cursor below the compaction horizon or past the materialized end
+ * (409 cursor_expired); then the read-your-writes wait until the client's materialized_write_epoch
+ * reaches the accepted_write_epoch it had when the request arrived (at most wait_ms; then 503
  * temporary_unavailable); then one page: the first `limit` changelog entries after the
  * cursor that concern the caller's read scope, in commit order, each row delivered once by
  * its latest entry in the window with the current source row (an entry whose fence moved

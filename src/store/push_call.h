@@ -32,7 +32,8 @@ typedef struct {
 void sy_store_push_answer_clear(sy_store_push_answer *a);
 
 /*
- * Runs "SELECT * FROM synchro.synchro_push(...)" as one unnamed statement in its own
+ * Runs "SELECT status, response, replay, retry_after FROM synchro.synchro_push(...)" as one
+ * unnamed statement in its own
  * (implicit) transaction: c must be idle, and it works through a pooler in transaction
  * mode. A deadlock or serialization failure (which synchro_push rolled back) runs it
  * again, three attempts in all. Returns SY_STORE_OK with *out filled, or the failure behind a 503

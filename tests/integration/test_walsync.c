@@ -301,8 +301,8 @@ void expect(const char *table_id, const char *pk, const char *mutation, const ch
 	         before ? before : "-", after ? after : "-");
 }
 
-/* The changelog rows from position (after_lsn, exclusive) in position order, as expect()
- * formats them; returns how many it compared equal, and fails the test on any difference. */
+/* Compares the changelog rows from position (after_lsn, exclusive) in position order, as
+ * expect() formats them, with the expected ones; fails the test on any difference. */
 void check_changelog_since(const char *after_lsn)
 {
 	const char *p[] = {after_lsn};

@@ -95,8 +95,8 @@ extern int nexpected;
 void expect(const char *table_id, const char *pk, const char *mutation, const char *client,
             const char *user, const char *before, const char *after);
 
-/* The changelog rows from position (after_lsn, exclusive) in position order, as expect()
- * formats them; returns how many it compared equal, and fails the test on any difference. */
+/* Compares the changelog rows from position (after_lsn, exclusive) in position order, as
+ * expect() formats them, with the expected ones; fails the test on any difference. */
 void check_changelog_since(const char *after_lsn);
 
 char *last_lsn(void);
