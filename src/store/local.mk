@@ -21,7 +21,8 @@ src_store_libsystore_la_SOURCES = \
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
 src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
-src_store_libsystore_la_LIBADD = $(LIBPQ_LIBS)
+# The store keeps time by src/common's one monotonic clock (src/common/clock.c).
+src_store_libsystore_la_LIBADD = src/common/libsycommon.la $(LIBPQ_LIBS)
 
 # The option table against synchro.conf(5) and conf/synchro.conf.sample, and the ini reader.
 check_PROGRAMS += tests/unit/test_config

@@ -4,8 +4,8 @@
 #include "config.h"
 
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "store/pull_broken.h"
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"
@@ -27,13 +27,6 @@ sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken, sy_erro
 		return SY_STORE_OK;
 	}
 	return st;
-}
-
-long long sy_store_mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The text[] literal of the broken tables and a page statement without them. */
@@ -67,7 +60,7 @@ sy_store_status sy_store_pull_probe_tables(sy_store_pull *p, PGconn *c, bool onl
                                            bool *changed, sy_error *err)
 {
 	*changed = false;
-	p->probe_at_ms = sy_store_mono_ms() + SY_STORE_PROBE_INTERVAL_MS;
+	p->probe_at_ms = sy_clock_ms() + SY_STORE_PROBE_INTERVAL_MS;
 	for (size_t i = 0; i < p->m->table_count; i++) {
 		sy_store_ptab *x = &p->tabs[i];
 		if (only_broken && !x->broken)

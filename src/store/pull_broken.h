@@ -20,7 +20,4 @@
 SY_MUST_CHECK sy_store_status sy_store_probe(PGconn *c, const char *sql, bool *broken,
                                              sy_error *err);
 
-/* Monotonic milliseconds. */
-long long sy_store_mono_ms(void);
-
 #endif

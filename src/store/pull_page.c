@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "store/lease.h"
 #include "store/pull_broken.h"
 #include "store/pull_internal.h"
@@ -184,11 +185,11 @@ static sy_store_stmt epoch_stmt =
 static sy_store_status wait_materialized(sy_store_read *x, const char *client_id, long long target,
                                          int wait_ms, bool *timed_out)
 {
-	double start = (double)sy_store_mono_ms();
+	double start = (double)sy_clock_ms();
 	int step = 1, slept = 0;
 	*timed_out = false;
 	for (;;) {
-		double elapsed = (double)sy_store_mono_ms() - start;
+		double elapsed = (double)sy_clock_ms() - start;
 		if (elapsed < slept)
 			elapsed = slept;
 		if (elapsed >= wait_ms) {
@@ -215,7 +216,7 @@ static sy_store_status wait_materialized(sy_store_read *x, const char *client_id
 		if (m >= target)
 			break;
 	}
-	double took = (double)sy_store_mono_ms() - start;
+	double took = (double)sy_clock_ms() - start;
 	x->out->waited_ms = took > slept ? (unsigned)took : (unsigned)slept;
 	return SY_STORE_OK;
 }
@@ -378,7 +379,7 @@ sy_store_status sy_store_pull_handle(sy_store_pull *p, PGconn *c, const sy_store
 	snprintf(ord, sizeof ord, "%" PRIu32, req->cursor.ordinal);
 	snprintf(limit, sizeof limit, "%u", req->limit);
 	long long target = -1; /* the accepted epoch to wait for, once seen */
-	if (p->nbroken > 0 && sy_store_mono_ms() >= p->probe_at_ms) {
+	if (p->nbroken > 0 && sy_clock_ms() >= p->probe_at_ms) {
 		bool changed;
 		if ((st = sy_store_pull_probe_tables(p, c, true, &changed, err)) != SY_STORE_OK) {
 			st = sy_store_read_fail(&x, st);
