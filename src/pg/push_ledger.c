@@ -4,8 +4,8 @@
  * "Required durable ledger fields"): the canonical 200 body, validated as the ADR
  * requires of every response before anything is stored; the batch ledger row, complete
  * with that exact body; every new mutation ledger row with its exact canonical outcome
- * (one statement, columns as arrays); and one increment of the client's accepted-write
- * epoch when the batch accepted a source write. The client row lock taken first claims
+ * (one statement: plain values for one row, columns as arrays for more); and one increment
+ * of the client's accepted-write epoch when the batch accepted a source write. The client row lock taken first claims
  * the batch identity, so no batch row is ever visible in a state but complete.
  */
 #include "postgres.h"
@@ -37,6 +37,16 @@ static const char mutations_sql[] =
         "   FROM unnest($9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
         "        AS u(mutation_id, fp, ordinal, av, ah, table_id, pk, op, status, code, outcome,"
         "             ov, oh)";
+
+/* The same for one new mutation ledger row, the common push: no arrays to build and unnest. */
+static const char mutation_sql[] =
+        "INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm,"
+        "       fp_version, fp_domain, fingerprint, batch_id, ordinal, authored_schema_version,"
+        "       authored_schema_hash, submitted_schema_version, submitted_schema_hash, table_id,"
+        "       pk, operation, status, code, outcome, outcome_schema_version,"
+        "       outcome_schema_hash)"
+        " VALUES ($1, $2, $9, $3, $4, $5, $10, $6, $11, $12, $13, $7, $8, $14, $15, $16, $17,"
+        "         $18, $19, $20, $21)";
 
 static const char epoch_sql[] =
         "UPDATE synchro.clients SET accepted_write_epoch = accepted_write_epoch + 1"
@@ -118,8 +128,9 @@ static void write_ledger(sp_push *x, const columns *c, size_t fresh)
 			sp_fail("the batch row was not written");
 	}
 	if (fresh > 0) {
-		static Oid types[8 + A_COUNT] = {TEXTOID, UUIDOID, TEXTOID, INT4OID,
-		                                 TEXTOID, UUIDOID, INT8OID, TEXTOID};
+		static Oid array_types[8 + A_COUNT] = {TEXTOID, UUIDOID, TEXTOID, INT4OID,
+		                                       TEXTOID, UUIDOID, INT8OID, TEXTOID};
+		Oid one_types[8 + A_COUNT];
 		Datum v[8 + A_COUNT] = {x->user_d,
 		                        x->client_d,
 		                        cstr(SY_FP_ALGORITHM),
@@ -128,12 +139,25 @@ static void write_ledger(sp_push *x, const columns *c, size_t fresh)
 		                        x->batch_d,
 		                        sv,
 		                        sh};
+		char nulls[8 + A_COUNT];
+		memset(nulls, ' ', sizeof nulls);
+		memcpy(one_types, array_types, sizeof(Oid) * 8);
 		for (int i = 0; i < A_COUNT; i++) {
-			if (types[8 + i] == InvalidOid)
-				types[8 + i] = get_array_type(elem_types[i]);
+			if (fresh == 1) {
+				one_types[8 + i] = elem_types[i];
+				v[8 + i] = c->v[i][0];
+				nulls[8 + i] = c->nulls[i][0] ? 'n' : ' ';
+				continue;
+			}
+			if (array_types[8 + i] == InvalidOid)
+				array_types[8 + i] = get_array_type(elem_types[i]);
 			v[8 + i] = array_of(c, i);
 		}
-		sp_run(sp_plan(mutations_sql, 8 + A_COUNT, types), v, NULL, SPI_OK_INSERT);
+		if (fresh == 1)
+			sp_run(sp_plan(mutation_sql, 8 + A_COUNT, one_types), v, nulls, SPI_OK_INSERT);
+		else
+			sp_run(sp_plan(mutations_sql, 8 + A_COUNT, array_types), v, NULL,
+			       SPI_OK_INSERT);
 		if (SPI_processed != fresh)
 			sp_fail("the mutation ledger rows were not written");
 	}
