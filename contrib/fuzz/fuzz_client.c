@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libFuzzer target over libsynchro-client's handling of what a server answers:
- * each input is taken in turn as the body of a 200 to /v3/connect, /v3/schema,
- * /v3/push (the push response validator and reconciliation), /v3/pull (through
- * the state machine) and as a rebuild page, then as the error body of a non-200
- * answer to push, pull and connect.
+ * an input is taken as the body of a 200 to /v3/connect, /v3/schema, /v3/push
+ * (the push response validator and reconciliation), /v3/pull (through the state
+ * machine) and as a rebuild page, and as the error body of a non-200 answer to
+ * push, pull and connect: each of those rounds whose answer it could be (it holds
+ * a member only that answer has, LLVMFuzzerTestOneInput), the push round always
+ * when it holds none.
  *
  * The store is an in-memory SQLite file prepared once against the fake server of
  * the unit suites (tests/unit/client_fake.c): a schema, server rows, a cursor and
- * one sealed batch of three mutations waiting for its answer. After any round
- * that wrote to the store, the template is copied back (the SQLite backup API),
- * so every input meets the same state.
+ * one sealed batch of three mutations waiting for its answer. After a round that
+ * wrote to the store it goes back to that template: a shallow undo when only
+ * attempts, meta, rows or rebuild_rows changed, else a full copy (the SQLite
+ * backup API), so every input meets the same state.
  *
  * Properties checked beyond "no crash": the state machine sends the request the
  * round expects; no transaction is left open; a response the client refuses
  * (EPROTOCOL) changes nothing but the attempt log; a push answer either completes
- * the batch or leaves it sealed with invalid_response; after any change the store
- * passes sy_client_verify (integrity, row checksums, batches, links).
+ * the batch or leaves it sealed with invalid_response; after an applied answer
+ * the store passes sy_client_verify (integrity, row checksums, batches, links).
  *
  * UUIDs come from a counter (uuid_generate_random below replaces libuuid's in
  * this program), so the template's client_id, batch and mutation ids are the
