@@ -451,6 +451,13 @@ static void push(fake *f, const char *body, size_t len)
 		}
 	}
 	sy_buf_free(&out);
+	for (size_t i = 0; snap != NULL && failing == SIZE_MAX && i < snap->n; i++) {
+		/* the group applied: the snapshot's copies are not needed */
+		sy_free(snap->rows[i].table);
+		sy_free(snap->rows[i].pk);
+		sy_free(snap->rows[i].row);
+		sy_free(snap->rows[i].version);
+	}
 	sy_free(snap);
 	sy_free(vers);
 	sy_free(ids);
