@@ -219,6 +219,12 @@ class Checker:
 
     def check_ledger_owned(self):
         by_client = {d.client_id: d for d in self.devices}
+        for bid, (cid, status, _, _) in self.batches.items():
+            d = by_client.get(cid)
+            if d is None or bid not in self.stores[d.name]["batches"]:
+                self.v("the batch ledger holds batch %s no device sealed" % bid)
+            elif self.stores[d.name]["batches"][bid]["state"] == "superseded":
+                self.v("%s: batch %s was superseded (409/422) but the ledger completed it" % (d.name, bid))
         for (cid, mid), led in self.ledger.items():
             d = by_client.get(cid)
             if d is None:

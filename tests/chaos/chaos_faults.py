@@ -10,10 +10,12 @@ interval --fault-every), each kind counted:
   walsync_leader_sigstop                  the lease holder stopped past its lease, then continued
   device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
   schema_publish                          once: manifest v2 without todo.note
-  generation_expiry                       a device's client id connects anew (twice a run)
-  device_retired                          once: a device retired with queued intents
+  generation_expiry                       a device's client id connects anew (each minute, twice
+                                          at least)
+  device_retired                          a device retired with queued intents (each ten minutes,
+                                          once at least)
 
-The one-shot events happen at fixed fractions of the run (with seeded jitter)."""
+The one-shot events happen at seeded random moments of the run (the publish near its middle)."""
 
 import random
 import threading
@@ -56,12 +58,14 @@ class Faults:
     def run_until(self, deadline):
         start = time.monotonic()
         span = deadline - start
-        one_shots = sorted([
-            (start + span * self.rng.uniform(0.25, 0.35), "generation_expiry"),
-            (start + span * self.rng.uniform(0.40, 0.50), "schema_publish"),
-            (start + span * self.rng.uniform(0.55, 0.65), "device_retired"),
-            (start + span * self.rng.uniform(0.70, 0.80), "generation_expiry"),
-        ])
+        # one publish; a generation expiry a minute (two at least); a retirement every ten
+        # minutes (one at least), never of the last devices
+        one_shots = [(start + span * self.rng.uniform(0.40, 0.50), "schema_publish")]
+        one_shots += [(start + span * self.rng.uniform(0.1, 0.9), "generation_expiry")
+                      for _ in range(max(2, int(span / 60)))]
+        one_shots += [(start + span * self.rng.uniform(0.3, 0.9), "device_retired")
+                      for _ in range(min(max(1, int(span / 600)), len(self.devices) // 3))]
+        one_shots.sort()
         next_fault = start + self.rng.expovariate(1.0 / self.every)
         while True:
             now = time.monotonic()
@@ -119,7 +123,9 @@ class Faults:
             if st.expire_generation(d):
                 self._counts[kind] += 1
         elif kind == "device_retired":
-            d = self.rng.choice(live[1:] or live)
+            if len(live) < 3:
+                return
+            d = self.rng.choice(live[1:])
             with d.lock:
                 # queued work first: writes that are never sent (and maybe one sent whose
                 # answer is lost), then the retirement, then the device tries to sync
