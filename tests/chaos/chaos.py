@@ -164,6 +164,7 @@ def run(a):
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
         fig["walsync_exits"] = list(stack.walsync_exits)
         fig["events"] = len(stack.events)
+        print("\nevents:\n" + "".join("  %6.1f s  %s\n" % e for e in stack.events), flush=True)
         # each claim of the writer lease (the first, every takeover) raised the epoch by one
         fig["walsync_takeovers"] = stack.takeovers
         fig["walsync_lease_claims"] = int(stack.q("SELECT writer_epoch FROM synchro.writer_lease", check=False) or 0)

@@ -15,7 +15,8 @@ interval --fault-every), each kind counted:
   device_retired                          a device retired with queued intents (each ten minutes,
                                           once at least)
 
-The one-shot events happen at seeded random moments of the run (the publish near its middle)."""
+The one-shot events happen at seeded random moments of the run (the publish near its middle);
+so does one fault of every random kind, so that each run has each kind at least once."""
 
 import random
 import threading
@@ -65,6 +66,8 @@ class Faults:
                       for _ in range(max(2, int(span / 60)))]
         one_shots += [(start + span * self.rng.uniform(0.3, 0.9), "device_retired")
                       for _ in range(min(max(1, int(span / 600)), len(self.devices) // 3))]
+        # every random kind at least once, whatever the draw
+        one_shots += [(start + span * self.rng.uniform(0.1, 0.85), "random:" + k) for k, _ in WEIGHTS]
         one_shots.sort()
         next_fault = start + self.rng.expovariate(1.0 / self.every)
         while True:
@@ -73,13 +76,20 @@ class Faults:
                 break
             if one_shots and one_shots[0][0] <= now:
                 _, kind = one_shots.pop(0)
-                self.one_shot(kind)
+                if kind.startswith("random:"):
+                    self.fault(kind[7:])
+                    if kind == "random:postgres_restart_immediate":
+                        self.last_pg_restart = time.monotonic()
+                else:
+                    self.one_shot(kind)
                 continue
             if next_fault <= now:
                 kind = self._pick()
                 if kind == "postgres_restart_immediate" and now - self.last_pg_restart < PG_RESTART_MIN_GAP_S:
                     kind = "responder_sigkill"
                 self.fault(kind)
+                if kind == "postgres_restart_immediate":
+                    self.last_pg_restart = time.monotonic()
                 next_fault = time.monotonic() + self.rng.expovariate(1.0 / self.every)
                 continue
             time.sleep(min(0.1, max(0.0, min(next_fault, one_shots[0][0] if one_shots else next_fault) - now)))
@@ -105,7 +115,6 @@ class Faults:
             ok = True
         elif kind == "postgres_restart_immediate":
             ok = st.restart_postgres()
-            self.last_pg_restart = time.monotonic()
         else:
             raise AssertionError(kind)
         if ok:

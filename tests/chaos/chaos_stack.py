@@ -103,17 +103,27 @@ class ChaosStack(e2e.Stack):
         master = self.procs.get("fcgi")
         if master is None:
             return []
-        try:
-            with open("/proc/%d/task/%d/children" % (master.pid, master.pid)) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            # pid (comm) state ppid ...: comm may hold spaces, so split after its ")"
+            fields = stat.rpartition(")")[2].split()
+            if len(fields) > 1 and int(fields[1]) == master.pid:
+                pids.append(int(entry))
+        return pids
 
     # --- faults ---------------------------------------------------------------------------
     def kill_responder(self, rng):
         with self.lock:
             pids = [p for p in self.responders() if p not in self.stopped_pids]
             if not pids:
+                self.note("no responder to kill (%d stopped)" % len(self.stopped_pids))
                 return False
             pid = rng.choice(pids)
             os.kill(pid, signal.SIGKILL)
