@@ -290,11 +290,7 @@ bool sy_fp_mutations(const sy_push_request *req, const char *user, size_t user_l
 
 void sy_fp_hex(const uint8_t digest[SY_FP_DIGEST_LEN], char hex[SY_FP_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < SY_FP_DIGEST_LEN; i++) {
-		hex[2 * i] = digits[digest[i] >> 4];
-		hex[2 * i + 1] = digits[digest[i] & 0x0F];
-	}
+	sy_hex_encode(hex, digest, SY_FP_DIGEST_LEN);
 	hex[SY_FP_HEX_LEN] = '\0';
 }
 

@@ -17,6 +17,7 @@
 
 #include "synchro/alloc.h"
 #include "synchro/jcs.h"
+#include "synchro/octets.h"
 
 #include "decimal.h"
 #include "json_scan.h"
@@ -241,7 +242,6 @@ static size_t format_from_literal(char out[SY_JCS_NUMBER_MAX], const sy_json *v)
  * each escape reserves its extra bytes. */
 bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
 	if (len > SIZE_MAX - 8)
 		return false;
@@ -277,8 +277,8 @@ bool sy_jcs_write_string(sy_buf *out, const char *s, size_t len)
 			*o++ = 'u';
 			*o++ = '0';
 			*o++ = '0';
-			*o++ = hex[c >> 4];
-			*o++ = hex[c & 0xF];
+			sy_hex_encode(o, &c, 1);
+			o += 2;
 			break;
 		}
 	}

@@ -13,6 +13,7 @@
 #include "synchro/jcs.h"
 #include "synchro/json.h"
 #include "synchro/manifest.h"
+#include "synchro/octets.h"
 
 /* Room for "tables[<size_t>]", and for that followed by ".fields[<size_t>]". */
 #define TABLE_PATH_CAP 32
@@ -447,7 +448,6 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 /* Hash and canonical bytes: SHA-256(domain 0x00 JCS(manifest)). */
 static bool seal(sy_manifest *m, const sy_json *root, sy_error *err)
 {
-	static const char hex[] = "0123456789abcdef";
 	static const char domain[] = SY_MANIFEST_HASH_DOMAIN;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
@@ -460,10 +460,7 @@ static bool seal(sy_manifest *m, const sy_json *root, sy_error *err)
 		goto fail;
 	if (EVP_Digest(b.data, b.len, md, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32)
 		goto nomem;
-	for (unsigned int i = 0; i < md_len; i++) {
-		m->hash[2 * i] = hex[md[i] >> 4];
-		m->hash[2 * i + 1] = hex[md[i] & 0x0f];
-	}
+	sy_hex_encode(m->hash, md, md_len);
 	m->hash[SY_HASH_HEX_LEN] = '\0';
 	size_t total;
 	char *data = sy_buf_steal(&b, &total);

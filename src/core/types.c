@@ -357,7 +357,6 @@ bool sy_wire_valid(sy_type t, const sy_json *v, const char **why)
 /* Appends the bytes that the canonical base64 s[0..len) encodes, as hex. */
 static bool base64_to_hex(sy_buf *out, const char *s, size_t len)
 {
-	static const char hex[] = "0123456789abcdef";
 	uint32_t acc = 0;
 	int bits = 0;
 	for (size_t i = 0; i < len && s[i] != '='; i++) {
@@ -365,8 +364,9 @@ static bool base64_to_hex(sy_buf *out, const char *s, size_t len)
 		bits += 6;
 		if (bits >= 8) {
 			bits -= 8;
-			unsigned byte = (acc >> bits) & 0xff;
-			char pair[2] = {hex[byte >> 4], hex[byte & 0x0f]};
+			unsigned char byte = (unsigned char)((acc >> bits) & 0xff);
+			char pair[2];
+			sy_hex_encode(pair, &byte, 1);
 			if (!sy_buf_append(out, pair, 2))
 				return false;
 		}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Octet spellings libsynchro and its programs share: hex digits and big-endian integers
+/* Octet spellings libsynchro and its programs share: hex and big-endian integers
  * (PostgreSQL's binary formats and the replication stream). Pure, no allocation. */
 #ifndef SYNCHRO_OCTETS_H
 #define SYNCHRO_OCTETS_H
@@ -17,6 +17,17 @@ static inline int sy_hex_digit(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/* The lowercase hex of p[0..n) into out[0..2n) (no NUL added): the spelling of every
+ * digest, checksum and bytea the library writes. */
+static inline void sy_hex_encode(char *out, const unsigned char *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 0x0F];
+	}
 }
 
 /* The unsigned integer of the big-endian p[0..octets), octets at most 8. */
