@@ -122,6 +122,7 @@ def run(a):
     t_start = time.monotonic()
     try:
         stack.start_all()
+        stack.install_mirror()
         proxy = FaultProxy(stack.port, "%d/proxy" % a.seed)
         hot = setup_hot_rows(stack, rng)
         devices = []

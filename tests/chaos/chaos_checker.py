@@ -92,9 +92,23 @@ class Checker:
         for cid, bid, status, resp, atomic in self.rows(
                 "SELECT client_id::text, batch_id::text, http_status, response, atomic FROM synchro.batches"):
             self.batches[bid] = (cid, status, bytes(resp) if resp is not None else None, atomic)
+        # The history: the mirror at or below the compaction horizon (compacted away from the
+        # changelog), the changelog itself above it; above it both must agree.
+        cols = "table_id, pk, version, state, mutation_id::text, client_id::text, owner_after"
+        above = "(commit_lsn, ordinal) > (SELECT commit_lsn, ordinal FROM synchro.changelog_horizon)"
         self.changelog = self.rows(
-            "SELECT table_id, pk, version, state, mutation_id::text, client_id::text, owner_after"
-            " FROM synchro.changelog ORDER BY commit_lsn, ordinal")
+            "SELECT %s FROM (SELECT * FROM public.chaos_changelog_mirror WHERE NOT %s"
+            " UNION ALL SELECT * FROM synchro.changelog WHERE %s) h ORDER BY commit_lsn, ordinal"
+            % (cols, above, above))
+        (self.compacted,), = self.rows("SELECT count(*) FROM public.chaos_changelog_mirror WHERE NOT %s" % above)
+        for lsn, ordinal, where in self.rows(
+                "SELECT commit_lsn::text, ordinal, 'changelog only' FROM (SELECT commit_lsn, ordinal FROM"
+                " synchro.changelog WHERE %s EXCEPT SELECT commit_lsn, ordinal FROM public.chaos_changelog_mirror)"
+                " x UNION ALL SELECT commit_lsn::text, ordinal, 'mirror only' FROM (SELECT commit_lsn, ordinal"
+                " FROM public.chaos_changelog_mirror WHERE %s EXCEPT SELECT commit_lsn, ordinal FROM"
+                " synchro.changelog) y" % (above, above)):
+            if where == "changelog only":
+                self.v("changelog entry %s/%d is not in the mirror" % (lsn, ordinal))
         self.fences = {(t, pk): (state, version, mid) for t, pk, state, version, mid in self.rows(
             "SELECT table_id, pk, state, version, mutation_id::text FROM synchro.row_fences")}
         self.todo = {pk: (owner, title, done, note) for pk, owner, title, done, note in self.rows(
@@ -359,6 +373,9 @@ class Checker:
             "faults": faults,
             "lost": self.stats.get("lost", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
             "violations": len(self.violations),
+            "changelog_compacted_entries": self.compacted,
+            "rebuild_pages": self.proxy.routes.get(("/v3/rebuild", 200), 0),
+            "pulls_cursor_expired": self.proxy.routes.get(("/v3/pull", 409), 0),
             "retired_with_queued_intents": sum(
                 1 for d in self.devices if d.retired
                 for i in self.stores[d.name]["intents"].values() if i["state"] in QUEUED),

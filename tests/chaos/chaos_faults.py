@@ -9,6 +9,8 @@ interval --fault-every), each kind counted:
   walsync_leader_sigkill                  the lease holder killed; the standby takes over
   walsync_leader_sigstop                  the lease holder stopped past its lease, then continued
   device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
+  changelog_compact                       synchroctl changelog compact --before 2s (each five
+                                          minutes, once at least): devices behind it rebuild
   schema_publish                          once: manifest v2 without todo.note
   generation_expiry                       a device's client id connects anew (each minute, twice
                                           at least)
@@ -39,10 +41,12 @@ class Faults:
         self.every = every
         self.device_kill_prob = DEVICE_KILL_PROB
         self._counts = {k: 0 for k, _ in WEIGHTS}
-        self._counts.update({"schema_publish": 0, "generation_expiry": 0, "device_retired": 0})
+        self._counts.update({"schema_publish": 0, "generation_expiry": 0, "device_retired": 0,
+                             "changelog_compact": 0})
         self.threads = []
         self.last_pg_restart = 0.0
         self.retired_device = None
+        self.tries = {}
         self.finished = False
         proxy.set_rates(DROP_RATE, RESET_RATE)
 
@@ -62,6 +66,8 @@ class Faults:
         # one publish; a generation expiry a minute (two at least); a retirement every ten
         # minutes (one at least), never of the last devices
         one_shots = [(start + span * self.rng.uniform(0.40, 0.50), "schema_publish")]
+        one_shots += [(start + span * self.rng.uniform(0.2, 0.8), "changelog_compact")
+                      for _ in range(max(1, int(span / 300)))]
         one_shots += [(start + span * self.rng.uniform(0.1, 0.9), "generation_expiry")
                       for _ in range(max(2, int(span / 60)))]
         one_shots += [(start + span * self.rng.uniform(0.3, 0.9), "device_retired")
@@ -76,12 +82,16 @@ class Faults:
                 break
             if one_shots and one_shots[0][0] <= now:
                 _, kind = one_shots.pop(0)
-                if kind.startswith("random:"):
-                    self.fault(kind[7:])
-                    if kind == "random:postgres_restart_immediate":
-                        self.last_pg_restart = time.monotonic()
-                else:
-                    self.one_shot(kind)
+                ok = self.fault(kind[7:]) if kind.startswith("random:") else self.one_shot(kind)
+                if kind == "random:postgres_restart_immediate":
+                    self.last_pg_restart = time.monotonic()
+                tries = self.tries.get(kind, 0) + 1
+                self.tries[kind] = tries
+                if not ok and tries < 10 and kind != "device_retired" or (not ok and tries < 3):
+                    # not possible right now (no leader during a takeover, the server down):
+                    # again a little later
+                    one_shots.append((time.monotonic() + 2.0, kind))
+                    one_shots.sort()
                 continue
             if next_fault <= now:
                 kind = self._pick()
@@ -108,7 +118,7 @@ class Faults:
             ok = st.kill_leading_walsync()
         elif kind == "walsync_leader_sigstop":
             if st.walsync_stopped is not None:
-                return
+                return False
             t = threading.Thread(target=st.stop_leading_walsync, daemon=True)
             t.start()
             self.threads.append(t)
@@ -119,21 +129,23 @@ class Faults:
             raise AssertionError(kind)
         if ok:
             self._counts[kind] += 1
+        return ok
 
     def one_shot(self, kind):
         st = self.stack
         live = [d for d in self.devices if not d.retired and d.client_id]
-        if kind == "schema_publish":
-            if st.publish_without_note():
-                self._counts[kind] += 1
+        ok = False
+        if kind == "changelog_compact":
+            ok = st.compact_changelog()
+        elif kind == "schema_publish":
+            ok = st.publish_without_note()
         elif kind == "generation_expiry":
             d = self.rng.choice(live)
             # not under the device's lock: the expiry may land in the middle of its sync
-            if st.expire_generation(d):
-                self._counts[kind] += 1
+            ok = st.expire_generation(d)
         elif kind == "device_retired":
             if len(live) < 3:
-                return
+                return True  # none left to spare
             d = self.rng.choice(live[1:])
             with d.lock:
                 # queued work first: writes that are never sent (and maybe one sent whose
@@ -145,10 +157,13 @@ class Faults:
                     if w:
                         d.write(*w)
                 if st.retire(d):
-                    self._counts[kind] += 1
+                    ok = True
                     d.retired = True
                     self.retired_device = d
                     d.sync()
+        if ok:
+            self._counts[kind] += 1
+        return ok
 
     def finish(self):
         if self.finished:

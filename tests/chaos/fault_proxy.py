@@ -35,6 +35,7 @@ class FaultProxy:
         self.reset_rate = reset_rate
         self.counts = {"drop_after_commit": 0, "reset_mid_response": 0}
         self.statuses = {}          # status -> count (0: nginx gave no complete response)
+        self.routes = {}            # (path, status) -> count
         self.push_200 = {}          # batch_id -> [body bytes, ...]
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.sock = socket.socket()
@@ -130,6 +131,8 @@ class FaultProxy:
         is_push = lines[0].startswith(b"POST /v3/push")
         with self.lock:
             self.statuses[status] = self.statuses.get(status, 0) + 1
+            route = (lines[0].split(b" ")[1].split(b"?")[0].decode("ascii", "replace"), status)
+            self.routes[route] = self.routes.get(route, 0) + 1
             if status not in ALLOWED:
                 self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
             if is_push and status == 200:
