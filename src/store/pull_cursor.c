@@ -104,12 +104,13 @@ bool sy_store_page_token_parse(const char *s, size_t len, char **table_id, char 
 	return true;
 }
 
+/* The lowercase hex of s's bytes (out->failed records a lack of memory). */
 static void put_hex(sy_buf *out, const char *s)
 {
-	static const char digits[] = "0123456789abcdef";
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		sy_buf_putc(out, digits[*p >> 4]);
-		sy_buf_putc(out, digits[*p & 15]);
+		char pair[2];
+		sy_hex_encode(pair, p, 1);
+		sy_buf_append(out, pair, 2);
 	}
 }
 
