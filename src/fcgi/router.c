@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +92,10 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 	sy_error why = {0};
 	for (;;) {
 		sy_dispatch d = sy_dispatch_decide(&facts);
+		/* Gates are looked at in order, so a refusal is never behind an unknown one. */
+		assert(d.verdict != SY_DISPATCH_CHECK);
 		if (d.verdict == SY_DISPATCH_REFUSE) {
+			assert(why.code != SY_ERR_NONE); /* the failed check said why */
 			/* The gate says the code; memory that ran out is a 503 whatever the gate. */
 			sy_errcode code = why.code == SY_ERR_NOMEM ? SY_ERR_TEMPORARY_UNAVAILABLE
 			                                           : sy_gate_errcode(d.gate);
@@ -103,6 +107,7 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 		case SY_GATE_AUTH: pass = check_auth(r, h, req, &why); break;
 		case SY_GATE_PROTOCOL: pass = check_protocol(h, &why); break;
 		case SY_GATE_STRUCTURE:
+			assert(rt->body_max > 0);
 			/* The body within its limit (PROTOCOL §1: CONTENT_LENGTH above it is
 			 * refused before a byte is read); its structure is the handler's. */
 			if (sy_http_read_body(h, rt->body_max, &why))

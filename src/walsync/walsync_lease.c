@@ -9,6 +9,8 @@
  */
 #include "config.h"
 
+#include <assert.h>
+
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/conn.h"
@@ -86,6 +88,7 @@ bool sy_ws_db_open(walsync *w)
 
 void sy_ws_lease_claim(walsync *w)
 {
+	assert(w->db && !w->leader && !w->repl);
 	sy_error err = {0};
 	bool acquired = false;
 	char prev[SY_STORE_WRITER_ID_MAX + 1];
@@ -148,6 +151,7 @@ void sy_ws_lease_tick(void *arg)
 
 void sy_ws_lease_renew(walsync *w)
 {
+	assert(w->db && w->leader);
 	sy_error err = {0};
 	sy_store_lease_progress p = {w->slot, w->confirmed, w->stats.last_lag_ms};
 	PGconn *hb = hb_conn(w);

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -118,6 +119,7 @@ static bool start_streaming(walsync *w)
 
 void sy_ws_stream_start(walsync *w)
 {
+	assert(w->leader && w->db && !w->repl);
 	sy_error err = {0};
 	sy_store_slot slot;
 	sy_store_status st = sy_store_slot_get(w->db, w->slot, &slot, &err);
@@ -204,6 +206,9 @@ static sy_store_status write_batch(walsync *w, bool piece, sy_store_written *wr)
 
 void sy_ws_flush_batch(walsync *w)
 {
+	/* Only between transactions, by the leader on its stream (a stream implies the lease
+	 * and the SQL connection: losing either closes it). */
+	assert(!w->in_txn && w->repl && w->leader && w->db);
 	if (w->batch_txns == 0)
 		return;
 	size_t rows = sy_store_changes_count(w->batch);
@@ -251,6 +256,7 @@ void sy_ws_flush_batch(walsync *w)
 
 bool sy_ws_flush_piece(walsync *w)
 {
+	assert(w->in_txn && w->repl && w->leader && w->db);
 	sy_store_written wr;
 	if (write_batch(w, true, &wr) != SY_STORE_OK)
 		return false;
@@ -298,6 +304,7 @@ static bool read_frames(walsync *w, bool *reply)
 
 void sy_ws_stream_step(walsync *w)
 {
+	assert(w->repl && w->leader && w->db);
 	int64_t now = sy_clock_ms();
 	int64_t until = w->next_renew_ms < w->next_status_ms ? w->next_renew_ms : w->next_status_ms;
 	int timeout = (int)(until - now);
