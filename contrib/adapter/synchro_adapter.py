@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A Synchro push adapter for any WSGI server, on psycopg2 (doc/protocol.md "Writing an adapter")."""
 import json
+import random
+import time
 import psycopg2
 import psycopg2.errors
 
@@ -25,7 +27,8 @@ def push(db, user, protocol, body):
                             " FROM synchro.synchro_push(%s, %s)", (user, psycopg2.Binary(body)))
                 status, response, replay, retry_after = cur.fetchone()
                 break
-        except psycopg2.errors.TransactionRollbackError:   # deadlock: run it again
+        except psycopg2.errors.TransactionRollbackError:   # deadlock: run it again, a little later
+            time.sleep(random.uniform(0.01, 0.04))
             continue
         except psycopg2.Error:     # nothing was committed: the client retries the same bytes
             break

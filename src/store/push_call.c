@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The adapter's side of synchro.synchro_push: one unnamed statement, binary in and out. */
+/* The adapter's side of synchro.synchro_push: one statement (prepared once per connection,
+ * unnamed behind a transaction pool), binary in and out; deadlocks run again after a pause. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store/prepared.h"
 #include "store/push_call.h"
@@ -27,6 +31,24 @@ static sy_store_stmt push_stmt = SY_STORE_STMT(
 
 /* ADR: a deadlock or serialization failure is tried again, a bounded number of times. */
 #define ATTEMPTS 3
+
+/*
+ * Before attempt n + 1: 10-40 ms times n, spread per process. Run at once, the loser of a
+ * deadlock re-locks its first row before the winner, woken by the abort, takes it (a row
+ * lock has no queue once its holder is gone), and meets the winner again: the e2e deadlock
+ * case lost all three attempts that way under load, a deadlock_timeout apart.
+ */
+static void back_off(int n)
+{
+	static unsigned int seed;
+	if (seed == 0)
+		seed = (unsigned int)getpid() * 2654435761u;
+	seed = seed * 1103515245u + 12345u;
+	long ms = (10 + (long)((seed >> 16) % 31)) * n;
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
 
 /* A binary int4 column. */
 static int col_int4(const PGresult *r, int col)
@@ -72,8 +94,10 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 		if (sqlstate != NULL)
 			memcpy(sqlstate, state, sizeof state);
 		/* synchro_push rolled back everything: run it again in a new transaction */
-		if (attempt < ATTEMPTS && st == SY_STORE_FAILED && sy_sqlstate_retryable(state))
+		if (attempt < ATTEMPTS && st == SY_STORE_FAILED && sy_sqlstate_retryable(state)) {
+			back_off(attempt);
 			continue;
+		}
 		return st == SY_STORE_OK ? SY_STORE_FAILED : st;
 	}
 	out->http_status = col_int4(r, 0);
