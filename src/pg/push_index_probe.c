@@ -23,7 +23,6 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -56,27 +55,28 @@ void sp_probe_open(sp_probe *p, const char *table)
 	p->idx = index_open(pk, AccessShareLock);
 	p->slot = table_slot_create(p->rel, NULL);
 	p->found = false;
-}
-
-/* Equality keys on the first nkeys columns of the index, with its operators and collations. */
-static void keys_for(Relation idx, int nkeys, const Datum *values, ScanKeyData *keys)
-{
-	if (nkeys > IndexRelationGetNumberOfKeyAttributes(idx))
-		elog(ERROR, "synchro_push: a probe with more keys than its index");
-	for (int i = 0; i < nkeys; i++) {
-		Oid type = idx->rd_opcintype[i];
-		Oid op = get_opfamily_member(idx->rd_opfamily[i], type, type, BTEqualStrategyNumber);
+	/* The equality procedure of each key column, once per open (a ledger probe runs per
+	 * mutation id). */
+	p->nkeys = IndexRelationGetNumberOfKeyAttributes(p->idx);
+	for (int i = 0; i < p->nkeys; i++) {
+		Oid type = p->idx->rd_opcintype[i];
+		Oid op = get_opfamily_member(p->idx->rd_opfamily[i], type, type,
+		                             BTEqualStrategyNumber);
 		if (!OidIsValid(op))
 			elog(ERROR, "synchro_push: no equality operator for a probe");
-		ScanKeyEntryInitialize(&keys[i], 0, (AttrNumber)(i + 1), BTEqualStrategyNumber,
-		                       InvalidOid, idx->rd_indcollation[i], get_opcode(op), values[i]);
+		p->eq[i] = get_opcode(op);
 	}
 }
 
 bool sp_probe_find(sp_probe *p, int nkeys, const Datum *values, Snapshot snap)
 {
 	ScanKeyData keys[INDEX_MAX_KEYS];
-	keys_for(p->idx, nkeys, values, keys);
+	if (nkeys > p->nkeys)
+		elog(ERROR, "synchro_push: a probe with more keys than its index");
+	/* Equality keys on the first nkeys columns, with the index's operators and collations. */
+	for (int i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&keys[i], 0, (AttrNumber)(i + 1), BTEqualStrategyNumber,
+		                       InvalidOid, p->idx->rd_indcollation[i], p->eq[i], values[i]);
 	IndexScanDesc scan = index_beginscan(p->rel, p->idx, snap, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	p->found = index_getnext_slot(scan, ForwardScanDirection, p->slot);
@@ -93,13 +93,18 @@ bool sp_probe_find_last(sp_probe *p, Snapshot snap)
 	return p->found;
 }
 
-Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull)
+static AttrNumber attnum_of(const sp_probe *p, const char *column)
 {
 	AttrNumber att = get_attnum(RelationGetRelid(p->rel), column);
 	if (att == InvalidAttrNumber)
-		elog(ERROR, "synchro_push: synchro.%s has no column %s", RelationGetRelationName(p->rel),
-		     column);
-	return slot_getattr(p->slot, att, isnull);
+		elog(ERROR, "synchro_push: synchro.%s has no column %s",
+		     RelationGetRelationName(p->rel), column);
+	return att;
+}
+
+Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull)
+{
+	return slot_getattr(p->slot, attnum_of(p, column), isnull);
 }
 
 char *sp_probe_text(sp_probe *p, const char *column)
@@ -112,16 +117,10 @@ char *sp_probe_text(sp_probe *p, const char *column)
 int64 sp_probe_int(sp_probe *p, const char *column)
 {
 	bool isnull;
-	Datum d = sp_probe_get(p, column, &isnull);
-	if (isnull)
-		return 0;
-	switch (TupleDescAttr(RelationGetDescr(p->rel),
-	                      get_attnum(RelationGetRelid(p->rel), column) - 1)
-	                ->atttypid) {
-	case INT2OID: return DatumGetInt16(d);
-	case INT4OID: return DatumGetInt32(d);
-	default: return DatumGetInt64(d);
-	}
+	AttrNumber att = attnum_of(p, column);
+	Datum d = slot_getattr(p->slot, att, &isnull);
+	return isnull ? 0
+	              : sp_int_datum(d, TupleDescAttr(RelationGetDescr(p->rel), att - 1)->atttypid);
 }
 
 char *sp_probe_bytes(sp_probe *p, const char *column, size_t *len)

@@ -60,6 +60,8 @@ char *sp_text(uint64 i, int col);
 bool sp_isnull(uint64 i, int col);
 bool sp_bool(uint64 i, int col);
 int64 sp_int(uint64 i, int col);
+/* An int2, int4 or int8 datum of that type as int64. */
+int64 sp_int_datum(Datum d, Oid type);
 /* A bytea or text column's octets (detoasted, in the current context); NULL when null. */
 char *sp_bytes(uint64 i, int col, size_t *len);
 /* The octets of a bytea or text datum, detoasted and NUL-terminated, in the current context. */
@@ -77,6 +79,8 @@ typedef struct {
 	Relation rel, idx;
 	TupleTableSlot *slot;
 	bool found;
+	int nkeys;                       /* key columns of the index */
+	RegProcedure eq[INDEX_MAX_KEYS]; /* their equality procedures */
 } sp_probe;
 
 /* The snapshot of a group of probes, as SPI takes one for a statement (after advancing the

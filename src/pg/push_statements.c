@@ -87,17 +87,20 @@ bool sp_bool(uint64 i, int col)
 	return !isnull && DatumGetBool(d);
 }
 
-int64 sp_int(uint64 i, int col)
+int64 sp_int_datum(Datum d, Oid type)
 {
-	bool isnull;
-	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
-	if (isnull)
-		return 0;
-	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col)) {
+	switch (type) {
 	case INT2OID: return DatumGetInt16(d);
 	case INT4OID: return DatumGetInt32(d);
 	default: return DatumGetInt64(d);
 	}
+}
+
+int64 sp_int(uint64 i, int col)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, &isnull);
+	return isnull ? 0 : sp_int_datum(d, SPI_gettypeid(SPI_tuptable->tupdesc, col));
 }
 
 char *sp_datum_bytes(Datum d, size_t *len)
