@@ -113,16 +113,9 @@ PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *par
 	if (sy_store_get_pooler() == SY_STORE_POOLER_TRANSACTION)
 		return sy_store_exec_pooled(c, s->sql, s->nparams, params, expect, what, sqlstate,
 		                            st, err);
-	if (sqlstate)
-		sqlstate[0] = '\0';
-	PGresult *r = exec_prepared(c, s, params, NULL, NULL, 0, expect, what, sqlstate, st, err);
-	if (r == NULL)
-		return NULL;
-	if (PQresultStatus(r) == expect) {
-		*st = SY_STORE_OK;
-		return r;
-	}
-	return failure(c, r, what, sqlstate, st, err);
+	/* Text parameters and result: the binary form with nothing binary in it. */
+	return sy_store_exec_stmt_binary(c, s, params, NULL, NULL, 0, expect, what, sqlstate, st,
+	                                 err);
 }
 
 PGresult *sy_store_exec_stmt_binary(PGconn *c, sy_store_stmt *s, const char *const *params,
