@@ -22,7 +22,9 @@ hardly moves.
 Environment: BENCH_WORKERS (responders and SQL workers, default 4), BENCH_CONNECTIONS (wrk
 connections = threads, one registered client each; default = BENCH_WORKERS), BENCH_SECONDS
 (each measured run, default 5), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds before each
-wrk run, default 1), BENCH_BATCHES (default "1 100 1000")."""
+wrk run, default 1), BENCH_BATCHES (default "1 100 1000"), BENCH_BREAKDOWN=1 (after each measured run,
+the CPU per row of each kind of server process: postgres backends by role, the responders, nginx;
+processes that ended during the run are left out, so plain SQL's own backends do not show)."""
 
 import base64
 import json
@@ -127,6 +129,44 @@ def tree_cpu(roots):
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def proc_class(pid):
+    """What a process is, for BENCH_BREAKDOWN: the program, or the postgres process's role."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return None
+    a0 = argv[0].decode(errors="replace")
+    if a0.startswith("postgres: "):
+        words = a0[len("postgres: "):].split()
+        if len(words) >= 2 and words[1] == os.environ.get("PGDATABASE", "synchro_test"):
+            return "postgres backend (%s)" % words[0]
+        return "postgres " + " ".join(w for w in words if not w.startswith("["))[:30]
+    return os.path.basename(a0.split()[0]) if a0 else None
+
+
+def class_cpu(roots):
+    """Own CPU seconds per process class under roots (BENCH_BREAKDOWN; reaped ones not included)."""
+    t = proc_table()
+    kids = {}
+    for pid, (ppid, _, _) in t.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, seen = {}, set()
+    stack = [r for r in roots if r in t]
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        c = proc_class(pid) or "?"
+        out[c] = out.get(c, 0) + t[pid][1] / os.sysconf("SC_CLK_TCK")
+        stack.extend(kids.get(pid, []))
+    return out
+
+
+BREAKDOWN = os.environ.get("BENCH_BREAKDOWN") == "1"
+
+
 def client_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -158,9 +198,16 @@ class Bench:
 
     def measured(self, fn, roots):
         """Runs fn() and adds the CPU it cost: server (postgres, responders, nginx) and client."""
+        k0 = class_cpu(roots) if BREAKDOWN else None
         s0, c0, t0 = tree_cpu(roots), client_cpu(), time.monotonic()
         res = fn()
         wall = time.monotonic() - t0
+        if BREAKDOWN:
+            k1 = class_cpu(roots)
+            n = res.get("rows") or 1
+            print("    breakdown, us of CPU per row: " + ", ".join(
+                "%s %.1f" % (k, 1e6 * (v - k0.get(k, 0)) / n) for k, v in sorted(k1.items(), key=lambda kv: -kv[1] + k0.get(kv[0], 0))
+                if v - k0.get(k, 0) > 0), flush=True)
         res["server_cpu"] = tree_cpu(roots) - s0
         res["client_cpu"] = client_cpu() - c0
         res["wall"] = wall

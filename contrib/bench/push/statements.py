@@ -8,6 +8,7 @@ then the same rows are inserted by a plpgsql loop (one INSERT statement each) fo
 Prints the backend's CPU per mutation for both, and the statements by execution time per call
 (pg_stat_statements measures ExecutorRun and ExecutorFinish, not ExecutorStart: the per-call
 figures add up to less than the function's own).
+BENCH_REPLAY=1 measures exact replays of one batch instead of fresh batches.
 With BENCH_PERF=FILE, `perf record -g` samples the pushing backend into FILE during the push loop
 (cpu-clock; pg_stat_statements stops tracking for that run, so it does not weigh in the profile);
 BENCH_PERF_CALLGRAPH=dwarf,16384 unwinds through Debian's postgres, which has no frame pointers.
@@ -25,6 +26,7 @@ SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirn
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
 PUSHES = int(os.environ.get("BENCH_PUSHES", "1000"))
 BATCH = int(os.environ.get("BENCH_BATCH", "1"))
+REPLAY = os.environ.get("BENCH_REPLAY") == "1"
 BASE = "host=%s port=%s dbname=%s user=" % (os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"])
 
 
@@ -87,6 +89,10 @@ def main():
     for _ in range(5):  # warm the backend's plans and manifests
         cur.execute(push, (psycopg2.Binary(body()),))
     bodies = [body() for _ in range(PUSHES)]
+    if REPLAY:
+        # BENCH_REPLAY=1: the first batch executes once; the measured loop replays it.
+        cur.execute(push, (psycopg2.Binary(bodies[0]),))
+        bodies = [bodies[0]] * PUSHES
     a.execute("SELECT pg_stat_statements_reset()")
     perf = None
     if perf_out:
