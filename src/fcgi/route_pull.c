@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): after the router's gates
- * (router.c), the structural checks of the request body here; the gates that need the
- * database and the SQL are src/store/pull.c. */
+ * (router.c), the structural checks of the request body here, and where the request reads
+ * (the primary, or the replica of [database] pull_conninfo: store/read_target.h); the gates
+ * that need the database and the SQL are src/store/pull*.c and rebuild.c. */
 #include "config.h"
 
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "fcgi/router.h"
 #include "store/conn.h"
 #include "store/pull.h"
+#include "store/read_target.h"
 #include "synchro/alloc.h"
 #include "synchro/json.h"
 
@@ -19,6 +21,9 @@
 /* The read state of this process (statements prepared on its connection, the current
  * manifest): a responder serves one request at a time and keeps one connection. */
 static sy_store_pull *read_state;
+/* This process's replica ([database] pull_conninfo); NULL when none is configured. */
+static sy_read_target *replica;
+static bool replica_set_up;
 
 /* The members of a request body, parsed; strings point into the parsed document. */
 typedef struct {
@@ -149,7 +154,58 @@ static PGconn *ready(sy_responder *r, sy_http *h)
 		sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE, "out of memory; retry");
 		return NULL;
 	}
+	if (!replica_set_up) {
+		const char *ci = sy_cfg_str(r->cfg, "database", "pull_conninfo");
+		if (ci != NULL && ci[0] != '\0' &&
+		    (replica = sy_read_target_new(
+		             ci, (int)sy_cfg_int(r->cfg, "fcgi", "pull_replica_wait_ms"),
+		             r->lock_timeout_ms)) == NULL) {
+			sy_responder_error(r, h, SY_ERR_TEMPORARY_UNAVAILABLE,
+			                   "out of memory; retry");
+			return NULL;
+		}
+		replica_set_up = true;
+	}
 	return c;
+}
+
+/* The replica's connection when the request may read it, else NULL (read primary). */
+static PGconn *read_from(const char *route, PGconn *primary)
+{
+	if (replica == NULL)
+		return NULL;
+	sy_read_verdict v;
+	bool changed;
+	sy_error err = {0};
+	PGconn *rc = sy_read_target_choose(replica, primary, &v, &changed, &err);
+	if (changed && v == SY_READ_DOWN)
+		sy_log(SY_LOG_WARNING, "%s: replica down (%s); reading the primary", route,
+		       err.message);
+	else if (changed && v == SY_READ_REPLICA)
+		sy_log(SY_LOG_INFO, "%s: reading the replica", route);
+	else if (changed)
+		sy_log(SY_LOG_INFO, "%s: %s; reading the primary", route, sy_read_verdict_name(v));
+	return rc;
+}
+
+/*
+ * After a request on the replica: an operational failure there (lost, a query canceled by a
+ * recovery conflict, ...) is logged and the request is read again from the primary (true:
+ * *ans and *err were cleared for it).
+ */
+static bool again_on_primary(const char *route, sy_store_status st, sy_error *err,
+                             sy_store_read_answer *ans)
+{
+	if (st == SY_STORE_OK)
+		return false;
+	sy_log(SY_LOG_WARNING, "%s: on the replica: %s; reading the primary", route,
+	       err->message);
+	sy_read_target_failed(replica);
+	sy_read_target_count_primary(replica);
+	sy_store_read_answer_clear(ans);
+	memset(ans, 0, sizeof *ans);
+	memset(err, 0, sizeof *err);
+	return true;
 }
 
 /* Writes the store's answer; logs and handles an operational failure first. */
@@ -195,11 +251,17 @@ void sy_route_pull(sy_responder *r, sy_http *h, const sy_request *rq)
 	sy_store_read_answer ans;
 	memset(&ans, 0, sizeof ans);
 	sy_error err = {0};
-	sy_store_status st = sy_store_pull_handle(read_state, c, &req, &ans, &err);
+	PGconn *rc = read_from("pull", c);
+	sy_store_status st = sy_store_pull_handle(read_state, rc ? rc : c, &req, &ans, &err);
+	if (rc != NULL && again_on_primary("pull", st, &err, &ans)) {
+		rc = NULL;
+		st = sy_store_pull_handle(read_state, c, &req, &ans, &err);
+	}
 	sy_log(SY_LOG_DEBUG,
-	       "pull client %s: %s, %zu changes of %zu entries%s, waited %u ms, %u statements",
+	       "pull client %s: %s, %zu changes of %zu entries%s, waited %u ms, %u statements, %s",
 	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
-	       ans.scanned, ans.more ? " (more)" : "", ans.waited_ms, ans.statements);
+	       ans.scanned, ans.more ? " (more)" : "", ans.waited_ms, ans.statements,
+	       rc ? "replica" : "primary");
 	if (ans.skipped > 0)
 		sy_log(SY_LOG_WARNING,
 		       "pull client %s: skipped %zu changelog entries whose key is not a value of "
@@ -234,10 +296,18 @@ void sy_route_rebuild(sy_responder *r, sy_http *h, const sy_request *rq)
 	sy_store_read_answer ans;
 	memset(&ans, 0, sizeof ans);
 	sy_error err = {0};
-	sy_store_status st = sy_store_rebuild_handle(read_state, c, &req, &ans, &err);
-	sy_log(SY_LOG_DEBUG, "rebuild %s of client %s: %s, %zu rows%s, %u statements", b.rebuild_id,
-	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
-	       ans.more ? " (more)" : "", ans.statements);
+	/* The first page writes the session: the primary's. Later pages read the session and
+	 * rows the replica holds once it replayed past the request's arrival. */
+	PGconn *rc = b.token_table != NULL ? read_from("rebuild", c) : NULL;
+	sy_store_status st = sy_store_rebuild_handle(read_state, rc ? rc : c, &req, &ans, &err);
+	if (rc != NULL && again_on_primary("rebuild", st, &err, &ans)) {
+		rc = NULL;
+		st = sy_store_rebuild_handle(read_state, c, &req, &ans, &err);
+	}
+	sy_log(SY_LOG_DEBUG, "rebuild %s of client %s: %s, %zu rows%s, %u statements, %s",
+	       b.rebuild_id, b.client_id,
+	       ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
+	       ans.more ? " (more)" : "", ans.statements, rc ? "replica" : "primary");
 	respond(r, h, "rebuild", st, &err, &ans);
 	sy_store_read_answer_clear(&ans);
 done:

@@ -26,6 +26,10 @@ static const sy_cfg_option options[] = {
          "what synchro-fcgi's conninfo reaches: none (PostgreSQL, or a session pool) or "
          "transaction (a transaction pool such as PgBouncer's pool_mode = transaction)",
          0, 0, "none|transaction"},
+        {"database", "pull_conninfo", SY_CFG_STRING, "",
+         "libpq connection string of a streaming replica /v3/pull and /v3/rebuild read from when "
+         "it has replayed far enough; empty: the primary serves every read",
+         NOLIMIT},
 
         {"fcgi", "listen", SY_CFG_STRING, "",
          "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
@@ -48,6 +52,10 @@ static const sy_cfg_option options[] = {
         {"fcgi", "pull_wait_ms", SY_CFG_INT, "5000",
          "longest wait of a pull for the client's accepted pushes to be materialized", 0, 600000,
          NULL},
+        {"fcgi", "pull_replica_wait_ms", SY_CFG_INT, "50",
+         "longest wait of a pull or rebuild page for the replica to replay the primary's position "
+         "before reading the primary",
+         0, 60000, NULL},
         {"fcgi", "max_inflight", SY_CFG_INT, "0",
          "push requests executing at once across all responders before 429; 0: no limit", 0, 100000,
          NULL},

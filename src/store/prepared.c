@@ -12,18 +12,45 @@
 #include "store/prepared.h"
 
 /*
- * A process holds one long-lived connection at a time; the serial names it.
- * Statements remember the serial they were prepared under.
+ * A process holds up to SY_STORE_STMT_SLOTS long-lived connections (a responder's primary and
+ * its read replica); a serial names each (connection, backend) seen in a slot. Statements
+ * remember, per slot, the serial they were prepared under.
  */
-static unsigned long conn_serial = 1;
-static const PGconn *seen_conn;
-static int seen_pid;
+static unsigned long next_serial = 1;
+static struct {
+	const PGconn *conn;
+	int pid;
+	unsigned long serial;
+	unsigned long used; /* when last used, in next_serial ticks */
+} seen[SY_STORE_STMT_SLOTS];
+static unsigned long use_clock;
 
 void sy_store_stmt_forget(void)
 {
-	conn_serial++;
-	seen_conn = NULL;
-	seen_pid = 0;
+	memset(seen, 0, sizeof seen);
+}
+
+/* The slot of c's current session, taking the least recently used one for a new session;
+ * *serial receives the session's serial. */
+static int slot_of(const PGconn *c, unsigned long *serial)
+{
+	int pid = PQbackendPID(c);
+	int k = 0;
+	for (int i = 0; i < SY_STORE_STMT_SLOTS; i++) {
+		if (seen[i].serial != 0 && seen[i].conn == c && seen[i].pid == pid) {
+			k = i;
+			goto found;
+		}
+		if (seen[i].used < seen[k].used)
+			k = i;
+	}
+	seen[k].conn = c;
+	seen[k].pid = pid;
+	seen[k].serial = next_serial++;
+found:
+	seen[k].used = ++use_clock;
+	*serial = seen[k].serial;
+	return k;
 }
 
 /* 26000 on a statement this process prepared: another server session answered. */
@@ -47,12 +74,9 @@ static PGresult *failure(PGconn *c, PGresult *r, const char *what, char sqlstate
 static bool ensure_prepared(PGconn *c, sy_store_stmt *s, const char *what, char sqlstate[6],
                             sy_store_status *st, sy_error *err)
 {
-	if (c != seen_conn || PQbackendPID(c) != seen_pid) {
-		conn_serial++;
-		seen_conn = c;
-		seen_pid = PQbackendPID(c);
-	}
-	if (s->prepared_on == conn_serial)
+	unsigned long serial;
+	int k = slot_of(c, &serial);
+	if (s->prepared_on[k] == serial)
 		return true;
 	PGresult *p = PQprepare(c, s->name, s->sql, s->nparams, NULL);
 	if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK) {
@@ -64,7 +88,7 @@ static bool ensure_prepared(PGconn *c, sy_store_stmt *s, const char *what, char 
 		}
 	}
 	PQclear(p);
-	s->prepared_on = conn_serial;
+	s->prepared_on[k] = serial;
 	return true;
 }
 
@@ -99,7 +123,8 @@ static PGresult *exec_prepared(PGconn *c, sy_store_stmt *s, const char *const *p
 	char sql[128];
 	snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
 	PQclear(PQexec(c, sql));
-	s->prepared_on = 0;
+	unsigned long serial;
+	s->prepared_on[slot_of(c, &serial)] = 0;
 	if (!ensure_prepared(c, s, what, sqlstate, st, err))
 		return NULL;
 	return PQexecPrepared(c, s->name, s->nparams, params, lengths, formats, result_format);

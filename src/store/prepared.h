@@ -10,17 +10,24 @@
 
 #include "store/store.h"
 
+/*
+ * How many long-lived connections a process alternates between without preparing its
+ * statements again: a responder's primary and its read replica ([database] pull_conninfo).
+ */
+#define SY_STORE_STMT_SLOTS 2
+
 /* A statement; define one `static sy_store_stmt` per statement text. */
 typedef struct {
 	const char *name; /* unique in the process: "sy_<module>_<what>" */
 	const char *sql;
 	int nparams;
-	unsigned long prepared_on; /* private: the connection serial it was prepared on */
+	/* private: the serials of the connections it was prepared on, one per slot */
+	unsigned long prepared_on[SY_STORE_STMT_SLOTS];
 } sy_store_stmt;
 
 #define SY_STORE_STMT(name, sql, nparams)                                                          \
 	{                                                                                          \
-		(name), (sql), (nparams), 0                                                        \
+		(name), (sql), (nparams), { 0 }                                                    \
 	}
 
 /*
@@ -48,7 +55,9 @@ SY_MUST_CHECK PGresult *sy_store_exec_stmt_binary(PGconn *c, sy_store_stmt *s,
 
 /*
  * Forgets which statements were prepared (call after opening a new connection
- * or PQreset). A changed PGconn or backend process is also noticed on its own.
+ * or PQreset). A changed PGconn or backend process is also noticed on its own: up to
+ * SY_STORE_STMT_SLOTS connections keep their statements side by side, the one used
+ * least recently making room for a new one.
  */
 void sy_store_stmt_forget(void);
 

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Where a pull or a rebuild page reads ([database] pull_conninfo, doc/scaling.md §3): a
+ * streaming replica when it has replayed the primary's WAL up to the primary's flush
+ * position taken when the request arrived, else the primary. Everything a client can
+ * have seen before it sent the request (a push answered, a cursor, a rebuild session, a
+ * retirement, a schema published, a compaction, a stream break) was committed, and so
+ * flushed, before that position: a replica at or past it answers exactly as the primary
+ * would have at arrival, never older.
+ */
+#ifndef SY_STORE_READ_TARGET_H
+#define SY_STORE_READ_TARGET_H
+
+#include <libpq-fe.h>
+
+#include "store/store.h"
+
+/* Why a request reads where it reads. */
+typedef enum {
+	SY_READ_REPLICA = 0,  /* the replica had replayed far enough */
+	SY_READ_NO_REPLICA,   /* none configured */
+	SY_READ_DOWN,         /* the replica cannot be reached (reconnect after a backoff) */
+	SY_READ_PAUSED,       /* the replica's WAL replay is paused */
+	SY_READ_BEHIND,       /* the replica had not replayed far enough within the wait */
+	SY_READ_NOT_STANDBY,  /* the server is not in recovery (promoted? a primary?) */
+	SY_READ_PRIMARY_FAILED /* the primary's position could not be read */
+} sy_read_verdict;
+
+/* "replica", "no replica", "down", ... for log lines. */
+const char *sy_read_verdict_name(sy_read_verdict v);
+
+/* One process's replica: its connection, the backoff, the last verdict. */
+typedef struct sy_read_target sy_read_target;
+
+/*
+ * A replica reached with conninfo (which must outlive it), waited for at most wait_ms per
+ * request (while it was caught up at the last request; a replica found behind is checked
+ * once per request until it catches up), its sessions with lock_timeout_ms. NULL when out
+ * of memory. No connection is opened until a request needs one.
+ */
+SY_MUST_CHECK sy_read_target *sy_read_target_new(const char *conninfo, int wait_ms,
+                                                 int lock_timeout_ms);
+/* Closes the connection; accepts NULL. */
+void sy_read_target_free(sy_read_target *t);
+
+/*
+ * Where to read a request that arrived now: the replica's connection (*verdict
+ * SY_READ_REPLICA) or NULL: read the primary, *verdict says why. One statement on the
+ * primary (its WAL flush position), one or a few on the replica (its replay position while
+ * waiting). *changed when the verdict differs from the previous request's (for a log line),
+ * *err then says why the replica is down, when it is.
+ */
+PGconn *sy_read_target_choose(sy_read_target *t, PGconn *primary, sy_read_verdict *verdict,
+                              bool *changed, sy_error *err);
+
+/*
+ * After an operational failure of a request on the replica (the caller reads the primary
+ * instead): a lost connection is closed and reconnected after the backoff.
+ */
+void sy_read_target_failed(sy_read_target *t);
+
+/* Requests read from the replica and from the primary so far (this process). */
+void sy_read_target_counts(const sy_read_target *t, unsigned long long *replica,
+                           unsigned long long *primary);
+/* Counts one request read from the primary (after a failure on the replica, say). */
+void sy_read_target_count_primary(sy_read_target *t);
+
+#endif
