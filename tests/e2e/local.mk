@@ -16,6 +16,15 @@ TESTS += tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 endif
 EXTRA_DIST += tests/e2e/pull_suite.py tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 
+# Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
+# (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
+# (read-your-writes, cursors, retirement from the primary), the replica stopped and started
+# mid-run, a rebuild whose replica lags between pages.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_pull_replica.pgt
+endif
+EXTRA_DIST += tests/e2e/pg_standby.py tests/e2e/test_pull_replica.pgt
+
 # Push (ADR 002) through nginx and through Apache (tests/e2e/push_suite.py): the operation x
 # row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch), replay and
 # response loss (test_push_replay), concurrency and atomic groups (test_push_concurrency),
