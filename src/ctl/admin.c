@@ -3,7 +3,7 @@
  * synchroctl's database commands (synchroctl(1)) over the store: init and migrate, schema
  * publish / show (PROTOCOL §4), client list / retire (ADR "Ledger retention and
  * irreversible client retirement"), ledger inspect / purge-retired, lease status and
- * changelog compact (PROTOCOL §7).
+ * changelog compact (PROTOCOL §7); status is src/ctl/status.c.
  */
 #include "config.h"
 
@@ -128,7 +128,7 @@ static void print_note(void *arg, const char *line)
 	printf("%s\n", line);
 }
 
-static PGconn *open_db(const sy_cfg *cfg, int *code)
+PGconn *sy_ctl_open_db(const sy_cfg *cfg, int *code)
 {
 	sy_error err = {0};
 	PGconn *c = sy_store_connect(sy_cfg_str(cfg, "database", "conninfo"), "synchroctl", &err);
@@ -207,7 +207,7 @@ static int cmd_schema_publish(const sy_cfg *cfg, const char *path)
 		return fail_line(err.code == SY_ERR_NOMEM ? SY_CTL_EXIT_FAILURE : SY_CTL_EXIT_USAGE,
 		                 "schema publish: %s: invalid manifest: %s", path, err.message);
 	int code;
-	PGconn *c = open_db(cfg, &code);
+	PGconn *c = sy_ctl_open_db(cfg, &code);
 	if (c) {
 		sy_store_published pub;
 		sy_store_status st = sy_store_schema_publish(c, m, print_note, NULL, &pub, &err);
@@ -508,7 +508,7 @@ typedef enum {
 static int run(const sy_cfg *cfg, db_command cmd, const args *a, long long version)
 {
 	int code;
-	PGconn *c = open_db(cfg, &code);
+	PGconn *c = sy_ctl_open_db(cfg, &code);
 	if (!c)
 		return code;
 	switch (cmd) {
@@ -587,6 +587,8 @@ static int dispatch(const sy_cfg *cfg, int argc, char **argv)
 			return SY_CTL_EXIT_USAGE;
 		return run(cfg, C_LEASE_STATUS, &a, 0);
 	}
+	if (strcmp(cmd, "status") == 0)
+		return sy_ctl_status(cfg, argc, argv);
 	if (strcmp(cmd, "changelog") == 0 && strcmp(sub, "compact") == 0) {
 		long long before;
 		if (!parse_args(argc, argv, 2, OPT_BEFORE, 0, &a, "changelog compact"))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl's command line: -c, the usage, and the dispatch to the offline tools (offline.c,
- * PROTOCOL.md §9) or the database administration (admin.c). */
+ * PROTOCOL.md §9) or the database administration (admin.c, status.c). */
 #include "config.h"
 
 #include <stdio.h>
@@ -22,7 +22,8 @@ static void usage(FILE *f)
 	      "  client list [--user U] | client retire --user U CLIENT_ID\n"
 	      "  ledger inspect --user U --client C --batch B [--show-body]\n"
 	      "  ledger purge-retired\n"
-	      "  lease status | changelog compact --before DURATION\n",
+	      "  lease status | changelog compact --before DURATION\n"
+	      "  status [--json] [--max-lag-bytes N] [--exact-max-bytes N]\n",
 	      f);
 }
 

@@ -18,7 +18,8 @@ src_store_libsystore_la_SOURCES = \
 	src/store/pull_broken.c src/store/pull_broken.h \
 	src/store/changelog_compact.c \
 	src/store/push_call.c src/store/push_call.h \
-	src/store/read_target.c src/store/read_target.h
+	src/store/read_target.c src/store/read_target.h \
+	src/store/overview.c src/store/overview.h
 # Generated from sql/migrations by sql/embed.sh (rule in sql/local.mk).
 nodist_src_store_libsystore_la_SOURCES = src/store/sql_migrations.c
 src_store_libsystore_la_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)

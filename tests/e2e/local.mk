@@ -39,6 +39,13 @@ EXTRA_DIST += tests/e2e/push_check.py tests/e2e/push_suite.py tests/e2e/test_pus
 	tests/e2e/test_push_dispatch.pgt tests/e2e/test_push_replay.pgt \
 	tests/e2e/test_push_concurrency.pgt tests/e2e/test_push_capacity.pgt
 
+# synchroctl status (synchroctl(1) "STATUS") against the stack with walsync leader and standby:
+# exit statuses, --json members, the human form's lines, counts after pushes, lag, roles.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_status.pgt
+endif
+EXTRA_DIST += tests/e2e/test_status.pgt
+
 # The stack as production runs it: least-privilege login roles (contrib/example/roles.sql),
 # PgBouncer in transaction pooling between the responders and PostgreSQL, no value in a log.
 if HAVE_PG_SERVER
