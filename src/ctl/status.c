@@ -167,13 +167,17 @@ static const char *or_dash(const char *s)
 	return s && s[0] ? s : "-";
 }
 
+/* noun: the singular and the plural, "row\0rows". */
 static void print_table(const char *key, const char *noun, const sy_store_table_size *t)
 {
 	char b[64];
+	const char *plural = noun + strlen(noun) + 1;
 	if (t->rows < 0)
-		fact(key, "unknown %s (never analyzed), %s", noun, bytes_text(b, sizeof b, t->bytes));
+		fact(key, "unknown %s (never analyzed), %s", plural,
+		     bytes_text(b, sizeof b, t->bytes));
 	else
-		fact(key, "%s%lld %s%s, %s", t->estimated ? "~" : "", t->rows, noun,
+		fact(key, "%s%lld %s%s, %s", t->estimated ? "~" : "", t->rows,
+		     t->rows == 1 && !t->estimated ? noun : plural,
 		     t->estimated ? " (estimated)" : "", bytes_text(b, sizeof b, t->bytes));
 }
 
@@ -258,9 +262,9 @@ static void print_position(const sy_store_overview *o)
 
 static void print_sizes(const sy_store_overview *o)
 {
-	print_table("batches", "rows", &o->batches);
-	print_table("mutations", "rows", &o->mutations);
-	print_table("changelog", "entries", &o->changelog);
+	print_table("batches", "row\0rows", &o->batches);
+	print_table("mutations", "row\0rows", &o->mutations);
+	print_table("changelog", "entry\0entries", &o->changelog);
 	if (o->compacted_at[0])
 		fact("horizon", "%s, compacted at %s", o->horizon, o->compacted_at);
 	else
@@ -307,7 +311,8 @@ static void print_human(const sy_store_overview *o, const reasons *rs, const cha
 		print_position(o);
 	}
 	if (!(o->unread & SY_OV_CLIENTS))
-		fact("clients", "%lld active, %lld retired (%lld registered; %lld seen in 24 h)",
+		fact("clients",
+		     "%lld active, %lld retired (%lld registered; %lld connected in 24 h)",
 		     o->clients - o->retired, o->retired, o->clients, o->seen_1d);
 	if (!(o->unread & SY_OV_SIZES))
 		print_sizes(o);
@@ -346,7 +351,8 @@ static sy_json *j_secs(jb *b, double v, bool known)
 {
 	if (!known)
 		return sy_json_new_null(b->doc);
-	return sy_json_new_double(b->doc, (double)(long long)(v * 1000 + (v < 0 ? -0.5 : 0.5)) / 1000);
+	return sy_json_new_double(b->doc,
+	                          (double)(long long)(v * 1000 + (v < 0 ? -0.5 : 0.5)) / 1000);
 }
 
 static sy_json *j_table(jb *b, const sy_store_table_size *t, const char *rows)
@@ -475,7 +481,10 @@ static bool print_json(const sy_store_overview *o, const reasons *rs, const char
 	sy_json *ws = j_obj(b);
 	long long standbys = o->walsync_sessions - (lease_live(o) ? 1 : 0);
 	put(b, ws, "sessions", j_int(b, o->walsync_sessions));
-	put(b, ws, "standbys", j_int(b, o->walsync_sessions < 0 ? -1 : standbys < 0 ? 0 : standbys));
+	put(b, ws, "standbys",
+	    j_int(b, o->walsync_sessions < 0 ? -1
+	             : standbys < 0          ? 0
+	                                     : standbys));
 	put(b, root, "walsync", OR_NULL(SY_OV_SERVER | SY_OV_LEASE, ws));
 	put(b, root, "slot", OR_NULL(SY_OV_SERVER, j_slot(b, o)));
 	put(b, root, "lag", j_lag(b, o));
@@ -484,7 +493,7 @@ static bool print_json(const sy_store_overview *o, const reasons *rs, const char
 	put(b, cl, "registered", j_int(b, o->clients));
 	put(b, cl, "active", j_int(b, o->clients - o->retired));
 	put(b, cl, "retired", j_int(b, o->retired));
-	put(b, cl, "seen_24h", j_int(b, o->seen_1d));
+	put(b, cl, "connected_24h", j_int(b, o->seen_1d));
 	put(b, root, "clients", OR_NULL(SY_OV_CLIENTS, cl));
 	sy_json *ledger = j_obj(b);
 	put(b, ledger, "batches", j_table(b, &o->batches, "rows"));
@@ -544,15 +553,17 @@ int sy_ctl_status(const sy_cfg *cfg, int argc, char **argv)
 		const char *s = argv[i];
 		if (strcmp(s, "--json") == 0) {
 			opt.json = true;
-		} else if (strcmp(s, "--max-lag-bytes") == 0 || strcmp(s, "--exact-max-bytes") == 0) {
+		} else if (strcmp(s, "--max-lag-bytes") == 0 ||
+		           strcmp(s, "--exact-max-bytes") == 0) {
 			long long *dst = s[2] == 'm' ? &opt.max_lag_bytes : &opt.exact_max_bytes;
 			if (i + 1 >= argc || !parse_bytes(argv[i + 1], dst))
 				return usage_error("%s needs a number of bytes", s);
 			i++;
 		} else {
-			return usage_error("unexpected argument '%s' (usage: synchroctl status [--json] "
-			                   "[--max-lag-bytes N] [--exact-max-bytes N])",
-			                   s);
+			return usage_error(
+			        "unexpected argument '%s' (usage: synchroctl status [--json] "
+			        "[--max-lag-bytes N] [--exact-max-bytes N])",
+			        s);
 		}
 	}
 	int code;
@@ -561,10 +572,10 @@ int sy_ctl_status(const sy_cfg *cfg, int argc, char **argv)
 		return code;
 	sy_error err = {0};
 	sy_store_overview *o = sy_calloc(1, sizeof *o);
-	sy_store_status st = o ? sy_store_overview_get(c, sy_cfg_str(cfg, "walsync", "slot"),
-	                                               opt.exact_max_bytes, DEFAULT_TIMEOUT_MS, o,
-	                                               &err)
-	                       : SY_STORE_NOMEM;
+	sy_store_status st =
+	        o ? sy_store_overview_get(c, sy_cfg_str(cfg, "walsync", "slot"),
+	                                  opt.exact_max_bytes, DEFAULT_TIMEOUT_MS, o, &err)
+	          : SY_STORE_NOMEM;
 	sy_store_disconnect(c);
 	if (st != SY_STORE_OK) {
 		fprintf(stderr, "synchroctl: status: %s\n",

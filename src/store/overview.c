@@ -178,8 +178,9 @@ static sy_store_status read_lease(PGconn *c, void *arg, sy_error *err)
 	if (st != SY_STORE_OK)
 		return st;
 	/* synchro.stream_position is migration 14's: an older database has no position. */
-	PGresult *r = query(c, "SELECT pg_catalog.to_regclass('synchro.stream_position') IS NOT NULL",
-	                    0, NULL, "read the stream position", &st, err);
+	PGresult *r =
+	        query(c, "SELECT pg_catalog.to_regclass('synchro.stream_position') IS NOT NULL", 0,
+	              NULL, "read the stream position", &st, err);
 	if (!r)
 		return st;
 	bool present = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
@@ -211,11 +212,12 @@ static sy_store_status read_clients(PGconn *c, void *arg, sy_error *err)
 	sy_store_status st = read_only(c, x, err);
 	if (st != SY_STORE_OK)
 		return st;
-	PGresult *r = query(c,
-	                    "SELECT count(*), count(*) FILTER (WHERE last_seen_at > now() - interval "
-	                    "'1 day'), (SELECT count(*) FROM synchro.retirements)"
-	                    "  FROM synchro.clients",
-	                    0, NULL, "count the clients", &st, err);
+	PGresult *r =
+	        query(c,
+	              "SELECT count(*), count(*) FILTER (WHERE last_seen_at > now() - interval "
+	              "'1 day'), (SELECT count(*) FROM synchro.retirements)"
+	              "  FROM synchro.clients",
+	              0, NULL, "count the clients", &st, err);
 	if (!r)
 		return st;
 	o->clients = ll_col(r, 0, 0, 0);
@@ -301,7 +303,8 @@ static sy_store_status read_sizes(PGconn *c, void *arg, sy_error *err)
 		for (size_t i = 0; i < NTABLES; i++) {
 			if (strcmp(PQgetvalue(r, row, 0), tables[i].name) != 0)
 				continue;
-			sy_store_table_size *t = (sy_store_table_size *)((char *)o + tables[i].offset);
+			sy_store_table_size *t =
+			        (sy_store_table_size *)((char *)o + tables[i].offset);
 			t->bytes = ll_col(r, row, 1, -1);
 			t->rows = ll_col(r, row, 3, -1);
 			t->estimated = true;
@@ -314,8 +317,10 @@ static sy_store_status read_sizes(PGconn *c, void *arg, sy_error *err)
 			                err);
 	if (st != SY_STORE_OK)
 		return st;
-	r = query(c, "SELECT commit_lsn || '.' || ordinal, compacted_at FROM synchro.changelog_horizon",
-	          0, NULL, "read the changelog horizon", &st, err);
+	r = query(
+	        c,
+	        "SELECT commit_lsn || '.' || ordinal, compacted_at FROM synchro.changelog_horizon",
+	        0, NULL, "read the changelog horizon", &st, err);
 	if (!r)
 		return st;
 	if (PQntuples(r) == 1) {
@@ -350,16 +355,16 @@ sy_store_status sy_store_overview_get(PGconn *c, const char *slot, long long exa
 	out->batches.rows = out->mutations.rows = out->changelog.rows = -1;
 	out->batches.bytes = out->mutations.bytes = out->changelog.bytes = -1;
 	out->clients = out->retired = out->seen_1d = -1;
-	out->migration_latest = sy_sql_migration_count
-	                                ? sy_sql_migrations[sy_sql_migration_count - 1].version
-	                                : 0;
+	out->migration_latest =
+	        sy_sql_migration_count ? sy_sql_migrations[sy_sql_migration_count - 1].version : 0;
 	ov_ctx x = {out, slot, exact_max_bytes, timeout_ms};
 	for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
 		sy_error gerr = {0};
 		sy_store_status st = sy_store_transaction(c, groups[i].fn, &x, &gerr);
 		if (st == SY_STORE_OK)
 			continue;
-		if (st == SY_STORE_CONNECTION || st == SY_STORE_NOMEM || PQstatus(c) != CONNECTION_OK) {
+		if (st == SY_STORE_CONNECTION || st == SY_STORE_NOMEM ||
+		    PQstatus(c) != CONNECTION_OK) {
 			*err = gerr;
 			return st == SY_STORE_NOMEM ? st : SY_STORE_CONNECTION;
 		}

@@ -71,11 +71,11 @@ typedef struct {
 	/* SY_OV_CLIENTS */
 	long long clients; /* registered */
 	long long retired; /* with a retirement marker */
-	long long seen_1d; /* last_seen_at within the last 24 hours */
+	long long seen_1d; /* connected (last_seen_at) within the last 24 hours */
 
 	/* SY_OV_SIZES */
 	sy_store_table_size batches, mutations, changelog;
-	char horizon[SY_STORE_LSN_MAX + 16]; /* "LSN.ordinal": older cursors are expired */
+	char horizon[SY_STORE_LSN_MAX + 16];      /* "LSN.ordinal": older cursors are expired */
 	char compacted_at[SY_STORE_TIME_LEN + 1]; /* "" never */
 	char oldest_lsn[SY_STORE_LSN_MAX + 1], newest_lsn[SY_STORE_LSN_MAX + 1]; /* "" empty */
 	char oldest_at[SY_STORE_TIME_LEN + 1], newest_at[SY_STORE_TIME_LEN + 1];
