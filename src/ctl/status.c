@@ -277,15 +277,17 @@ static void print_sizes(const sy_store_overview *o)
 
 static void print_human(const sy_store_overview *o, const reasons *rs, const char *health)
 {
+	char list[256] = "";
+	for (int i = 0; i < rs->n; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+		         rs->r[i]->code);
+	/* The names when they fit on the line; the attention lines below name them anyway. */
 	if (rs->n == 0)
 		fact("health", "%s", health);
-	else {
-		char list[256] = "";
-		for (int i = 0; i < rs->n; i++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-			         i ? ", " : "", rs->r[i]->code);
+	else if (KEY_WIDTH + strlen(health) + strlen(list) + 3 <= WIDTH)
 		fact("health", "%s (%s)", health, list);
-	}
+	else
+		fact("health", "%s (%d reasons)", health, rs->n);
 	for (int i = 0; i < rs->n; i++)
 		fact("attention", "%s: %s", rs->r[i]->code, rs->r[i]->text);
 	for (unsigned g = 1; g <= SY_OV_SIZES; g <<= 1)
