@@ -309,13 +309,15 @@ class Bench:
         self.check("%s replay batch %d" % ("trivial" if trivial else "push", batch), j)
         return j
 
-    def use_trivial(self, sql=None, params=()):
-        """The trivial responder in synchro-fcgi's place; with sql, one round trip per request."""
+    def use_trivial(self, sql=None, params=(), answer_bytes=0):
+        """The trivial responder in synchro-fcgi's place; with sql, one round trip per request;
+        with answer_bytes, its answer padded to that size."""
         self.st.stop_proc("fcgi")
         self.st.stop_proc("trivial")
         if os.path.exists(self.st.sock):
             os.unlink(self.st.sock)
-        self.st.spawn("trivial", [TRIVIAL, self.st.sock, str(WORKERS)] + ([sql] if sql else []) + list(params))
+        self.st.spawn("trivial", [TRIVIAL, self.st.sock, str(WORKERS)] + ([sql] if sql else []) + list(params),
+                      env=dict(os.environ, TRIVIAL_ANSWER_BYTES=str(answer_bytes)))
         e2e.wait_for(lambda: self.st.try_status("GET", "/healthz") == 200, what="the trivial responder")
 
     def use_synchro(self):
@@ -394,12 +396,22 @@ def main():
         rp = {batch: {"push": [], "trivial": []} for batch in replay_batches}
         first = replay_batches[0]
         roundtrip = []
+        sized = {batch: [] for batch in replay_batches if batch > 1}
+        answer = {}
         for _ in range(ROUNDS):
             for batch in replay_batches:
                 rp[batch]["push"].append(b.replay(batch, phases[batch]))
+                if batch in sized and batch not in answer:
+                    # The size of the stored response the replays answer (the newest batch).
+                    answer[batch] = int(b.st.psql("SELECT length(response) FROM synchro.batches"
+                                                  " ORDER BY completed_at DESC LIMIT 1"))
             b.use_trivial()
             for batch in replay_batches:
                 rp[batch]["trivial"].append(b.replay(batch, phases[batch], trivial=True))
+            # A reference, not a target: the web stack moving a body of the replay's size.
+            for batch in sized:
+                b.use_trivial(answer_bytes=answer[batch])
+                sized[batch].append(b.replay(batch, phases[batch], trivial=True))
             # A reference, not a target: the web stack plus the one database round trip every
             # exact replay makes (the ADR reads retirement before the replay lookup).
             b.use_trivial(ROUNDTRIP_SQL)
@@ -414,6 +426,9 @@ def main():
             if batch == first:
                 show("trivial responder + one SELECT 1 round trip", median(roundtrip), m["trivial"],
                      unit="req/s")
+            if batch in sized:
+                show("trivial, answering %d bytes as the replay" % answer[batch], median(sized[batch]),
+                     m["trivial"], unit="req/s")
             show("/v3/push exact replay, %d-mutation batch" % batch, m["push"], m["trivial"], unit="req/s")
             replays[batch] = m
 
@@ -454,6 +469,11 @@ def main():
             ratio = replays[100]["push"]["req_per_s"] / replays[100]["trivial"]["req_per_s"]
             print("target: 100-mutation exact replays >= 50%% of the trivial responder: %.1f%% %s"
                   % (100 * ratio, "MET" if ratio >= 0.5 else "MISSED"))
+            big = median(sized[100])
+            print("reference: the trivial responder answering the replay's %d bytes reaches %.1f%% of the "
+                  "trivial responder's req/s; the replay reaches %.1f%% of it"
+                  % (answer[100], 100 * big["req_per_s"] / replays[100]["trivial"]["req_per_s"],
+                     100 * replays[100]["push"]["req_per_s"] / big["req_per_s"]))
         print("load average at the end: %.2f" % os.getloadavg()[0])
         if b.invalid:
             print("INVALID RUNS (figures above are not trustworthy):")

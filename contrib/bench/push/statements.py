@@ -122,6 +122,8 @@ def main():
     n = PUSHES * BATCH
     print("%d pushes of %d insert(s): backend CPU %.1f us per mutation; the same rows, one INSERT each in a"
           " plpgsql loop: %.1f us per row" % (PUSHES, BATCH, 1e6 * push_cpu / n, 1e6 * plain_cpu / n))
+    a.execute("SELECT round(avg(length(response))) FROM synchro.batches")
+    print("request body %d bytes, stored response %s bytes (mean)" % (len(bodies[0]), a.fetchone()[0]))
     a.execute("SELECT round((total_exec_time * 1000 / calls)::numeric, 1), calls,"
               "       left(regexp_replace(query, '\\s+', ' ', 'g'), 100)"
               "  FROM pg_stat_statements WHERE calls >= %s ORDER BY total_exec_time DESC LIMIT 20",

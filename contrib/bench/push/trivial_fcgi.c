@@ -4,7 +4,9 @@
  * third argument, each responder also runs that statement once per request on its own
  * PostgreSQL connection (libpq's environment), prepared, with the arguments after it as its
  * parameters: the web stack plus one database round trip, the least an exact replay can cost
- * (the ADR checks retirement in the database first). */
+ * (the ADR checks retirement in the database first). With TRIVIAL_ANSWER_BYTES=N in the
+ * environment the answer is padded to N bytes (a reference for replays whose stored response
+ * is that large: the web stack moving the same bytes). */
 #include "config.h"
 
 #include <fcgiapp.h>
@@ -22,6 +24,29 @@ static const char answer[] =
         "\"rejected\":[],\"server_time\":\"2026-11-29T10:11:12.123456Z\"}";
 
 static volatile sig_atomic_t stopping;
+
+/* The answer, padded to TRIVIAL_ANSWER_BYTES when that is larger: {"pad":"xxx...",...}. */
+static char *padded_answer(int *len)
+{
+	const char *env = getenv("TRIVIAL_ANSWER_BYTES");
+	long want = env != NULL ? strtol(env, NULL, 10) : 0;
+	int base = (int)sizeof answer - 1;
+	if (want <= base + 10 || want > 64L * 1024 * 1024) {
+		*len = base;
+		return (char *)answer;
+	}
+	char *s = malloc((size_t)want + 1);
+	if (s == NULL)
+		_exit(1);
+	int head = snprintf(s, (size_t)want + 1, "{\"pad\":\"");
+	int fill = (int)want - head - 2 - (base - 1);
+	memset(s + head, 'x', (size_t)fill);
+	s[head + fill] = '"';
+	s[head + fill + 1] = ',';
+	memcpy(s + head + fill + 2, answer + 1, (size_t)base - 1);
+	*len = (int)want;
+	return s;
+}
 
 static void on_term(int sig)
 {
@@ -47,6 +72,8 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 		}
 		PQclear(r);
 	}
+	int answer_len;
+	const char *body = padded_answer(&answer_len);
 	if (FCGX_InitRequest(&rq, fd, 0) != 0)
 		_exit(1);
 	while (!stopping && FCGX_Accept_r(&rq) >= 0) {
@@ -64,8 +91,8 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 		FCGX_FPrintF(rq.out,
 		             "Status: 200 OK\r\nContent-Type: application/json\r\n"
 		             "Content-Length: %d\r\n\r\n",
-		             (int)sizeof answer - 1); /* FCGX_FPrintF knows no %zu */
-		FCGX_PutStr(answer, (int)sizeof answer - 1, rq.out);
+		             answer_len); /* FCGX_FPrintF knows no %zu */
+		FCGX_PutStr(body, answer_len, rq.out);
 		FCGX_Finish_r(&rq);
 	}
 	_exit(0);
