@@ -67,6 +67,27 @@ static void finish(curl_ctx *t)
 	t->full_url = NULL;
 }
 
+/*
+ * Sends what the socket takes now, without waiting: curl_multi_add_handle sends
+ * nothing, and one curl_multi_perform sends a few upload buffers only, while the
+ * caller goes on to work that can last a while (a pipelined push reconciles the
+ * previous batch next): the server must have the whole request meanwhile.
+ * Stops when the body is out, the transfer is over, or a pass sent nothing.
+ */
+static void pump(curl_ctx *t, size_t body_len)
+{
+	curl_off_t before = -1;
+	for (int i = 0; i < 64; i++) {
+		int running = 0;
+		curl_off_t sent = 0;
+		curl_multi_perform(t->multi, &running);
+		if (!running || curl_easy_getinfo(t->easy, CURLINFO_SIZE_UPLOAD_T, &sent) != CURLE_OK ||
+		    sent >= (curl_off_t)body_len || sent == before)
+			return;
+		before = sent;
+	}
+}
+
 static bool t_start(void *ctx, const sy_client_request *req)
 {
 	curl_ctx *t = ctx;
@@ -90,6 +111,7 @@ static bool t_start(void *ctx, const sy_client_request *req)
 	if (curl_multi_add_handle(t->multi, e) != CURLM_OK)
 		return false;
 	t->active = true;
+	pump(t, req->body_len);
 	return true;
 }
 
