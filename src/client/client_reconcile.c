@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_internal.h"
@@ -225,7 +226,61 @@ static sy_client_rc apply_outcome_row(sy_client *c, const target *t, const sy_js
 	return sy_cl_row_delete(c, t->tbl, t->pk, err); /* true absence */
 }
 
-static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_error *err)
+/*
+ * The mutations of a batch that have a waiting dependent: one query per batch,
+ * instead of two statements per accepted outcome that nearly always change
+ * nothing. Sorted, for bsearch. Reconciling never makes an intent wait, so the
+ * set stays true through the batch's transaction.
+ */
+typedef struct {
+	char (*ids)[SY_UUID_LEN + 1];
+	size_t n;
+} id_set;
+
+static int compare_ids(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static sy_client_rc load_awaited(sy_client *c, const char *batch_id, id_set *out,
+                                 sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	memset(out, 0, sizeof *out);
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c,
+	        "SELECT DISTINCT i.pred FROM batch_members m JOIN intents i"
+	        " ON i.pred = m.mutation_id WHERE m.batch_id = ? AND +i.state = 'waiting'",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	int s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+		char(*nv)[SY_UUID_LEN + 1] = sy_realloc(out->ids, (out->n + 1) * sizeof *nv);
+		if (nv == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			break;
+		}
+		out->ids = nv;
+		snprintf(out->ids[out->n++], SY_UUID_LEN + 1, "%s", id ? id : "");
+	}
+	if (rc == SY_CLIENT_OK && s != SQLITE_DONE)
+		rc = sy_cl_store_fail(c, err, "dependents");
+	sy_cl_release(st);
+	if (out->n > 1)
+		qsort(out->ids, out->n, sizeof *out->ids, compare_ids);
+	return rc;
+}
+
+static bool awaited(const id_set *s, const char *id)
+{
+	return s->n > 0 && bsearch(id, s->ids, s->n, sizeof *s->ids, compare_ids) != NULL;
+}
+
+static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, const id_set *deps,
+                                  sy_client_error *err)
 {
 	const char *id = sy_cl_jstr(o, "mutation_id");
 	const char *status = sy_cl_jstr(o, "status");
@@ -259,9 +314,12 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, sy_client_erro
 		sqlite3_bind_text(st, 5, id, -1, SQLITE_STATIC);
 		rc = sy_cl_run_cached(c, st, err);
 	}
-	if (rc == SY_CLIENT_OK)
-		rc = sy_cl_settle_dependents(c, id, strcmp(state, "applied") == 0,
-		                             sy_cl_jstr(o, "server_version"), err);
+	/* An accepted mutation nothing waits for has nothing to settle; any other
+	 * outcome blocks what follows on its row, waiting or not yet sealed. */
+	bool accepted = strcmp(state, "applied") == 0;
+	if (rc == SY_CLIENT_OK && (!accepted || awaited(deps, id)))
+		rc = sy_cl_settle_dependents(c, id, accepted, sy_cl_jstr(o, "server_version"),
+		                             err);
 	sy_free(text);
 	target_free(&t);
 	return rc;
@@ -299,11 +357,14 @@ sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *bod
 		goto done;
 	const sy_json *root = sy_json_doc_root(resp);
 	static const char *const parts[] = {"accepted", "rejected"};
+	id_set deps;
+	rc = load_awaited(c, batch_id, &deps, err);
 	for (int p = 0; p < 2 && rc == SY_CLIENT_OK; p++) {
 		const sy_json *arr = sy_json_get(root, parts[p]);
 		for (size_t i = 0; rc == SY_CLIENT_OK && i < arr->u.array.count; i++)
-			rc = apply_outcome(c, arr->u.array.items[i], err);
+			rc = apply_outcome(c, arr->u.array.items[i], &deps, err);
 	}
+	sy_free(deps.ids);
 	sy_client_response r = {
 	        .status = status, .body = (char *)body, .body_len = len, .retry_after_s = -1};
 	if (rc == SY_CLIENT_OK)

@@ -347,19 +347,45 @@ static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic,
 		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
 		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
-		if ((rc = sy_cl_run_cached(c, st, err)) != SY_CLIENT_OK)
-			break;
-		if ((rc = sy_cl_prepare_cached(c,
-		                               "UPDATE intents SET state = 'sealed', batch_id = ?,"
-		                               " updated_ms = ? WHERE mutation_id = ?",
-		                               &st, err)) != SY_CLIENT_OK)
-			break;
+		rc = sy_cl_run_cached(c, st, err);
+	}
+	/* The members' intents in one statement, not one per member. */
+	if (rc == SY_CLIENT_OK &&
+	    (rc = sy_cl_prepare_cached(c,
+	                               "UPDATE intents SET state = 'sealed', batch_id = ?1,"
+	                               " updated_ms = ?2 WHERE mutation_id IN"
+	                               " (SELECT mutation_id FROM batch_members WHERE batch_id = ?1)",
+	                               &st, err)) == SY_CLIENT_OK) {
 		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, sy_cl_now(c));
-		sqlite3_bind_text(st, 3, ids[i], -1, SQLITE_STATIC);
 		rc = sy_cl_run_cached(c, st, err);
 	}
 	return rc;
+}
+
+/*
+ * What is still pending on the rows of a sealed batch (beyond the pass's load
+ * limit, or in a later transaction the pass left for the next batch) waits
+ * behind the row's wire mutation: one statement per batch (its members are
+ * sealed by now, so "+state = 'pending'" leaves them out). "+state": the row's
+ * index, not the state index (which would scan the whole queue).
+ */
+static sy_client_rc wait_behind_batch(sy_client *c, const char *batch_id, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c,
+	        "UPDATE intents SET state = 'waiting', updated_ms = ?2,"
+	        " pred = (SELECT h.mutation_id FROM intents h WHERE h.tbl = intents.tbl"
+	        " AND h.pk = intents.pk AND h.batch_id = ?1)"
+	        " WHERE (tbl, pk) IN (SELECT h.tbl, h.pk FROM batch_members m JOIN intents h"
+	        " ON h.mutation_id = m.mutation_id WHERE m.batch_id = ?1) AND +state = 'pending'",
+	        &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sy_cl_now(c));
+	return sy_cl_run_cached(c, st, err);
 }
 
 /* State of one sealing pass. */
@@ -387,26 +413,24 @@ static sy_client_rc add_wire(pass *p, const char *id, sy_json *m, size_t len, sy
 }
 
 /*
- * The pending intents of head's row that this pass did not load (beyond its
- * limit) wait behind the wire mutation id, as the loaded rest of its chain does.
+ * The pending intents of wire mutation id's row other than itself wait behind it,
+ * as the loaded rest of its chain does: for an atomic group that cannot go whole
+ * (a sealed batch does this in one statement, wait_behind_batch).
  */
-/* "+state": the row's index, not the state index (which would scan the whole queue). */
-static sy_client_rc wait_unloaded(sy_client *c, const irow *head, const char *id,
-                                  sy_client_error *err)
+static sy_client_rc wait_behind(sy_client *c, const char *id, sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare_cached(
+	sy_client_rc rc = sy_cl_prepare(
 	        c,
-	        "UPDATE intents SET state = 'waiting', pred = ?3, updated_ms = ?4"
-	        " WHERE tbl = ?1 AND pk = ?2 AND +state = 'pending' AND mutation_id <> ?3",
+	        "UPDATE intents SET state = 'waiting', pred = ?1, updated_ms = ?2"
+	        " WHERE (tbl, pk) = (SELECT tbl, pk FROM intents WHERE mutation_id = ?1)"
+	        " AND +state = 'pending' AND mutation_id <> ?1",
 	        &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
-	sqlite3_bind_text(st, 1, head->tbl, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, head->pk, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, sy_cl_now(c));
-	return sy_cl_run_cached(c, st, err);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sy_cl_now(c));
+	return sy_cl_run(c, st, err);
 }
 
 /* Blocks every remaining item of a chain behind the wire mutation pred (ADR). */
@@ -552,7 +576,7 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			rc = set_state(c, chain[k]->id, "waiting", NULL, id, NULL, NULL, err);
 			chain[k]->done = true;
 		}
-		return rc == SY_CLIENT_OK ? wait_unloaded(c, head, id, err) : rc;
+		return rc; /* the row's unloaded rest: wait_behind_batch, wait_behind */
 	}
 	return rc;
 }
@@ -602,7 +626,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	/*
 	 * Enough intents for one batch, not the whole queue: a chain cut by the limit
 	 * loses only normalization (its unloaded rest waits behind what is sent, see
-	 * wait_unloaded). An atomic transaction is always loaded whole.
+	 * wait_behind_batch). An atomic transaction is always loaded whole.
 	 */
 	int64_t limit = 2 * (int64_t)c->batch_max + 1;
 	if ((rc = load_pending(c, limit, &r, err)) != SY_CLIENT_OK || r.n == 0)
@@ -692,6 +716,8 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "sealing: %s", e.message);
 		if (rc == SY_CLIENT_OK)
 			rc = store_batch(c, batch_id, atomic, body, len, p.ids, p.n, err);
+		if (rc == SY_CLIENT_OK)
+			rc = wait_behind_batch(c, batch_id, err);
 		sy_free(body);
 		if (rc != SY_CLIENT_OK)
 			goto fail;
@@ -699,6 +725,8 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		*sealed = true;
 	} else if (atomic && stop) {
 		/* An atomic transaction that cannot go whole: every member stays out. */
+		for (size_t i = 0; i < p.n && rc == SY_CLIENT_OK; i++)
+			rc = wait_behind(c, p.ids[i], err);
 		for (size_t i = 0; i < end && rc == SY_CLIENT_OK; i++)
 			if (!r.v[i].done)
 				rc = set_state(c, r.v[i].id, "blocked_limit", NULL, NULL,
