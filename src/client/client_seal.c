@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,105 +124,105 @@ static sy_op op_of(const char *op)
 	                                   : SY_OP_DELETE;
 }
 
-static sy_json *parse_copy(sy_json_doc *doc, const char *text)
+/*
+ * The request is written as its JCS text directly, member by member in JCS
+ * order, instead of built as a JSON tree and serialized: the tree, a parse of
+ * every stored pk and columns text, and two serializations per mutation were a
+ * fifth of the sealing cost. What is spliced in is JCS already: the stored pk
+ * (canonical_pk), columns (sy_cl_check_columns, sy_cl_merge_columns), and a
+ * successor's mutations (each serialized again from the sealed body). The
+ * result still goes through the server's own parser before it is stored.
+ */
+static bool put_int(sy_buf *b, uint64_t v)
 {
-	sy_error e = {0};
-	sy_json_doc *d = sy_json_parse(text, strlen(text), &e);
-	if (d == NULL)
-		return NULL;
-	sy_json *v = sy_json_copy(doc, sy_json_doc_root(d));
-	sy_json_doc_free(d);
-	return v;
+	/* JCS writes an integer below 2^53 as its decimal digits; beyond, as a double. */
+	if (v < ((uint64_t)1 << 53))
+		return sy_buf_printf(b, "%" PRIu64, v);
+	return sy_jcs_write_number(b, (double)v);
 }
 
-static sy_json *schema_ref_json(sy_json_doc *doc, uint64_t version, const char *hash)
+static bool put_str(sy_buf *b, const char *s)
 {
-	sy_json *o = sy_json_new_object(doc);
-	if (o == NULL || !sy_json_object_put(doc, o, "hash", sy_json_new_cstring(doc, hash)) ||
-	    !sy_json_object_put(doc, o, "version", sy_json_new_int(doc, (int64_t)version)))
-		return NULL;
-	return o;
+	return sy_jcs_write_string(b, s, strlen(s));
 }
 
-/* The wire object of one mutation, in doc. */
-static sy_json *mutation_json(sy_json_doc *doc, const char *id, const irow *x, sy_op op,
-                              const char *columns, const char *base)
+static bool put_schema_ref(sy_buf *b, uint64_t version, const char *hash)
 {
-	sy_json *m = sy_json_new_object(doc);
-	sy_json *pk = sy_json_new_object(doc);
-	if (m == NULL || pk == NULL ||
-	    !sy_json_object_put(doc, pk, "field", sy_json_new_cstring(doc, x->pk_field)) ||
-	    !sy_json_object_put(doc, pk, "value", parse_copy(doc, x->pk)) ||
-	    !sy_json_object_put(doc, m, "authored_schema",
-	                        schema_ref_json(doc, x->schema_version, x->hash)) ||
-	    !sy_json_object_put(doc, m, "client_version", sy_json_new_cstring(doc, x->cv)) ||
-	    !sy_json_object_put(doc, m, "mutation_id", sy_json_new_cstring(doc, id)) ||
-	    !sy_json_object_put(doc, m, "operation", sy_json_new_cstring(doc, sy_op_name(op))) ||
-	    !sy_json_object_put(doc, m, "pk", pk) ||
-	    !sy_json_object_put(doc, m, "table", sy_json_new_cstring(doc, x->tbl)))
-		return NULL;
-	if (base != NULL &&
-	    !sy_json_object_put(doc, m, "base_version", sy_json_new_cstring(doc, base)))
-		return NULL;
-	if (op != SY_OP_DELETE &&
-	    !sy_json_object_put(doc, m, "columns", parse_copy(doc, columns ? columns : "{}")))
-		return NULL;
-	return m;
-}
-
-static sy_json *envelope(sy_json_doc *doc, const sy_client *c, const char *batch_id, bool atomic,
-                         sy_json *mutations)
-{
-	sy_json *o = sy_json_new_object(doc);
-	if (o == NULL ||
-	    (atomic && !sy_json_object_put(doc, o, "atomic", sy_json_new_bool(doc, true))) ||
-	    !sy_json_object_put(doc, o, "batch_id", sy_json_new_cstring(doc, batch_id)) ||
-	    !sy_json_object_put(doc, o, "client_generation",
-	                        sy_json_new_int(doc, (int64_t)c->generation)) ||
-	    !sy_json_object_put(doc, o, "client_id", sy_json_new_cstring(doc, c->client_id)) ||
-	    !sy_json_object_put(doc, o, "mutations", mutations) ||
-	    !sy_json_object_put(doc, o, "schema",
-	                        schema_ref_json(doc, c->schema.version, c->schema.hash)))
-		return NULL;
-	return o;
+	return sy_buf_puts(b, "{\"hash\":") && put_str(b, hash) &&
+	       sy_buf_puts(b, ",\"version\":") && put_int(b, version) && sy_buf_putc(b, '}');
 }
 
 /*
- * Whether one mutation passes the push limits and shapes alone (ADR "Exact
- * mutation shapes": at most 256 columns, 65,536 octets normalized): checked by
- * the core's own parser over a one-mutation request. 1: it fits; 0: it does not,
- * *why says why; -1: out of memory (nothing is decided).
+ * The JCS text of one wire mutation, appended to b; *id_at: the offset of the
+ * mutation id's first character (a merged mutation gets its stored id there).
+ * Members in JCS order: authored_schema, base_version, client_version, columns,
+ * mutation_id, operation, pk, table.
  */
-static int mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char *why,
+static bool mutation_text(sy_buf *b, const char *id, const irow *x, sy_op op, const char *columns,
+                          const char *base, size_t *id_at)
+{
+	if (!sy_buf_puts(b, "{\"authored_schema\":") ||
+	    !put_schema_ref(b, x->schema_version, x->hash))
+		return false;
+	if (base != NULL && (!sy_buf_puts(b, ",\"base_version\":") || !put_str(b, base)))
+		return false;
+	if (!sy_buf_puts(b, ",\"client_version\":") || !put_str(b, x->cv))
+		return false;
+	if (op != SY_OP_DELETE &&
+	    (!sy_buf_puts(b, ",\"columns\":") || !sy_buf_puts(b, columns ? columns : "{}")))
+		return false;
+	if (!sy_buf_puts(b, ",\"mutation_id\":\""))
+		return false;
+	*id_at = b->len;
+	return sy_buf_puts(b, id) && sy_buf_puts(b, "\",\"operation\":") &&
+	       put_str(b, sy_op_name(op)) && sy_buf_puts(b, ",\"pk\":{\"field\":") &&
+	       put_str(b, x->pk_field) && sy_buf_puts(b, ",\"value\":") && sy_buf_puts(b, x->pk) &&
+	       sy_buf_puts(b, "},\"table\":") && put_str(b, x->tbl) && sy_buf_putc(b, '}');
+}
+
+/* The JCS text of a request around mutations (their JCS texts joined by commas). */
+static bool envelope_text(sy_buf *b, const sy_client *c, const char *batch_id, bool atomic,
+                          const char *mutations, size_t len)
+{
+	return sy_buf_puts(b, atomic ? "{\"atomic\":true,\"batch_id\":" : "{\"batch_id\":") &&
+	       put_str(b, batch_id) && sy_buf_puts(b, ",\"client_generation\":") &&
+	       put_int(b, c->generation) && sy_buf_puts(b, ",\"client_id\":") &&
+	       put_str(b, c->client_id) && sy_buf_puts(b, ",\"mutations\":[") &&
+	       sy_buf_append(b, mutations, len) && sy_buf_puts(b, "],\"schema\":") &&
+	       put_schema_ref(b, c->schema.version, c->schema.hash) && sy_buf_putc(b, '}');
+}
+
+/*
+ * Whether one mutation (its JCS text m) passes the push limits and shapes alone
+ * (ADR "Exact mutation shapes": at most 256 columns, 65,536 octets normalized):
+ * checked by the core's own parser over a one-mutation request. 1: it fits; 0:
+ * it does not, *why says why; -1: out of memory (nothing is decided).
+ */
+static int mutation_fits(const sy_client *c, const sy_buf *m, const char *columns, char *why,
                          size_t whylen)
 {
 	/*
 	 * The fast path: the normalized form is at most one octet per column and a
 	 * fixed envelope longer than the wire object (the same values, arrays for
 	 * objects, no member names but "mutation-v1"), so a wire object this small
-	 * with few enough columns fits; the sealed body is parsed whole anyway.
+	 * with few enough columns fits; the sealed body is parsed whole anyway. A
+	 * columns object of n members has at least 5n + 1 octets ("":0 and commas),
+	 * so a shorter one than 5 * 257 + 1 has at most 256.
 	 */
-	const sy_json *cols = sy_json_get(m, "columns");
-	size_t ncols = cols != NULL && cols->type == SY_JSON_OBJECT ? cols->u.object.count : 0;
-	char *quick = ncols <= SY_PUSH_MAX_COLUMNS ? sy_cl_jcs(m, len) : NULL;
-	sy_free(quick);
-	if (quick != NULL && *len + ncols + 1024 <= SY_PUSH_MAX_MUTATION)
+	size_t clen = columns != NULL ? strlen(columns) : 0;
+	if (clen < 5 * (SY_PUSH_MAX_COLUMNS + 1) + 1 &&
+	    m->len + SY_PUSH_MAX_COLUMNS + 1024 <= SY_PUSH_MAX_MUTATION)
 		return 1;
-	sy_json_doc *doc = sy_json_doc_new();
-	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
 	/* Any valid batch id will do for this check: the envelope is never sent. */
 	static const char id[] = "00000000-0000-4000-8000-000000000001";
+	sy_buf body = SY_BUF_INIT;
+	if (!envelope_text(&body, c, id, false, m->data, m->len)) {
+		sy_buf_free(&body);
+		return -1;
+	}
 	int fits = -1;
-	char *body = NULL, *mtext = NULL;
-	size_t n = 0;
-	if (arr == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m)))
-		goto done;
-	sy_json *env = envelope(doc, c, id, false, arr);
-	if (env == NULL || (body = sy_cl_jcs(env, &n)) == NULL ||
-	    (mtext = sy_cl_jcs(m, len)) == NULL)
-		goto done;
 	sy_error e = {0};
-	sy_push_request *req = sy_push_parse(body, n, &e);
+	sy_push_request *req = sy_push_parse(body.data, body.len, &e);
 	if (req != NULL)
 		fits = 1;
 	else if (e.code != SY_ERR_NOMEM) {
@@ -229,10 +230,7 @@ static int mutation_fits(const sy_client *c, const sy_json *m, size_t *len, char
 		fits = 0;
 	}
 	sy_push_request_free(req);
-done:
-	sy_free(body);
-	sy_free(mtext);
-	sy_json_doc_free(doc);
+	sy_buf_free(&body);
 	return fits;
 }
 
@@ -390,25 +388,25 @@ static sy_client_rc wait_behind_batch(sy_client *c, const char *batch_id, sy_cli
 
 /* State of one sealing pass. */
 typedef struct {
-	sy_json_doc *doc;
-	sy_json *mutations;
-	char **ids; /* wire mutation ids in request order */
+	sy_buf mutations; /* their JCS texts joined by commas */
+	char **ids;       /* wire mutation ids in request order */
 	size_t n;
 	size_t bytes;
 	bool full;
 } pass;
 
-static sy_client_rc add_wire(pass *p, const char *id, sy_json *m, size_t len, sy_client_error *err)
+static sy_client_rc add_wire(pass *p, const char *id, const sy_buf *m, sy_client_error *err)
 {
 	char **nv = sy_realloc(p->ids, (p->n + 1) * sizeof *nv);
 	if (nv == NULL)
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	p->ids = nv;
 	if ((p->ids[p->n] = sy_strndup(id, strlen(id))) == NULL ||
-	    !sy_json_array_push(p->doc, p->mutations, m))
+	    (p->n > 0 && !sy_buf_putc(&p->mutations, ',')) ||
+	    !sy_buf_append(&p->mutations, m->data, m->len))
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	p->n++;
-	p->bytes += len + 1;
+	p->bytes += m->len + 1;
 	return SY_CLIENT_OK;
 }
 
@@ -502,24 +500,26 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 					return err ? err->rc : SY_CLIENT_ENOMEM;
 			}
 		}
-		sy_json *wire = mutation_json(p->doc, id, head, norm.op,
-		                              norm.kind == SY_CL_NORM_MERGED ? cols : head->columns,
-		                              head->base);
-		if (wire == NULL) {
-			sy_free(cols);
-			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		}
+		const char *wcols = norm.kind == SY_CL_NORM_MERGED ? cols : head->columns;
+		if (norm.op == SY_OP_DELETE)
+			wcols = NULL;
+		sy_buf wire = SY_BUF_INIT;
+		size_t id_at = 0;
 		char why[SY_ERROR_MESSAGE_MAX];
-		size_t len = 0;
-		int verdict = mutation_fits(c, wire, &len, why, sizeof why);
+		int verdict = mutation_text(&wire, id, head, norm.op, wcols, head->base, &id_at)
+		                      ? mutation_fits(c, &wire, wcols, why, sizeof why)
+		                      : -1;
 		if (verdict < 0) {
+			sy_buf_free(&wire);
 			sy_free(cols);
 			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 		}
+		size_t len = wire.len;
 		bool fits = verdict == 1;
 		if (fits && p->bytes + len + ENVELOPE_ROOM > SY_PUSH_MAX_BODY) {
 			/* The batch is full: this row waits for the next one (atomic: blocked). */
 			if (!atomic) {
+				sy_buf_free(&wire);
 				sy_free(cols);
 				*stop = true;
 				return SY_CLIENT_OK;
@@ -538,13 +538,8 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			                         head->base, last->cv, &ref, "pending", NULL, made,
 			                         err);
 			if (rc == SY_CLIENT_OK) {
-				/* the id minted for the wire object is the one stored */
-				sy_json *mid = (sy_json *)sy_json_get(wire, "mutation_id");
-				sy_json *s = sy_json_new_cstring(p->doc, made);
-				if (mid == NULL || s == NULL)
-					rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-				else
-					*mid = *s;
+				/* the id minted for the wire object is the one stored (same length) */
+				memcpy(wire.data + id_at, made, SY_UUID_LEN);
 				memcpy(nid, made, sizeof nid);
 			}
 			for (size_t k = at; k < at + norm.consumed && rc == SY_CLIENT_OK; k++) {
@@ -555,6 +550,9 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		}
 		sy_free(cols);
 		head->done = true;
+		if (rc == SY_CLIENT_OK && fits)
+			rc = add_wire(p, id, &wire, err);
+		sy_buf_free(&wire);
 		if (rc != SY_CLIENT_OK)
 			return rc;
 		if (!fits) {
@@ -569,8 +567,6 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 				*stop = true; /* the atomic group cannot go whole */
 			return rc;
 		}
-		if ((rc = add_wire(p, id, wire, len, err)) != SY_CLIENT_OK)
-			return rc;
 		/* What follows on this row waits for this mutation's outcome. */
 		for (size_t k = at + norm.consumed; k < n && rc == SY_CLIENT_OK; k++) {
 			rc = set_state(c, chain[k]->id, "waiting", NULL, id, NULL, NULL, err);
@@ -645,10 +641,8 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			goto done;
 		}
 	}
-	p.doc = sy_json_doc_new();
-	p.mutations = p.doc ? sy_json_new_array(p.doc) : NULL;
 	irow **chain = sy_calloc(r.n, sizeof *chain);
-	if (p.mutations == NULL || chain == NULL) {
+	if (chain == NULL) {
 		sy_free(chain);
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 		goto fail;
@@ -702,10 +696,14 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	if (p.n > 0 && !(atomic && stop)) {
 		char batch_id[SY_UUID_LEN + 1];
 		sy_cl_new_uuid(batch_id);
-		sy_json *env = envelope(p.doc, c, batch_id, atomic, p.mutations);
+		sy_buf b = SY_BUF_INIT;
 		size_t len = 0;
-		char *body = env ? sy_cl_jcs(env, &len) : NULL;
+		char *body = envelope_text(&b, c, batch_id, atomic, p.mutations.data,
+		                           p.mutations.len)
+		                     ? sy_buf_steal(&b, &len)
+		                     : NULL;
 		if (body == NULL) {
+			sy_buf_free(&b);
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 			goto fail;
 		}
@@ -753,7 +751,7 @@ done:
 	for (size_t i = 0; i < p.n; i++)
 		sy_free(p.ids[i]);
 	sy_free(p.ids);
-	sy_json_doc_free(p.doc);
+	sy_buf_free(&p.mutations);
 	irows_free(&r);
 	return rc;
 }
@@ -761,7 +759,8 @@ done:
 sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	sy_json_doc *doc = NULL, *old = NULL;
+	sy_json_doc *old = NULL;
+	sy_buf arr = SY_BUF_INIT, b = SY_BUF_INIT;
 	char **ids = NULL;
 	size_t n = 0;
 	char *body = NULL;
@@ -783,9 +782,7 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 	sqlite3_finalize(st);
 	st = NULL;
 	const sy_json *ms = old ? sy_json_get(sy_json_doc_root(old), "mutations") : NULL;
-	doc = sy_json_doc_new();
-	sy_json *arr = doc ? sy_json_new_array(doc) : NULL;
-	if (ms == NULL || ms->type != SY_JSON_ARRAY || arr == NULL) {
+	if (ms == NULL || ms->type != SY_JSON_ARRAY) {
 		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "sealed batch %s cannot be read", batch_id);
 		goto fail;
 	}
@@ -798,7 +795,8 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 		/* ADR: each unchanged authored mutation keeps its id and its exact content. */
 		const sy_json *m = ms->u.array.items[i];
 		const char *id = sy_cl_jstr(m, "mutation_id");
-		if (id == NULL || !sy_json_array_push(doc, arr, sy_json_copy(doc, m)) ||
+		sy_error je = {0};
+		if (id == NULL || (i > 0 && !sy_buf_putc(&arr, ',')) || !sy_jcs_write(&arr, m, &je) ||
 		    (ids[n] = sy_strndup(id, strlen(id))) == NULL) {
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 			goto fail;
@@ -807,9 +805,9 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 	}
 	char nb[SY_UUID_LEN + 1];
 	sy_cl_new_uuid(nb);
-	sy_json *env = envelope(doc, c, nb, atomic, arr);
 	size_t len = 0;
-	if (env == NULL || (body = sy_cl_jcs(env, &len)) == NULL) {
+	if (!envelope_text(&b, c, nb, atomic, arr.data, arr.len) ||
+	    (body = sy_buf_steal(&b, &len)) == NULL) {
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -837,7 +835,8 @@ done:
 		sy_free(ids[i]);
 	sy_free(ids);
 	sy_free(body);
-	sy_json_doc_free(doc);
+	sy_buf_free(&arr);
+	sy_buf_free(&b);
 	sy_json_doc_free(old);
 	return rc;
 }

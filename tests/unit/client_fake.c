@@ -355,6 +355,19 @@ typedef struct {
 	int seq;
 } snapshot;
 
+/* Whether body is exactly its own RFC 8785 form (the client seals JCS bytes). */
+static bool is_jcs(const char *body, size_t len)
+{
+	sy_error e = {0};
+	sy_json_doc *d = sy_json_parse(body, len, &e);
+	sy_buf b = SY_BUF_INIT;
+	bool same = d != NULL && sy_jcs_write(&b, sy_json_doc_root(d), &e) && b.len == len &&
+	            memcmp(b.data, body, len) == 0;
+	sy_buf_free(&b);
+	sy_json_doc_free(d);
+	return same;
+}
+
 static void push(fake *f, const char *body, size_t len)
 {
 	f->pushes[f->npushes] = sy_strndup(body, len);
@@ -362,7 +375,7 @@ static void push(fake *f, const char *body, size_t len)
 	if (f->retired)
 		return respond_error(f, 409, "client_retired", -1);
 	sy_error e = {0};
-	sy_push_request *req = sy_push_parse(body, len, &e);
+	sy_push_request *req = is_jcs(body, len) ? sy_push_parse(body, len, &e) : NULL;
 	if (req == NULL)
 		return respond_error(f, 400, "invalid_request", -1);
 	if (f->fail_status != 0) {
