@@ -361,31 +361,6 @@ static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic,
 	return rc;
 }
 
-/*
- * What is still pending on the rows of a sealed batch (beyond the pass's load
- * limit, or in a later transaction the pass left for the next batch) waits
- * behind the row's wire mutation: one statement per batch (its members are
- * sealed by now, so "+state = 'pending'" leaves them out). "+state": the row's
- * index, not the state index (which would scan the whole queue).
- */
-static sy_client_rc wait_behind_batch(sy_client *c, const char *batch_id, sy_client_error *err)
-{
-	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare_cached(
-	        c,
-	        "UPDATE intents SET state = 'waiting', updated_ms = ?2,"
-	        " pred = (SELECT h.mutation_id FROM intents h WHERE h.tbl = intents.tbl"
-	        " AND h.pk = intents.pk AND h.batch_id = ?1)"
-	        " WHERE (tbl, pk) IN (SELECT h.tbl, h.pk FROM batch_members m JOIN intents h"
-	        " ON h.mutation_id = m.mutation_id WHERE m.batch_id = ?1) AND +state = 'pending'",
-	        &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, sy_cl_now(c));
-	return sy_cl_run_cached(c, st, err);
-}
-
 /* State of one sealing pass. */
 typedef struct {
 	sy_buf mutations; /* their JCS texts joined by commas */
@@ -393,6 +368,10 @@ typedef struct {
 	size_t n;
 	size_t bytes;
 	bool full;
+	/* What wait_unloaded must look at: the load stopped at its limit (pending intents
+	 * from local order last_ord on may be unloaded); loaded intents outside the group. */
+	bool cut, outside;
+	int64_t last_ord;
 } pass;
 
 static sy_client_rc add_wire(pass *p, const char *id, const sy_buf *m, sy_client_error *err)
@@ -411,24 +390,49 @@ static sy_client_rc add_wire(pass *p, const char *id, const sy_buf *m, sy_client
 }
 
 /*
- * The pending intents of wire mutation id's row other than itself wait behind it,
- * as the loaded rest of its chain does: for an atomic group that cannot go whole
- * (a sealed batch does this in one statement, wait_behind_batch).
+ * The pending intents of head's row other than wire mutation id (beyond the load
+ * limit, past the 256 of a chain, or loaded outside the group) wait behind it, as
+ * the loaded rest of its chain does. The statement runs only where such an intent
+ * can exist: every loaded intent of the chain is handled by now, and an unloaded
+ * one has a local order from the last loaded one's on, which the row's index
+ * alone answers. "+state": the row's index, not the state index (which would scan
+ * the whole queue).
  */
-static sy_client_rc wait_behind(sy_client *c, const char *id, sy_client_error *err)
+static sy_client_rc wait_unloaded(sy_client *c, const pass *p, const irow *head, const char *id,
+                                  bool longer, sy_client_error *err)
 {
 	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare(
+	sy_client_rc rc;
+	if (!p->outside && !longer) {
+		if (!p->cut)
+			return SY_CLIENT_OK;
+		if ((rc = sy_cl_prepare_cached(c,
+		                               "SELECT 1 FROM intents WHERE tbl = ? AND pk = ?"
+		                               " AND ord >= ? LIMIT 1",
+		                               &st, err)) != SY_CLIENT_OK)
+			return rc;
+		sqlite3_bind_text(st, 1, head->tbl, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, head->pk, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, p->last_ord);
+		int s = sqlite3_step(st);
+		sy_cl_release(st);
+		if (s == SQLITE_DONE)
+			return SY_CLIENT_OK;
+		if (s != SQLITE_ROW)
+			return sy_cl_store_fail(c, err, "row index");
+	}
+	rc = sy_cl_prepare_cached(
 	        c,
-	        "UPDATE intents SET state = 'waiting', pred = ?1, updated_ms = ?2"
-	        " WHERE (tbl, pk) = (SELECT tbl, pk FROM intents WHERE mutation_id = ?1)"
-	        " AND +state = 'pending' AND mutation_id <> ?1",
+	        "UPDATE intents SET state = 'waiting', pred = ?3, updated_ms = ?4"
+	        " WHERE tbl = ?1 AND pk = ?2 AND +state = 'pending' AND mutation_id <> ?3",
 	        &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, sy_cl_now(c));
-	return sy_cl_run(c, st, err);
+	sqlite3_bind_text(st, 1, head->tbl, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, head->pk, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, sy_cl_now(c));
+	return sy_cl_run_cached(c, st, err);
 }
 
 /* Blocks every remaining item of a chain behind the wire mutation pred (ADR). */
@@ -449,8 +453,8 @@ static sy_client_rc block_rest(sy_client *c, irow **chain, size_t from, size_t n
  * wire mutation (or takes the head as it is), leaves what follows a
  * non-normalizable point waiting behind it. *stop: the body is full.
  */
-static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bool atomic,
-                               bool *stop, sy_client_error *err)
+static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bool longer,
+                               bool atomic, bool *stop, sy_client_error *err)
 {
 	sy_client_rc rc = SY_CLIENT_OK;
 	size_t at = 0;
@@ -572,7 +576,7 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			rc = set_state(c, chain[k]->id, "waiting", NULL, id, NULL, NULL, err);
 			chain[k]->done = true;
 		}
-		return rc; /* the row's unloaded rest: wait_behind_batch, wait_behind */
+		return rc == SY_CLIENT_OK ? wait_unloaded(c, p, head, id, longer, err) : rc;
 	}
 	return rc;
 }
@@ -622,16 +626,19 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	/*
 	 * Enough intents for one batch, not the whole queue: a chain cut by the limit
 	 * loses only normalization (its unloaded rest waits behind what is sent, see
-	 * wait_behind_batch). An atomic transaction is always loaded whole.
+	 * wait_unloaded). An atomic transaction is always loaded whole.
 	 */
 	int64_t limit = 2 * (int64_t)c->batch_max + 1;
 	if ((rc = load_pending(c, limit, &r, err)) != SY_CLIENT_OK || r.n == 0)
 		goto fail;
-	if (r.v[0].atomic && (int64_t)r.n == limit) {
+	p.cut = (int64_t)r.n == limit;
+	if (r.v[0].atomic && p.cut) {
 		irows_free(&r);
 		if ((rc = load_pending(c, -1, &r, err)) != SY_CLIENT_OK)
 			goto fail;
+		p.cut = false;
 	}
+	p.last_ord = r.v[r.n - 1].ord;
 	if (r.v[0].atomic) { /* one batch, whole: not while a member waits, never once one failed */
 		int verdict = 0;
 		if ((rc = sy_cl_atomic_group_check(c, r.v[0].txn, &verdict, err)) != SY_CLIENT_OK)
@@ -653,6 +660,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	size_t end = 0;
 	while (end < r.n && (atomic ? r.v[end].txn == txn : !r.v[end].atomic))
 		end++;
+	p.outside = end < r.n;
 	/*
 	 * Same-row chains, taken in the local order of their first intent: the group's
 	 * intents sorted by (table, pk, local order) make each chain contiguous.
@@ -686,7 +694,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		size_t n = groups[g].len > 256 ? 256 : groups[g].len;
 		for (size_t k = 0; k < n; k++)
 			chain[k] = idx[groups[g].start + k];
-		rc = seal_chain(c, &p, chain, n, atomic, &stop, err);
+		rc = seal_chain(c, &p, chain, n, groups[g].len > n, atomic, &stop, err);
 	}
 	sy_free(idx);
 	sy_free(groups);
@@ -714,8 +722,6 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			rc = sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "sealing: %s", e.message);
 		if (rc == SY_CLIENT_OK)
 			rc = store_batch(c, batch_id, atomic, body, len, p.ids, p.n, err);
-		if (rc == SY_CLIENT_OK)
-			rc = wait_behind_batch(c, batch_id, err);
 		sy_free(body);
 		if (rc != SY_CLIENT_OK)
 			goto fail;
@@ -723,8 +729,6 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		*sealed = true;
 	} else if (atomic && stop) {
 		/* An atomic transaction that cannot go whole: every member stays out. */
-		for (size_t i = 0; i < p.n && rc == SY_CLIENT_OK; i++)
-			rc = wait_behind(c, p.ids[i], err);
 		for (size_t i = 0; i < end && rc == SY_CLIENT_OK; i++)
 			if (!r.v[i].done)
 				rc = set_state(c, r.v[i].id, "blocked_limit", NULL, NULL,
