@@ -58,7 +58,7 @@ CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/push/ab.py \
 	contrib/bench/push/push.lua contrib/bench/push/statements.sh contrib/bench/push/statements.py \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
-	contrib/bench/pull/paced_push.lua
+	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
 		src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/push/run $(abs_top_builddir)

@@ -201,7 +201,6 @@ static bool again_on_primary(const char *route, sy_store_status st, sy_error *er
 	sy_log(SY_LOG_WARNING, "%s: on the replica: %s; reading the primary", route,
 	       err->message);
 	sy_read_target_failed(replica);
-	sy_read_target_count_primary(replica);
 	sy_store_read_answer_clear(ans);
 	memset(ans, 0, sizeof *ans);
 	memset(err, 0, sizeof *err);

@@ -30,9 +30,15 @@ void sy_store_stmt_forget(void)
 	memset(seen, 0, sizeof seen);
 }
 
-/* The slot of c's current session, taking the least recently used one for a new session;
- * *serial receives the session's serial. */
-static int slot_of(const PGconn *c, unsigned long *serial)
+/*
+ * The slot of c's current session, taking the least recently used one for a session not in a
+ * slot; *serial receives the session's serial. A session that takes a slot may still hold
+ * statements prepared under an earlier serial (its slot went to another connection, or
+ * sy_store_stmt_forget() cleared it): they are deallocated first (DEALLOCATE is allowed inside
+ * a transaction block), so preparing one again never meets 42P05, which would abort the open
+ * transaction of a rebuild page.
+ */
+static int slot_of(PGconn *c, unsigned long *serial)
 {
 	int pid = PQbackendPID(c);
 	int k = 0;
@@ -44,6 +50,7 @@ static int slot_of(const PGconn *c, unsigned long *serial)
 		if (seen[i].used < seen[k].used)
 			k = i;
 	}
+	PQclear(PQexec(c, "DEALLOCATE ALL"));
 	seen[k].conn = c;
 	seen[k].pid = pid;
 	seen[k].serial = next_serial++;

@@ -34,7 +34,6 @@ struct sy_read_target {
 	bool lagging; /* the last request found it behind: do not wait for it */
 	bool decided; /* a verdict was given before */
 	sy_read_verdict last;
-	unsigned long long replica_reads, primary_reads;
 };
 
 /*
@@ -101,22 +100,6 @@ void sy_read_target_failed(sy_read_target *t)
 	if (t != NULL && t->pg != NULL &&
 	    (PQstatus(t->pg) != CONNECTION_OK || PQpipelineStatus(t->pg) != PQ_PIPELINE_OFF))
 		drop(t);
-}
-
-void sy_read_target_counts(const sy_read_target *t, unsigned long long *replica,
-                           unsigned long long *primary)
-{
-	*replica = t ? t->replica_reads : 0;
-	*primary = t ? t->primary_reads : 0;
-}
-
-void sy_read_target_count_primary(sy_read_target *t)
-{
-	if (t != NULL) {
-		t->primary_reads++;
-		if (t->replica_reads > 0)
-			t->replica_reads--; /* the request was counted for the replica */
-	}
 }
 
 /* The replica's connection, opened when the backoff allows; NULL (*err set) when down. */
@@ -218,10 +201,5 @@ done:
 	*changed = (!t->decided || v != t->last) && !(backing_off && t->last == SY_READ_DOWN);
 	t->decided = true;
 	t->last = v;
-	if (v == SY_READ_REPLICA) {
-		t->replica_reads++;
-		return t->pg;
-	}
-	t->primary_reads++;
-	return NULL;
+	return v == SY_READ_REPLICA ? t->pg : NULL;
 }

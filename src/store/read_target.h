@@ -59,10 +59,4 @@ PGconn *sy_read_target_choose(sy_read_target *t, PGconn *primary, sy_read_verdic
  */
 void sy_read_target_failed(sy_read_target *t);
 
-/* Requests read from the replica and from the primary so far (this process). */
-void sy_read_target_counts(const sy_read_target *t, unsigned long long *replica,
-                           unsigned long long *primary);
-/* Counts one request read from the primary (after a failure on the replica, say). */
-void sy_read_target_count_primary(sy_read_target *t);
-
 #endif

@@ -7,7 +7,7 @@ directory and port, run as the cluster's owner (SYNCHRO_PG_RUN) when the tests r
     sb = Standby().create().start()
     sb.psql("SELECT pg_is_in_recovery()")
     sb.pause(); sb.resume(); sb.wait_replayed()
-    sb.stop(); sb.start()
+    sb.stop(); sb.start(); sb.configure("recovery_min_apply_delay = '4s'"); sb.restart()
     sb.destroy()      # stops it (also from atexit) and removes its directory
 
 Nothing here is specific to pull: the failover suites can promote it (sb.promote())."""
@@ -39,13 +39,10 @@ def _primary_psql(sql):
 
 
 def _free_port():
-    """A port whose socket file and lock file are free (ports only name files here)."""
-    for _ in range(200):
-        port = 20000 + (os.getpid() * 7 + int(time.monotonic() * 1000)) % 20000
-        if not os.path.exists("/tmp/.s.PGSQL.%d.lock" % port):
-            return port
-        time.sleep(0.001)
-    raise AssertionError("no free port for the standby")
+    """A port other than the primary's (without TCP it only names the socket file in the
+    standby's own directory)."""
+    port = 20000 + (os.getpid() * 7 + int(time.monotonic() * 1000)) % 20000
+    return port if str(port) != os.environ.get("PGPORT") else port + 1
 
 
 class Standby:
@@ -86,6 +83,15 @@ class Standby:
         with open(conf, "a") as f:
             f.write(extra)
         return self
+
+    def configure(self, lines):
+        """Appends settings to the standby's postgresql.conf (later lines win; restart to apply)."""
+        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
+            f.write("\n" + lines.strip() + "\n")
+
+    def restart(self):
+        self.stop()
+        return self.start()
 
     def start(self):
         self._as_owner([_bin("pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60", "start"])
