@@ -222,12 +222,16 @@ void sy_http_error(sy_http *h, sy_errcode code, const char *message, unsigned re
 	int status = sy_errcode_http_status(code);
 	sy_buf body = SY_BUF_INIT;
 	sy_error err;
+	if (!h->answered)
+		h->error = code;
 	if (!sy_outcome_error_body(&body, code, message, current, received, &err)) {
 		/* Only memory can fail here: answer with a fixed canonical 503. */
 		static const char fixed[] = "{\"error\":{\"code\":\"temporary_unavailable\","
 		                            "\"message\":\"request could not be committed\","
 		                            "\"retryable\":true}}";
 		sy_buf_free(&body);
+		if (!h->answered)
+			h->error = SY_ERR_TEMPORARY_UNAVAILABLE;
 		sy_http_respond(h, 503, "application/json", "Retry-After: 1\r\n", fixed,
 		                sizeof fixed - 1);
 		return;

@@ -15,6 +15,7 @@ typedef struct {
 	char *body;         /* NUL-terminated; owned; NULL until read */
 	size_t body_len;
 	int status; /* the status answered, for logs and metrics */
+	sy_errcode error; /* the request-level error answered (SY_ERR_NONE: none), for metrics */
 	bool answered;
 } sy_http;
 

@@ -13,7 +13,8 @@ src_fcgi_synchro_fcgi_SOURCES = \
 	src/fcgi/route_push.c \
 	src/fcgi/route_pull.c \
 	src/fcgi/inflight.c src/fcgi/inflight.h \
-	src/fcgi/metrics.c src/fcgi/metrics.h
+	src/fcgi/metrics.c src/fcgi/metrics.h \
+	src/fcgi/metrics_push.c src/fcgi/metrics_push.h
 src_fcgi_synchro_fcgi_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
 src_fcgi_synchro_fcgi_LDADD = src/common/libsycommon.la src/store/libsystore.la \
 	src/core/libsycore.la $(FCGI_LIBS) $(LIBPQ_LIBS) $(CRYPTO_LIBS) $(UUID_LIBS) -lm

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared request counters (metrics.h: per route and status, latency histograms, process
- * events) in one shared mapping, and their Prometheus text exposition for /metrics. */
+ * events; the protocol's counters are metrics_push.c) in one shared mapping, and their
+ * Prometheus text exposition for /metrics. */
 #include "config.h"
 
 #include <stdatomic.h>
@@ -8,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "fcgi/metrics.h"
+#include "fcgi/metrics_push.h"
 
 /* The statuses the responders answer; anything else is counted as "other". */
 static const int statuses[] = {200, 400, 401, 404, 405, 409, 422, 426, 429, 500, 503};
@@ -27,7 +29,13 @@ struct sy_metrics {
 	_Atomic uint64_t buckets[SY_ROUTE__COUNT][NBUCKET]; /* not cumulative; summed on output */
 	_Atomic uint64_t usec_sum[SY_ROUTE__COUNT];
 	_Atomic uint64_t events[SY_METRIC__COUNT];
+	sy_metrics_proto proto; /* metrics_push.c */
 };
+
+sy_metrics_proto *sy_metrics_proto_of(sy_metrics *m)
+{
+	return m != NULL ? &m->proto : NULL;
+}
 
 const char *sy_route_name(sy_route_id route)
 {
@@ -143,5 +151,7 @@ bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 	              "# HELP synchro_push_inflight Pushes in flight on this host now.\n"
 	              "# TYPE synchro_push_inflight gauge\nsynchro_push_inflight %d\n",
 	              sy_inflight_count(a));
+	if (m != NULL)
+		sy_metrics_proto_write(&m->proto, out);
 	return !out->failed;
 }

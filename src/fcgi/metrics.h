@@ -7,6 +7,7 @@
 #define SY_FCGI_METRICS_H
 
 #include "fcgi/inflight.h"
+#include "store/push_call.h"
 #include "synchro/buf.h"
 
 /* The routes requests are counted by; SY_ROUTE_OTHER is every unknown path. */
@@ -33,6 +34,14 @@ typedef enum {
 	SY_METRIC__COUNT
 } sy_metric_event;
 
+/* What becomes of a rebuild (POST /v3/rebuild). */
+typedef enum {
+	SY_REBUILD_STARTED,     /* a first page (no page token) answered 200 */
+	SY_REBUILD_COMPLETED,   /* a last page (no more) answered 200 */
+	SY_REBUILD_INVALIDATED, /* answered 409 rebuild_invalidated */
+	SY_REBUILD__COUNT
+} sy_rebuild_event;
+
 typedef struct sy_metrics sy_metrics;
 
 /* The route's label value ("connect", ..., "other"). */
@@ -45,6 +54,15 @@ void sy_metrics_destroy(sy_metrics *m);
 /* Counts one answered request (m may be NULL: nothing is counted). */
 void sy_metrics_request(sy_metrics *m, sy_route_id route, int status, double seconds);
 void sy_metrics_event(sy_metrics *m, sy_metric_event event);
+
+/* The protocol's counters (metrics_push.c); each accepts m NULL. */
+/* A request answered with a request-level error of the protocol (code != SY_ERR_NONE). */
+void sy_metrics_error(sy_metrics *m, sy_route_id route, sy_errcode code);
+/* What synchro_push answered: its outcome counts, a batch replay, an admission refusal. */
+void sy_metrics_push(sy_metrics *m, const sy_store_push_answer *ans);
+/* A database error with this SQLSTATE (5 characters): by class, and a lock failure. */
+void sy_metrics_db_error(sy_metrics *m, const char *sqlstate);
+void sy_metrics_rebuild(sy_metrics *m, sy_rebuild_event event);
 
 /*
  * Appends the Prometheus text exposition (format 0.0.4) of every counter, and

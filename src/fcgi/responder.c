@@ -21,6 +21,11 @@
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   2000
 
+static void observe_db_error(const char *sqlstate, void *arg)
+{
+	sy_metrics_db_error(arg, sqlstate);
+}
+
 void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight,
                        sy_metrics *metrics, int slot)
 {
@@ -34,6 +39,8 @@ void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight
 	r->inflight = inflight;
 	r->metrics = metrics;
 	r->slot = slot;
+	/* Every SQLSTATE a statement of this process meets, by class (metrics_push.c). */
+	sy_store_observe_errors(observe_db_error, metrics);
 	/* Before this responder's first connection; the value was checked on reading. */
 	sy_store_pooler pooler = SY_STORE_POOLER_NONE;
 	(void)sy_store_pooler_parse(sy_cfg_str(cfg, "database", "pooler"), &pooler);

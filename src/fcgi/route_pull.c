@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "fcgi/metrics.h"
 #include "fcgi/router.h"
 #include "store/conn.h"
 #include "store/pull.h"
@@ -308,6 +309,12 @@ void sy_route_rebuild(sy_responder *r, sy_http *h, const sy_request *rq)
 	       ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
 	       ans.more ? " (more)" : "", ans.statements, rc ? "replica" : "primary");
 	respond(r, h, "rebuild", st, &err, &ans);
+	if (ans.error == SY_ERR_NONE && b.token_table == NULL)
+		sy_metrics_rebuild(r->metrics, SY_REBUILD_STARTED);
+	if (ans.error == SY_ERR_NONE && !ans.more)
+		sy_metrics_rebuild(r->metrics, SY_REBUILD_COMPLETED);
+	if (ans.error == SY_ERR_REBUILD_INVALIDATED)
+		sy_metrics_rebuild(r->metrics, SY_REBUILD_INVALIDATED);
 	sy_store_read_answer_clear(&ans);
 done:
 	body_clear(&b);

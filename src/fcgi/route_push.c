@@ -12,12 +12,24 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "fcgi/inflight.h"
 #include "fcgi/http.h"
+#include "fcgi/inflight.h"
+#include "fcgi/metrics.h"
 #include "fcgi/router.h"
 #include "store/cfg.h"
 #include "store/conn.h"
 #include "store/push_call.h"
+
+/* The protocol's error code synchro_push named (for the metrics); SY_ERR_NONE for none. */
+static sy_errcode errcode_named(const char *name)
+{
+	if (name[0] == '\0')
+		return SY_ERR_NONE;
+	for (int e = SY_ERR_NONE + 1; e < SY_ERR__COUNT; e++)
+		if (strcmp(sy_errcode_name((sy_errcode)e), name) == 0)
+			return (sy_errcode)e;
+	return SY_ERR_NONE;
+}
 
 void sy_route_push(sy_responder *r, sy_http *h, const sy_request *req)
 {
@@ -57,12 +69,15 @@ void sy_route_push(sy_responder *r, sy_http *h, const sy_request *req)
 		goto done;
 	}
 	sy_log(SY_LOG_DEBUG, "push: status %d%s", ans.http_status, ans.replay ? " (replay)" : "");
+	/* Counted from synchro_push's own columns (migration 18): the body is not parsed. */
+	sy_metrics_push(r->metrics, &ans);
 	char headers[64] = "";
 	if (ans.replay)
 		snprintf(headers, sizeof headers, "Synchro-Replay: batch\r\n");
 	else if (ans.retry_after > 0)
 		snprintf(headers, sizeof headers, "Retry-After: %d\r\n", ans.retry_after);
 	sy_http_json(h, ans.http_status, &ans.body, headers[0] != '\0' ? headers : NULL);
+	h->error = errcode_named(ans.error);
 done:
 	sy_store_push_answer_clear(&ans);
 }

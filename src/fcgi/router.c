@@ -155,6 +155,7 @@ void sy_route(sy_responder *r, sy_http *h)
 	double took = sy_clock_s() - start;
 	sy_route_id id = found != NULL ? found->id : SY_ROUTE_OTHER;
 	sy_metrics_request(r->metrics, id, h->status, took);
+	sy_metrics_error(r->metrics, id, h->error);
 	sy_log(SY_LOG_DEBUG, "%s %s %d %.1f ms", h->method, found != NULL ? found->path : "-",
 	       h->status, took * 1000);
 }

@@ -6,7 +6,9 @@
  * and retirement, batch and mutation replay lookup, the current schema's pk rule, the
  * generation and schema gates, admission, then the first execution under the client's row
  * lock, and the answer: HTTP status, the exact body bytes, whether it is a replay and the
- * Retry-After of a 429 or 503. doc/protocol.md ("Writing an adapter") is the contract.
+ * Retry-After of a 429 or 503; for the adapter's metrics (migration 18) the error code, the
+ * outcomes a first execution decided, and the SQLSTATE behind a 503. doc/protocol.md
+ * ("Writing an adapter") is the contract.
  *
  * The first execution runs inside one internal subtransaction of the caller's transaction:
  * an operational failure (a lock timeout, a broken invariant, memory) rolls all of it back
@@ -18,8 +20,10 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
@@ -51,6 +55,7 @@ void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...)
 	x->replay = false;
 	x->body = NULL;
 	x->body_len = 0;
+	x->has_counts = false;
 	va_start(ap, fmt);
 	vsnprintf(x->message, sizeof x->message, fmt, ap);
 	va_end(ap);
@@ -164,6 +169,7 @@ static void first_execution(sp_push *x)
 	                     x->req->batch_id, x->req->client_id, unpack_sql_state(ed->sqlerrcode),
 	                     ours ? ", " : "", ours ? ed->message + 14 : ""),
 	              errhidestmt(true)));
+	snprintf(x->sqlstate, sizeof x->sqlstate, "%s", unpack_sql_state(ed->sqlerrcode));
 	FreeErrorData(ed);
 	sp_answer_error(x, SY_ERR_TEMPORARY_UNAVAILABLE, "request could not be committed");
 }
@@ -238,6 +244,47 @@ static void error_body(sp_push *x)
 	x->body_len = b.len;
 }
 
+/* status, response, replay, retry_after; and since migration 18 error, counts, sqlstate.
+ * The module answers as the function is declared: a new module under migration 13's
+ * declaration fills the first four (the upgrade installs the module first). */
+#define ANSWER_COLUMNS 7
+
+static void answer_columns(const sp_push *x, TupleDesc desc, Datum *values, bool *nulls)
+{
+	if (desc->natts != 4 && desc->natts != ANSWER_COLUMNS)
+		elog(ERROR, "synchro_push: declared with %d columns; expected 4 or %d", desc->natts,
+		     ANSWER_COLUMNS);
+	for (int i = 0; i < ANSWER_COLUMNS; i++)
+		nulls[i] = true;
+	values[0] = Int32GetDatum(x->status);
+	values[1] = sp_bytea_datum(x->body, x->body_len);
+	values[2] = BoolGetDatum(x->replay);
+	nulls[0] = nulls[1] = nulls[2] = false;
+	if (sy_errcode_retryable(x->error)) {
+		values[3] = Int32GetDatum(x->retry_after_s);
+		nulls[3] = false;
+	}
+	if (desc->natts < ANSWER_COLUMNS)
+		return;
+	if (x->error != SY_ERR_NONE) {
+		const char *name = sy_errcode_name(x->error);
+		values[4] = sp_text_datum(name, strlen(name));
+		nulls[4] = false;
+	}
+	if (x->has_counts && x->status == 200 && !x->replay) {
+		Datum d[SY_CODE__COUNT + 1];
+		for (int i = 0; i <= SY_CODE__COUNT; i++)
+			d[i] = Int32GetDatum(x->counts[i]);
+		values[5] = PointerGetDatum(
+		        construct_array(d, SY_CODE__COUNT + 1, INT4OID, 4, true, TYPALIGN_INT));
+		nulls[5] = false;
+	}
+	if (x->sqlstate[0] != '\0') {
+		values[6] = sp_text_datum(x->sqlstate, strlen(x->sqlstate));
+		nulls[6] = false;
+	}
+}
+
 PG_FUNCTION_INFO_V1(synchro_push);
 
 Datum synchro_push(PG_FUNCTION_ARGS)
@@ -270,16 +317,10 @@ Datum synchro_push(PG_FUNCTION_ARGS)
 	if (x.error != SY_ERR_NONE)
 		error_body(&x);
 
-	Datum values[4];
-	bool nulls[4] = {false, false, false, false};
+	Datum values[ANSWER_COLUMNS];
+	bool nulls[ANSWER_COLUMNS];
 	MemoryContextSwitchTo(callcxt);
-	values[0] = Int32GetDatum(x.status);
-	values[1] = sp_bytea_datum(x.body, x.body_len);
-	values[2] = BoolGetDatum(x.replay);
-	if (sy_errcode_retryable(x.error))
-		values[3] = Int32GetDatum(x.retry_after_s);
-	else
-		nulls[3] = true;
+	answer_columns(&x, desc, values, nulls);
 	HeapTuple tuple = heap_form_tuple(BlessTupleDesc(desc), values, nulls);
 
 	sy_push_request_free(x.req);

@@ -233,6 +233,16 @@ void sp_finish(sp_push *x)
 	x->body = body.data;
 	x->body_len = body.len;
 	write_ledger(x, &c, fresh);
+	/* The counts the adapter's metrics take (migration 18), from the outcomes as decided:
+	 * no adapter parses the body to count them. */
+	memset(x->counts, 0, sizeof x->counts);
+	for (size_t k = 0; k < n; k++) {
+		if (x->res[k].stored != NULL)
+			x->counts[SY_CODE__COUNT]++;
+		else if ((unsigned)x->res[k].o.code < SY_CODE__COUNT)
+			x->counts[x->res[k].o.code]++;
+	}
+	x->has_counts = true;
 	x->error = SY_ERR_NONE;
 	x->status = 200;
 	x->replay = false;

@@ -220,6 +220,11 @@ typedef struct {
 	bool replay;
 	char *body;
 	size_t body_len;
+	/* what the answer reports beside the body (migration 18): a 200 first execution's
+	 * outcomes per sy_code, then its cross-batch replays; the SQLSTATE behind a 503 */
+	bool has_counts;
+	int32 counts[SY_CODE__COUNT + 1];
+	char sqlstate[6];
 } sp_push;
 
 /* Gate decisions. SP_PROBE: a later gate refuses, but the mutation ledger, which

@@ -75,6 +75,12 @@ static const sy_cfg_option options[] = {
          NULL},
         {"walsync", "lag_log_s", SY_CFG_INT, "60",
          "seconds between the holder's lag and rate log lines; 0: never", 0, 86400, NULL},
+        {"walsync", "metrics_file", SY_CFG_STRING, "",
+         "Prometheus textfile (node_exporter's textfile collector) written every "
+         "metrics_interval_s; empty: none",
+         NOLIMIT},
+        {"walsync", "metrics_interval_s", SY_CFG_INT, "5",
+         "seconds between two writes of metrics_file", 1, 3600, NULL},
 
         {"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
         {"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,

@@ -596,6 +596,39 @@ sy_store_status sy_store_slot_evict(PGconn *c, const char *slot, bool *evicted, 
 	return SY_STORE_OK;
 }
 
+sy_store_status sy_store_walsync_positions_get(PGconn *c, const char *slot,
+                                              sy_store_walsync_positions *out, sy_error *err)
+{
+	const char *p[] = {slot, SY_STORE_LEASE_ROLE};
+	sy_store_status st;
+	memset(out, 0, sizeof *out);
+	PGresult *r = sy_store_exec(
+	        c,
+	        "SELECT pg_catalog.pg_current_wal_flush_lsn()::text,"
+	        "       (SELECT s.confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots s"
+	        "         WHERE s.slot_name = $1),"
+	        "       (SELECT l.writer_epoch FROM synchro.writer_lease l WHERE l.role = $2)",
+	        2, p, PGRES_TUPLES_OK, "read the WAL and slot positions", NULL, &st, err);
+	if (!r)
+		return st;
+	unsigned long long v = 0;
+	if (PQntuples(r) != 1 || !sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v)) {
+		PQclear(r);
+		return sy_store_fail(err, SY_STORE_FAILED, "read the WAL position: no position");
+	}
+	out->flush_lsn = v;
+	if (!PQgetisnull(r, 0, 1) && sy_store_lsn_parse(PQgetvalue(r, 0, 1), &v)) {
+		out->slot_found = true;
+		out->slot_confirmed = v;
+	}
+	if (!PQgetisnull(r, 0, 2)) {
+		out->lease_found = true;
+		out->lease_epoch = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+	}
+	PQclear(r);
+	return SY_STORE_OK;
+}
+
 sy_store_status sy_store_wal_behind(PGconn *c, uint64_t lsn, long long *bytes, sy_error *err)
 {
 	char text[SY_STORE_LSN_MAX + 1];

@@ -126,6 +126,17 @@ SY_MUST_CHECK sy_store_status sy_store_slot_get(PGconn *c, const char *slot, sy_
  * whether there was one. Only the lease holder calls it. */
 SY_MUST_CHECK sy_store_status sy_store_slot_evict(PGconn *c, const char *slot, bool *evicted,
                                                   sy_error *err);
+/* What walsync's metrics read (walsync_metrics.c), in one statement. */
+typedef struct {
+	uint64_t flush_lsn;      /* pg_current_wal_flush_lsn() */
+	bool slot_found;         /* the slot exists and has a confirmed position */
+	uint64_t slot_confirmed; /* its confirmed_flush_lsn */
+	bool lease_found;
+	long long lease_epoch; /* the writer lease's writer_epoch */
+} sy_store_walsync_positions;
+SY_MUST_CHECK sy_store_status sy_store_walsync_positions_get(PGconn *c, const char *slot,
+                                                             sy_store_walsync_positions *out,
+                                                             sy_error *err);
 /* Bytes of WAL between the server's current position and lsn (-1 when unknown). */
 SY_MUST_CHECK sy_store_status sy_store_wal_behind(PGconn *c, uint64_t lsn, long long *bytes,
                                                   sy_error *err);

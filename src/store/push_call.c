@@ -25,7 +25,7 @@ void sy_store_push_answer_clear(sy_store_push_answer *a)
  * types from synchro_push's signature. */
 static sy_store_stmt push_stmt = SY_STORE_STMT(
         "sy_push_call",
-        "SELECT status, response, replay, retry_after"
+        "SELECT status, response, replay, retry_after, error, counts, sqlstate"
         "  FROM synchro.synchro_push($1, $2, $3::int4, $4::int4, $5::int4, $6::int4)",
         6);
 
@@ -48,6 +48,36 @@ static void back_off(int n)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+/* A binary text column into out (truncated to size - 1); "" when null. */
+static void col_text(const PGresult *r, int col, char *out, size_t size)
+{
+	size_t n = PQgetisnull(r, 0, col) ? 0 : (size_t)PQgetlength(r, 0, col);
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, PQgetvalue(r, 0, col), n);
+	out[n] = '\0';
+}
+
+/* The binary int4[] of counts (array_send: ndim, has-null flag, element type, then per
+ * dimension its size and lower bound, then each element's length and value): true when it
+ * is one dimension of n non-null int4. */
+static bool col_counts(const PGresult *r, int col, int *out, size_t n)
+{
+	if (PQgetisnull(r, 0, col))
+		return false;
+	const unsigned char *p = (const unsigned char *)PQgetvalue(r, 0, col);
+	size_t len = (size_t)PQgetlength(r, 0, col);
+	if (len != 20 + n * 8 || sy_be_get(p, 4) != 1 || sy_be_get(p + 12, 4) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *e = p + 20 + i * 8;
+		if (sy_be_get(e, 4) != 4)
+			return false;
+		out[i] = (int)(int32_t)sy_be_get(e + 4, 4);
+	}
+	return true;
 }
 
 /* A binary int4 column. */
@@ -78,6 +108,8 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 	out->http_status = 0;
 	out->replay = false;
 	out->retry_after = 0;
+	out->error[0] = out->sqlstate[0] = '\0';
+	out->has_counts = false;
 	if (p->body_len > (size_t)INT32_MAX)
 		return sy_store_fail(err, SY_STORE_INVALID, "push: body too large");
 	PGresult *r = NULL;
@@ -85,7 +117,7 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 		char state[6] = "";
 		r = sy_store_exec_stmt_binary(c, &push_stmt, values, lengths, formats, 1,
 		                              PGRES_TUPLES_OK, "push", state, &st, err);
-		if (r != NULL && PQntuples(r) == 1 && PQnfields(r) == 4)
+		if (r != NULL && PQntuples(r) == 1 && PQnfields(r) == 7)
 			break;
 		if (r != NULL) {
 			PQclear(r);
@@ -103,6 +135,9 @@ sy_store_status sy_store_push_call(PGconn *c, const sy_store_push_params *p,
 	out->http_status = col_int4(r, 0);
 	out->replay = !PQgetisnull(r, 0, 2) && PQgetvalue(r, 0, 2)[0] != 0;
 	out->retry_after = col_int4(r, 3);
+	col_text(r, 4, out->error, sizeof out->error);
+	out->has_counts = col_counts(r, 5, out->counts, SY_STORE_PUSH_COUNTS);
+	col_text(r, 6, out->sqlstate, sizeof out->sqlstate);
 	if (!sy_buf_append(&out->body, PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1))) {
 		PQclear(r);
 		return sy_store_fail(err, SY_STORE_NOMEM, "push: out of memory");

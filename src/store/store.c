@@ -49,6 +49,15 @@ sy_store_status sy_store_fail(sy_error *err, sy_store_status st, const char *fmt
 	return st;
 }
 
+static sy_store_error_observer observer;
+static void *observer_arg;
+
+void sy_store_observe_errors(sy_store_error_observer fn, void *arg)
+{
+	observer = fn;
+	observer_arg = arg;
+}
+
 PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
                                   sy_store_status *st, sy_error *err)
 {
@@ -63,6 +72,8 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 	else
 		snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
 	one_line(msg);
+	if (observer != NULL && code != NULL && code[0] != '\0')
+		observer(code, observer_arg);
 	if (sqlstate && code)
 		snprintf(sqlstate, 6, "%s", code);
 	PQclear(r);

@@ -51,6 +51,14 @@ SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
                                       const char *what, char sqlstate[6], sy_store_status *st,
                                       sy_error *err);
 /*
+ * A process-wide observer of the errors PostgreSQL returned: fn (NULL: none) is called with
+ * the SQLSTATE of every failed statement that carried one (the program's metrics count them
+ * by class), before the failure is reported. arg is passed through.
+ */
+typedef void (*sy_store_error_observer)(const char *sqlstate, void *arg);
+void sy_store_observe_errors(sy_store_error_observer fn, void *arg);
+
+/*
  * The failure report of sy_store_exec() for a result r that is not the expected one
  * (r may be NULL): clears r, fills sqlstate, *st and *err as sy_store_exec() does, and
  * returns NULL. For callers that send statements their own way (prepared, pipelined).

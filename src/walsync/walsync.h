@@ -3,7 +3,8 @@
  * The state of one synchro-walsync process and the functions its files share:
  * walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer lease),
  * walsync_materialize.c (the stream into changelog transactions), walsync_decode.c (the
- * frames and messages of the stream), walsync_stats.c (the lag log).
+ * frames and messages of the stream), walsync_stats.c (the lag log), walsync_metrics.c (the
+ * metrics file).
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
@@ -15,6 +16,7 @@
 #include "store/changelog.h"
 #include "store/lease.h"
 #include "walsync/walsync_fences.h"
+#include "walsync/walsync_metrics.h"
 #include "walsync/walsync_stats.h"
 
 typedef struct walsync {
@@ -66,6 +68,10 @@ typedef struct walsync {
 	size_t arena_size;
 
 	sy_ws_stats stats;
+	/* the metrics file (walsync_metrics.c); "" none */
+	char metrics_file[1024];
+	int metrics_interval_s;
+	sy_ws_metrics metrics;
 
 	/* forged messages (migration 15) */
 	bool verify;            /* the publication streams synchro.row_fences */

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <string.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -39,9 +40,11 @@ void sy_ws_backoff(walsync *w)
 
 void sy_ws_demote(walsync *w, const char *why)
 {
-	if (w->leader)
+	if (w->leader) {
 		sy_log(SY_LOG_WARNING, "lost the writer lease (epoch %lld): %s; back to standby",
 		       w->lease.epoch, why);
+		w->stats.lease_lost++;
+	}
 	w->leader = false;
 	sy_ws_stream_close(w);
 }
@@ -104,6 +107,9 @@ void sy_ws_lease_claim(walsync *w)
 		return;
 	}
 	w->leader = true;
+	w->stats.lease_acquired++;
+	if (prev[0] && strcmp(prev, w->writer_id) != 0)
+		w->stats.lease_takeovers++;
 	w->next_renew_ms = sy_clock_ms() + (int64_t)w->renew_s * 1000;
 	w->retry_at_ms = 0;
 	w->backoff_ms = 0;

@@ -97,6 +97,15 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 	w->renew_s = renew_s;
 	w->stale_s = stale_s;
 	w->lag_log_s = (int)sy_cfg_int(cfg, "walsync", "lag_log_s");
+	const char *mf = sy_cfg_str(cfg, "walsync", "metrics_file");
+	if (strlen(mf) >= sizeof w->metrics_file) {
+		sy_log(SY_LOG_ERR, "[walsync] metrics_file: a path under %zu bytes",
+		       sizeof w->metrics_file);
+		return false;
+	}
+	snprintf(w->metrics_file, sizeof w->metrics_file, "%s", mf);
+	w->metrics_interval_s = (int)sy_cfg_int(cfg, "walsync", "metrics_interval_s");
+	w->metrics.next_ms = 0;
 	if (first) {
 		w->batch_rows = (size_t)sy_cfg_int(cfg, "walsync", "batch_rows");
 		/* The most changes walsync holds of one transaction (its memory bound). */
@@ -105,7 +114,8 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 	return true;
 }
 
-/* SIGHUP: lease timings, the lag log and log settings; the rest needs a restart. */
+/* SIGHUP: lease timings, the lag log, the metrics file and log settings; the rest needs a
+ * restart. */
 static void reload(walsync *w)
 {
 	if (!w->conf_path)
@@ -141,6 +151,7 @@ static void run(walsync *w)
 			reload_requested = 0;
 			reload(w);
 		}
+		sy_ws_metrics_tick(w, false);
 		now = sy_clock_ms();
 		if (w->lag_log_s > 0 && now >= w->stats.next_log_ms) {
 			w->stats.next_log_ms = now + (int64_t)w->lag_log_s * 1000;
@@ -176,6 +187,7 @@ static void run(walsync *w)
 		sy_ws_stream_step(w);
 	}
 	shutdown_leader(w);
+	sy_ws_metrics_tick(w, true);
 }
 
 static void usage(FILE *f)

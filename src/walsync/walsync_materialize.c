@@ -49,6 +49,8 @@ static void reset_stream_state(walsync *w)
 void sy_ws_stream_close(walsync *w)
 {
 	if (w->repl) {
+		if (!sy_ws_stopping())
+			w->stats.stream_restarts++;
 		PQfinish(w->repl);
 		w->repl = NULL;
 	}
@@ -160,8 +162,8 @@ void sy_ws_stream_start(walsync *w)
 		cont = sy_ws_continuity_check(w->db, &w->lease, w->slot, created,
 		                              slot.confirmed_flush, &w->durable, &st, &err);
 	switch (cont) {
-	case SY_WS_CONTINUOUS:
-	case SY_WS_RESOLVED: break;
+	case SY_WS_CONTINUOUS: break;
+	case SY_WS_RESOLVED: w->stats.slot_breaks++; break;
 	case SY_WS_REFUSED: stream_failed(w); return;
 	case SY_WS_FENCED: sy_ws_demote(w, "the lease refused the stream position"); return;
 	case SY_WS_FAILED: sy_ws_store_failed(w, st, &err); return;
@@ -239,11 +241,13 @@ void sy_ws_flush_batch(walsync *w)
 			_exit(75);
 		}
 		sy_ws_stats_written(&w->stats, rows, w->batch_newest_time);
+		w->stats.entries_total += wr.inserted;
 		sy_log(SY_LOG_DEBUG,
 		       "wrote %zu changes of %zu transactions (%lld new, %lld epochs)", rows,
 		       w->batch_txns, wr.inserted, wr.epochs_advanced);
 	}
 	w->stats.txns += (long long)w->batch_txns;
+	w->stats.txns_total += (long long)w->batch_txns;
 	if (w->batch_end > w->confirmed)
 		w->confirmed = w->batch_end;
 	sy_store_changes_clear(w->batch);
@@ -262,6 +266,7 @@ bool sy_ws_flush_piece(walsync *w)
 		return false;
 	sy_store_changes_clear_rows(w->batch);
 	w->stats.pieces++;
+	w->stats.entries_total += wr.inserted;
 	sy_log(SY_LOG_DEBUG,
 	       "wrote a piece of %lld changes of the transaction at %X/%X (%lld pieces)",
 	       wr.inserted, (unsigned)(w->txn_lsn >> 32), (unsigned)w->txn_lsn, w->stats.pieces);

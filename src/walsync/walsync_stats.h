@@ -21,6 +21,14 @@ typedef struct {
 	int64_t next_log_ms;       /* sy_clock_ms() when the lag log is next due */
 	long long bad_messages;    /* malformed logical messages skipped */
 	long long forged_messages; /* version-fence messages no fence transition vouched for */
+	/* Since start, for the metrics file (walsync_metrics.c): */
+	long long entries_total;   /* changelog entries written */
+	long long txns_total;      /* source transactions materialized */
+	long long lease_acquired;  /* claims this instance won */
+	long long lease_takeovers; /* of them, from another holder (expired or stale) */
+	long long lease_lost;      /* demotions: the lease found lost while holding it */
+	long long stream_restarts; /* the replication stream closed while not stopping */
+	long long slot_breaks;     /* STREAM BREAKs resolved (slot continuity) */
 } sy_ws_stats;
 
 /* A written batch of rows changes whose newest commit was at newest_commit_pg (the

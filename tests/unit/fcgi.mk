@@ -5,8 +5,8 @@ UNIT_TESTS += tests/unit/test_inflight tests/unit/test_fcgi_man
 check_PROGRAMS += tests/unit/test_inflight
 TESTS += tests/unit/test_inflight
 tests_unit_test_inflight_SOURCES = tests/unit/test_inflight.c src/fcgi/inflight.c \
-	src/fcgi/metrics.c
-tests_unit_test_inflight_CFLAGS = $(UNIT_CFLAGS)
+	src/fcgi/metrics.c src/fcgi/metrics_push.c
+tests_unit_test_inflight_CFLAGS = $(UNIT_CFLAGS) $(LIBPQ_CFLAGS)
 tests_unit_test_inflight_LDADD = $(UNIT_LDADD)
 
 # synchro-fcgi(8) documents every [fcgi] option (the table is src/store/cfg.c).

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * synchro-walsync's metrics as a Prometheus textfile for node_exporter's textfile collector
+ * ([walsync] metrics_file, written to a temporary file and renamed over it every
+ * metrics_interval_s): lease, epoch, lag behind the primary's flush position, what was
+ * materialized, stream restarts, and the time of the last pass of the loop.
+ * doc/operations.md "Metrics" says why a file and not a listener.
+ */
+#ifndef SY_WALSYNC_METRICS_H
+#define SY_WALSYNC_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Flush positions sampled with their times: the lag in seconds is the age of the newest
+ * sample the slot has confirmed. */
+#define SY_WS_LAG_SAMPLES 128
+
+typedef struct {
+	int64_t next_ms;   /* sy_clock_ms() of the next write */
+	double started_at; /* wall clock, seconds since 1970 */
+	struct {
+		double at;
+		uint64_t flush;
+	} samples[SY_WS_LAG_SAMPLES];
+	int nsamples, head; /* a ring: head is the oldest once full */
+	bool failing;       /* the last write failed (logged once) */
+} sy_ws_metrics;
+
+struct walsync;
+/* Writes the file when it is due (every pass of the loop asks; force: now, e.g. on stop). */
+void sy_ws_metrics_tick(struct walsync *w, bool force);
+
+#endif
