@@ -52,3 +52,11 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_stack.pgt
 endif
 EXTRA_DIST += tests/e2e/test_stack.pgt contrib/example/roles.sql contrib/example/grants.sql
+
+# What a sysadmin sees: /metrics of the responders and synchro-walsync's metrics file, each
+# counter's change checked against real requests; promtool check metrics on both; the names
+# contrib/grafana and contrib/prometheus use exist in them.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_metrics.pgt
+endif
+EXTRA_DIST += tests/e2e/test_metrics.pgt

@@ -2,3 +2,8 @@
 # file of src/ missing from its map fails make check.
 TESTS += tests/unit/hacking_map.sh
 EXTRA_DIST += tests/unit/hacking_map.sh doc/hacking.md
+
+# The alerting rules (promtool check rules) and the Grafana dashboard of contrib/.
+TESTS += tests/unit/metrics_contrib.sh
+EXTRA_DIST += tests/unit/metrics_contrib.sh contrib/prometheus/synchro-alerts.yml \
+	contrib/grafana/synchro-dashboard.json
