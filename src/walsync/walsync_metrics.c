@@ -40,9 +40,13 @@ static void label(sy_buf *b, const char *s)
 	}
 }
 
-static void metric(sy_buf *b, const char *type, const char *name, const char *help, double v)
+/* One metric, labelled with this instance's writer_id: several instances may share a host
+ * (and node_exporter's one exposition of every file). */
+static void metric(sy_buf *b, const char *id, const char *type, const char *name, const char *help,
+                   double v)
 {
-	sy_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+	sy_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{writer_id=\"%s\"} %.17g\n", name, help, name,
+	              type, name, id, v);
 }
 
 static void sample(sy_ws_metrics *m, double at, uint64_t flush)
@@ -112,7 +116,9 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 			sy_log(SY_LOG_WARNING, "metrics: %s", err.message);
 	}
 	const sy_ws_stats *s = &w->stats;
-	sy_buf b = SY_BUF_INIT;
+	sy_buf b = SY_BUF_INIT, idb = SY_BUF_INIT;
+	label(&idb, w->writer_id);
+	const char *id = idb.failed || idb.data == NULL ? "" : idb.data;
 	sy_buf_puts(&b, "# HELP synchro_walsync_info This instance: its writer_id in the lease "
 	                "and its slot.\n# TYPE synchro_walsync_info gauge\n"
 	                "synchro_walsync_info{writer_id=\"");
@@ -120,50 +126,50 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	sy_buf_puts(&b, "\",slot=\"");
 	label(&b, w->slot);
 	sy_buf_puts(&b, "\"} 1\n");
-	metric(&b, "gauge", "synchro_walsync_start_time_seconds",
+	metric(&b, id, "gauge", "synchro_walsync_start_time_seconds",
 	       "When this instance started, seconds since 1970.", m->started_at);
-	metric(&b, "gauge", "synchro_walsync_last_loop_timestamp_seconds",
+	metric(&b, id, "gauge", "synchro_walsync_last_loop_timestamp_seconds",
 	       "When the loop last wrote this file, seconds since 1970 (stale: stopped or "
 	       "stuck).",
 	       now);
-	metric(&b, "gauge", "synchro_walsync_database_connected",
+	metric(&b, id, "gauge", "synchro_walsync_database_connected",
 	       "1 while the SQL connection is open and answered the last read, else 0.",
 	       known ? 1 : 0);
-	metric(&b, "gauge", "synchro_walsync_leader",
+	metric(&b, id, "gauge", "synchro_walsync_leader",
 	       "1 while this instance holds the writer lease, else 0.", w->leader ? 1 : 0);
 	if (known && pos.lease_found)
-		metric(&b, "gauge", "synchro_walsync_writer_epoch",
+		metric(&b, id, "gauge", "synchro_walsync_writer_epoch",
 		       "The writer lease's epoch (writer_epoch) as last read; every claim raises it.",
 		       (double)pos.lease_epoch);
-	metric(&b, "counter", "synchro_walsync_lease_acquired_total",
+	metric(&b, id, "counter", "synchro_walsync_lease_acquired_total",
 	       "Claims of the writer lease this instance won.", (double)s->lease_acquired);
-	metric(&b, "counter", "synchro_walsync_lease_takeovers_total",
+	metric(&b, id, "counter", "synchro_walsync_lease_takeovers_total",
 	       "Claims won over a lease another writer_id held last (expired or stale).",
 	       (double)s->lease_takeovers);
-	metric(&b, "counter", "synchro_walsync_lease_losses_total",
+	metric(&b, id, "counter", "synchro_walsync_lease_losses_total",
 	       "Times this instance found its lease lost while holding it (back to standby).",
 	       (double)s->lease_lost);
-	metric(&b, "counter", "synchro_walsync_stream_restarts_total",
+	metric(&b, id, "counter", "synchro_walsync_stream_restarts_total",
 	       "Replication streams closed other than at stop (errors, lost connections, lost "
 	       "lease); each restarts from the slot.",
 	       (double)s->stream_restarts);
-	metric(&b, "counter", "synchro_walsync_slot_breaks_total",
+	metric(&b, id, "counter", "synchro_walsync_slot_breaks_total",
 	       "STREAM BREAKs resolved: the slot lost transactions, cursors before it expired.",
 	       (double)s->slot_breaks);
-	metric(&b, "counter", "synchro_walsync_changelog_entries_total",
+	metric(&b, id, "counter", "synchro_walsync_changelog_entries_total",
 	       "Changelog entries this instance wrote (rate(): the materialization rate).",
 	       (double)s->entries_total);
-	metric(&b, "counter", "synchro_walsync_transactions_total",
+	metric(&b, id, "counter", "synchro_walsync_transactions_total",
 	       "Source transactions this instance materialized.", (double)s->txns_total);
-	metric(&b, "counter", "synchro_walsync_changelog_commits_total",
+	metric(&b, id, "counter", "synchro_walsync_changelog_commits_total",
 	       "Changelog transactions this instance committed.", (double)s->commits);
-	metric(&b, "counter", "synchro_walsync_bad_messages_total",
+	metric(&b, id, "counter", "synchro_walsync_bad_messages_total",
 	       "Malformed logical messages skipped.", (double)s->bad_messages);
-	metric(&b, "counter", "synchro_walsync_forged_messages_total",
+	metric(&b, id, "counter", "synchro_walsync_forged_messages_total",
 	       "Version-fence messages no fence transition vouched for (refused).",
 	       (double)s->forged_messages);
 	if (w->leader)
-		metric(&b, "gauge", "synchro_walsync_commit_to_changelog_seconds",
+		metric(&b, id, "gauge", "synchro_walsync_commit_to_changelog_seconds",
 		       "Commit to changelog time of the newest batch written.",
 		       (double)s->last_lag_ms / 1000.0);
 	if (known && (pos.slot_found || w->leader)) {
@@ -171,11 +177,11 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 		if (w->leader && w->confirmed > confirmed)
 			confirmed = w->confirmed;
 		sample(m, now, pos.flush_lsn);
-		metric(&b, "gauge", "synchro_walsync_lag_bytes",
+		metric(&b, id, "gauge", "synchro_walsync_lag_bytes",
 		       "WAL bytes between the primary's flush position and the slot's confirmed "
 		       "(materialized) position.",
 		       pos.flush_lsn > confirmed ? (double)(pos.flush_lsn - confirmed) : 0);
-		metric(&b, "gauge", "synchro_walsync_lag_seconds",
+		metric(&b, id, "gauge", "synchro_walsync_lag_seconds",
 		       "Seconds since the primary's flush position was where the slot's confirmed "
 		       "position is now (0: caught up; sampled every metrics_interval_s).",
 		       lag_seconds(m, now, pos.flush_lsn, confirmed));
@@ -192,4 +198,5 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 		m->failing = false;
 	}
 	sy_buf_free(&b);
+	sy_buf_free(&idb);
 }
