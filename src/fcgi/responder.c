@@ -56,8 +56,7 @@ void sy_responder_done(sy_responder *r)
 PGconn *sy_responder_db(sy_responder *r, sy_error *err)
 {
 	/* A connection a failed pipeline left in pipeline mode is dropped like a broken one. */
-	if (r->pg != NULL && PQstatus(r->pg) == CONNECTION_OK &&
-	    PQpipelineStatus(r->pg) == PQ_PIPELINE_OFF)
+	if (sy_store_connection_usable(r->pg) && PQpipelineStatus(r->pg) == PQ_PIPELINE_OFF)
 		return r->pg;
 	if (r->pg != NULL) {
 		sy_store_disconnect(r->pg);
@@ -98,9 +97,13 @@ PGconn *sy_responder_db(sy_responder *r, sy_error *err)
 
 bool sy_responder_db_check(sy_responder *r)
 {
-	if (r->pg == NULL || PQstatus(r->pg) != CONNECTION_BAD)
+	if (r->pg == NULL || sy_store_connection_usable(r->pg))
 		return false;
-	sy_log(SY_LOG_WARNING, "database: connection lost; reconnecting on the next request");
+	if (PQstatus(r->pg) == CONNECTION_BAD)
+		sy_log(SY_LOG_WARNING, "database: connection lost; reconnecting on the next request");
+	else
+		sy_log(SY_LOG_WARNING, "database: the server can no longer serve this session (read "
+		                       "only or shutting down); reconnecting on the next request");
 	sy_metrics_event(r->metrics, SY_METRIC_DB_LOST);
 	sy_store_disconnect(r->pg);
 	r->pg = NULL;

@@ -220,6 +220,7 @@ PGconn *sy_store_connect(const char *conninfo, const char *application_name, sy_
 
 void sy_store_disconnect(PGconn *c)
 {
+	sy_store_connection_forget(c);
 	if (c)
 		PQfinish(c);
 }

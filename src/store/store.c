@@ -58,6 +58,34 @@ void sy_store_observe_errors(sy_store_error_observer fn, void *arg)
 	observer_arg = arg;
 }
 
+/*
+ * The connection whose server said it cannot serve this process any longer, though libpq
+ * still holds it open: one at a time (a process fails over one connection at a time), cleared
+ * when it is closed. Read by sy_store_connection_usable().
+ */
+static const PGconn *unusable_conn;
+
+/* SQLSTATEs after which the session is of no use, though the socket may live on: 25006
+ * read_only_sql_transaction (a standby, or a demoted or read-only server, refuses writes),
+ * class 57P0 (the server shuts down, crashed, cannot take connections yet, the database was
+ * dropped, the session timed out) and class 08 (connection exceptions). */
+static bool session_ended(const char *code)
+{
+	return code != NULL && (strcmp(code, "25006") == 0 || strncmp(code, "57P0", 4) == 0 ||
+	                        strncmp(code, "08", 2) == 0);
+}
+
+bool sy_store_connection_usable(const PGconn *c)
+{
+	return c != NULL && c != unusable_conn && PQstatus(c) == CONNECTION_OK;
+}
+
+void sy_store_connection_forget(const PGconn *c)
+{
+	if (c != NULL && c == unusable_conn)
+		unusable_conn = NULL;
+}
+
 PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
                                   sy_store_status *st, sy_error *err)
 {
@@ -76,8 +104,11 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 		observer(code, observer_arg);
 	if (sqlstate && code)
 		snprintf(sqlstate, 6, "%s", code);
+	bool ended = session_ended(code);
 	PQclear(r);
-	*st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	*st = PQstatus(c) == CONNECTION_BAD || ended ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	if (ended)
+		unusable_conn = c; /* the caller drops it; the next connect finds the primary */
 	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
 		snprintf(msg, sizeof msg, "connection to the server lost");
 	sy_store_fail(err, *st, "%s: %s", what, msg);

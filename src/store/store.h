@@ -58,10 +58,20 @@ SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
 typedef void (*sy_store_error_observer)(const char *sqlstate, void *arg);
 void sy_store_observe_errors(sy_store_error_observer fn, void *arg);
 
+ * Whether c can still carry this process's statements: open, and its server never answered
+ * with a SQLSTATE that ends the session's use (25006 read_only_sql_transaction: a standby or
+ * a server no longer primary; 57P0x: shutting down; 08xxx). A failure with one of those is
+ * SY_STORE_CONNECTION, like a lost connection: the caller drops the connection and the next
+ * connect follows the conninfo to the current primary (doc/operations.md "Failover").
+ */
+bool sy_store_connection_usable(const PGconn *c);
+/* Forgets c's mark before it is freed (sy_store_disconnect() does it). */
+void sy_store_connection_forget(const PGconn *c);
 /*
  * The failure report of sy_store_exec() for a result r that is not the expected one
  * (r may be NULL): clears r, fills sqlstate, *st and *err as sy_store_exec() does, and
  * returns NULL. For callers that send statements their own way (prepared, pipelined).
+ * A SQLSTATE of sy_store_connection_usable()'s list gives SY_STORE_CONNECTION.
  */
 PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
                                   sy_store_status *st, sy_error *err);

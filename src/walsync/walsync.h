@@ -23,7 +23,8 @@ typedef struct walsync {
 	/* settings */
 	const char *conf_path;
 	sy_cfg *cfg;
-	const char *conninfo;
+	const char *conninfo;  /* the first configuration's, or conninfo_owned after a reload */
+	char *conninfo_owned;  /* [database] conninfo as a SIGHUP reloaded it */
 	const char *slot;
 	char writer_id[SY_STORE_WRITER_ID_MAX + 1];
 	int lease_s, renew_s, stale_s, lag_log_s;

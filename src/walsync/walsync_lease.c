@@ -52,7 +52,7 @@ void sy_ws_demote(walsync *w, const char *why)
 void sy_ws_store_failed(walsync *w, sy_store_status st, const sy_error *err)
 {
 	sy_log(SY_LOG_ERR, "%s", err->message);
-	if (st == SY_STORE_CONNECTION || PQstatus(w->db) != CONNECTION_OK) {
+	if (st == SY_STORE_CONNECTION || !sy_store_connection_usable(w->db)) {
 		sy_ws_db_close(w);
 		/* Nothing can be written without it; the stream restarts from the slot. */
 		sy_ws_stream_close(w);
@@ -120,7 +120,7 @@ void sy_ws_lease_claim(walsync *w)
 /* The heartbeat's connection, opened when missing; NULL (logged) when it cannot be. */
 static PGconn *hb_conn(walsync *w)
 {
-	if (w->hb && PQstatus(w->hb) != CONNECTION_OK) {
+	if (w->hb && !sy_store_connection_usable(w->hb)) {
 		sy_store_disconnect(w->hb);
 		w->hb = NULL;
 	}

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * synchro-walsync's program: the command line, the settings of synchro.conf [walsync]
- * (SIGHUP reloads the lease timings and the log; the rest takes effect at restart), the
- * signals, and the loop that drives the lease (walsync_lease.c) and, while this instance
- * holds it, the stream (walsync_materialize.c). What it does is synchro-walsync(8):
+ * (SIGHUP reloads the lease timings, the log and [database] conninfo; the rest takes effect
+ * at restart), the signals, and the loop that drives the lease (walsync_lease.c) and, while
+ * this instance holds it, the stream (walsync_materialize.c). What it does is synchro-walsync(8):
  * materialize the version-fence messages of the WAL into synchro.changelog in commit
  * order, as the single writer of the lease; standby instances wait to take over.
  */
@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/cfg.h"
+#include "store/conn.h"
 #include "synchro/alloc.h"
 #include "walsync/stream.h"
 #include "walsync/walsync.h"
@@ -71,12 +72,11 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 		return false;
 	}
 	if (!first && (strcmp(slot, w->slot) != 0 ||
-	               strcmp(sy_cfg_str(cfg, "database", "conninfo"), w->conninfo) != 0 ||
 	               strcmp(sy_cfg_str(cfg, "walsync", "writer_id"),
 	                      sy_cfg_str(w->cfg, "walsync", "writer_id")) != 0 ||
 	               sy_cfg_int(cfg, "walsync", "batch_rows") != (long long)w->batch_rows))
 		sy_log(SY_LOG_WARNING,
-		       "conninfo, slot, writer_id and batch_rows take effect at restart only");
+		       "slot, writer_id and batch_rows take effect at restart only");
 	sy_log_level level = SY_LOG_INFO;
 	(void)sy_log_level_parse(sy_cfg_str(cfg, "log", "level"), &level);
 	sy_log_open("synchro-walsync", sy_cfg_str(cfg, "log", "target"), level);
@@ -114,8 +114,42 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 	return true;
 }
 
-/* SIGHUP: lease timings, the lag log, the metrics file and log settings; the rest needs a
- * restart. */
+/*
+ * A new [database] conninfo (a failover by hand: the promoted standby's address): what was
+ * decoded completely is written, then both connections and the stream close. The lease is
+ * kept as it stands: the next round connects with the new string, renews the lease there
+ * first (demoted if that database's lease is not this instance's), and checks the slot's
+ * continuity before it streams (a promoted standby has no slot: STREAM BREAK).
+ */
+static bool reload_conninfo(walsync *w, const char *conninfo)
+{
+	if (strcmp(conninfo, w->conninfo) == 0)
+		return true;
+	if (!sy_store_conninfo_check(conninfo)) {
+		sy_log(SY_LOG_ERR, "reload: invalid [database] conninfo (not shown: it may hold a "
+		                   "password); keeping the running settings");
+		return false;
+	}
+	char *copy = sy_strndup(conninfo, strlen(conninfo));
+	if (copy == NULL) {
+		sy_log(SY_LOG_ERR, "reload: out of memory; keeping the running settings");
+		return false;
+	}
+	if (w->repl && w->leader && !w->in_txn && sy_store_connection_usable(w->db))
+		sy_ws_flush_batch(w);
+	sy_ws_stream_close(w);
+	sy_ws_db_close(w);
+	sy_free(w->conninfo_owned);
+	w->conninfo_owned = copy;
+	w->conninfo = copy;
+	w->backoff_ms = 0;
+	w->retry_at_ms = 0;
+	sy_log(SY_LOG_INFO, "reload: [database] conninfo changed; reconnecting");
+	return true;
+}
+
+/* SIGHUP: lease timings, the lag log, the metrics file, log settings and the conninfo; the
+ * rest needs a restart. */
 static void reload(walsync *w)
 {
 	if (!w->conf_path)
@@ -126,8 +160,9 @@ static void reload(walsync *w)
 		sy_log(SY_LOG_ERR, "reload: %s; keeping the running settings", err.message);
 		return;
 	}
-	/* w->conninfo and w->slot keep pointing into the first configuration. */
-	if (apply_settings(w, cfg, false))
+	/* w->slot keeps pointing into the first configuration, w->conninfo into it or a copy. */
+	if (apply_settings(w, cfg, false) &&
+	    reload_conninfo(w, sy_cfg_str(cfg, "database", "conninfo")))
 		sy_log(SY_LOG_INFO, "reloaded %s", w->conf_path);
 	sy_cfg_free(cfg);
 }
@@ -258,6 +293,7 @@ int main(int argc, char **argv)
 	sy_store_changes_free(w.batch);
 	sy_ws_fences_free(w.fences);
 	sy_free(w.arena);
+	sy_free(w.conninfo_owned);
 	sy_cfg_free(w.cfg);
 	sy_log(SY_LOG_INFO, "stopped");
 	return 0;
