@@ -25,6 +25,15 @@ TESTS += tests/e2e/test_pull_replica.pgt
 endif
 EXTRA_DIST += tests/e2e/pg_standby.py tests/e2e/test_pull_replica.pgt
 
+# Failover (doc/operations.md "Failover"): a synchronous standby started by the test, every
+# process on one multi-host conninfo (target_session_attrs=read-write); clients push and pull
+# while the primary is stopped and the standby promoted; every acknowledged push once in the new
+# primary's ledger, every client rebuilt and equal to its rows; prints the failover window.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_failover.pgt
+endif
+EXTRA_DIST += tests/e2e/failover_stack.py tests/e2e/test_failover.pgt
+
 # Push (ADR 002) through nginx and through Apache (tests/e2e/push_suite.py): the operation x
 # row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch), replay and
 # response loss (test_push_replay), concurrency and atomic groups (test_push_concurrency),
