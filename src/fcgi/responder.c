@@ -59,6 +59,9 @@ PGconn *sy_responder_db(sy_responder *r, sy_error *err)
 	if (sy_store_connection_usable(r->pg) && PQpipelineStatus(r->pg) == PQ_PIPELINE_OFF)
 		return r->pg;
 	if (r->pg != NULL) {
+		if (PQstatus(r->pg) == CONNECTION_OK && PQpipelineStatus(r->pg) == PQ_PIPELINE_OFF)
+			sy_log(SY_LOG_WARNING, "database: the server is read only or a standby now; "
+			                       "reconnecting");
 		sy_store_disconnect(r->pg);
 		r->pg = NULL;
 	}

@@ -111,7 +111,8 @@ static bool prepare_again(PGconn *c, const PGresult *r)
 }
 
 /* PQexecPrepared of s, preparing it first where this connection lacks it, and once more when
- * the session lost it; NULL (the failure reported) when it could not be prepared. */
+ * the session lost it; NULL (the failure reported) when it could not be prepared or libpq
+ * gave no result. */
 static PGresult *exec_prepared(PGconn *c, sy_store_stmt *s, const char *const *params,
                                const int *lengths, const int *formats, int result_format,
                                ExecStatusType expect, const char *what, char sqlstate[6],
@@ -121,7 +122,10 @@ static PGresult *exec_prepared(PGconn *c, sy_store_stmt *s, const char *const *p
 		return NULL;
 	PGresult *r = PQexecPrepared(c, s->name, s->nparams, params, lengths, formats,
 	                             result_format);
-	if (r != NULL && PQresultStatus(r) == expect)
+	/* libpq gives no result at all when it cannot send (a connection lost meanwhile). */
+	if (r == NULL)
+		return failure(c, NULL, what, sqlstate, st, err);
+	if (PQresultStatus(r) == expect)
 		return r;
 	if (!prepare_again(c, r))
 		return r;
@@ -134,7 +138,8 @@ static PGresult *exec_prepared(PGconn *c, sy_store_stmt *s, const char *const *p
 	s->prepared_on[slot_of(c, &serial)] = 0;
 	if (!ensure_prepared(c, s, what, sqlstate, st, err))
 		return NULL;
-	return PQexecPrepared(c, s->name, s->nparams, params, lengths, formats, result_format);
+	r = PQexecPrepared(c, s->name, s->nparams, params, lengths, formats, result_format);
+	return r != NULL ? r : failure(c, NULL, what, sqlstate, st, err);
 }
 
 PGresult *sy_store_exec_stmt(PGconn *c, sy_store_stmt *s, const char *const *params,

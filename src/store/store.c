@@ -75,9 +75,20 @@ static bool session_ended(const char *code)
 	                        strncmp(code, "08", 2) == 0);
 }
 
+/* A setting the server reports on its own (GUC_REPORT, PostgreSQL 14 and later), "on". */
+static bool reported_on(const PGconn *c, const char *name)
+{
+	const char *v = PQparameterStatus(c, name);
+	return v != NULL && strcmp(v, "on") == 0;
+}
+
 bool sy_store_connection_usable(const PGconn *c)
 {
-	return c != NULL && c != unusable_conn && PQstatus(c) == CONNECTION_OK;
+	/* A server that says it is a standby or read only now (a fenced old primary) is left
+	 * before the next request: a read there would be served from a stale database. */
+	return c != NULL && c != unusable_conn && PQstatus(c) == CONNECTION_OK &&
+	       !reported_on(c, "in_hot_standby") &&
+	       !reported_on(c, "default_transaction_read_only");
 }
 
 void sy_store_connection_forget(const PGconn *c)
@@ -111,6 +122,8 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 		unusable_conn = c; /* the caller drops it; the next connect finds the primary */
 	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
 		snprintf(msg, sizeof msg, "connection to the server lost");
+	else if (msg[0] == '\0')
+		snprintf(msg, sizeof msg, "no result from the server");
 	sy_store_fail(err, *st, "%s: %s", what, msg);
 	return NULL;
 }

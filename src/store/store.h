@@ -58,9 +58,12 @@ SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
 typedef void (*sy_store_error_observer)(const char *sqlstate, void *arg);
 void sy_store_observe_errors(sy_store_error_observer fn, void *arg);
 
- * Whether c can still carry this process's statements: open, and its server never answered
- * with a SQLSTATE that ends the session's use (25006 read_only_sql_transaction: a standby or
- * a server no longer primary; 57P0x: shutting down; 08xxx). A failure with one of those is
+/*
+ * Whether c can still carry this process's statements on the primary: open, not reported
+ * in_hot_standby or default_transaction_read_only (PostgreSQL 14+ reports both), and its
+ * server never answered with a SQLSTATE that ends the session's use (25006
+ * read_only_sql_transaction: a standby or a fenced old primary; 57P0x: shutting down;
+ * 08xxx). Not for a replica's connection (it is a standby). A failure with one of those is
  * SY_STORE_CONNECTION, like a lost connection: the caller drops the connection and the next
  * connect follows the conninfo to the current primary (doc/operations.md "Failover").
  */

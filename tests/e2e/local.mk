@@ -29,10 +29,12 @@ EXTRA_DIST += tests/e2e/pg_standby.py tests/e2e/test_pull_replica.pgt
 # process on one multi-host conninfo (target_session_attrs=read-write); clients push and pull
 # while the primary is stopped and the standby promoted; every acknowledged push once in the new
 # primary's ledger, every client rebuilt and equal to its rows; prints the failover window.
+# test_failover_fence: the same with the old primary made read-only and left running (25006).
 if HAVE_PG_SERVER
-TESTS += tests/e2e/test_failover.pgt
+TESTS += tests/e2e/test_failover.pgt tests/e2e/test_failover_fence.pgt
 endif
-EXTRA_DIST += tests/e2e/failover_stack.py tests/e2e/test_failover.pgt
+EXTRA_DIST += tests/e2e/failover_stack.py tests/e2e/test_failover.pgt \
+	tests/e2e/test_failover_fence.pgt
 
 # Push (ADR 002) through nginx and through Apache (tests/e2e/push_suite.py): the operation x
 # row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch), replay and
