@@ -210,7 +210,7 @@ static void print_server(const sy_store_overview *o)
 	fact("database", "%s", o->database);
 	fact(o->in_recovery ? "wal_replayed" : "wal_flushed", "%s", or_dash(o->wal_lsn));
 	if (o->walsync_sessions < 0)
-		fact("walsync", "unknown");
+		fact("walsync", "unknown%s", o->in_recovery ? " (counted on the primary)" : "");
 	else {
 		long long standbys = o->walsync_sessions - (lease_live(o) ? 1 : 0);
 		fact("walsync", "%lld connected (%s%lld standby)", o->walsync_sessions,

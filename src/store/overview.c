@@ -131,12 +131,15 @@ static sy_store_status read_server(PGconn *c, void *arg, sy_error *err)
 	copy_col(o->wal_lsn, sizeof o->wal_lsn, r, 0, 5);
 	PQclear(r);
 
-	const char *app[] = {SY_STORE_WALSYNC_APPNAME};
-	r = query(c, sessions_sql, 1, app, "count the walsync sessions", &st, err);
-	if (!r)
-		return st;
-	o->walsync_sessions = ll_col(r, 0, 0, -1);
-	PQclear(r);
+	/* walsync connects to the primary: a standby's own sessions say nothing of it. */
+	if (!o->in_recovery) {
+		const char *app[] = {SY_STORE_WALSYNC_APPNAME};
+		r = query(c, sessions_sql, 1, app, "count the walsync sessions", &st, err);
+		if (!r)
+			return st;
+		o->walsync_sessions = ll_col(r, 0, 0, -1);
+		PQclear(r);
+	}
 
 	snprintf(o->slot, sizeof o->slot, "%s", x->slot ? x->slot : "");
 	if (!o->slot[0])

@@ -44,7 +44,7 @@ typedef struct {
 	char database[64];
 	char now[SY_STORE_TIME_LEN + 1];
 	char wal_lsn[SY_STORE_LSN_MAX + 1]; /* flush position; on a standby the replayed one */
-	long long walsync_sessions;         /* SQL sessions of walsync processes; -1 unknown */
+	long long walsync_sessions;         /* of walsync processes; -1 unknown (on a standby) */
 	/* The slot named by the caller (pg_replication_slots). */
 	char slot[64];
 	bool slot_found;
