@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -63,15 +64,43 @@ def _primary_psql(sql):
 
 
 class FailoverStack(e2e.Stack):
-    """Stack whose every conninfo names the primary, then the standby, read-write only."""
+    """Stack whose every conninfo names the primary, then the standby, read-write only; but
+    walsync started with follow="reload" reaches the primary alone, and fail_over() rewrites
+    its configuration to the promoted standby and sends it SIGHUP."""
 
     def __init__(self, standby, **kw):
         super().__init__(**kw)
         self.standby = standby
         self.failed_over = False
+        self.single_host = False
+        self.walsync_reload = None   # the walsync whose conninfo fail_over() reloads
+
+    def start_walsync(self, name="walsync", wait=True, follow="multi-host", **walsync):
+        self.single_host = follow == "reload"
+        try:
+            proc = super().start_walsync(name, wait, **walsync)
+        finally:
+            self.single_host = False
+        if follow == "reload":
+            self.walsync_reload = name
+        return proc
+
+    def reload_walsync(self):
+        name = self.walsync_reload
+        conf = os.path.join(self.dir, name + ".conf")
+        with open(conf) as f:
+            lines = f.read().splitlines()
+        new = "conninfo = host=%s port=%d dbname=%s user=%s connect_timeout=2" % (
+            self.standby.sock, self.standby.port, os.environ["PGDATABASE"], e2e.WALSYNC_ROLE)
+        with open(conf, "w") as f:
+            f.write("\n".join(new if x.startswith("conninfo = ") else x for x in lines) + "\n")
+        self.procs[name].send_signal(signal.SIGHUP)
 
     def conninfo(self, user, via_pgbouncer=False):
         assert not via_pgbouncer
+        if self.single_host:
+            return "host=%s port=%s dbname=%s user=%s connect_timeout=2" % (
+                self.primary_host, self.primary_port, os.environ["PGDATABASE"], user)
         return ("host=%s,%s port=%s,%d dbname=%s user=%s target_session_attrs=read-write connect_timeout=2"
                 % (self.primary_host, self.standby.sock, self.primary_port, self.standby.port,
                    os.environ["PGDATABASE"], user))
@@ -101,6 +130,8 @@ class FailoverStack(e2e.Stack):
         self.down_at = time.monotonic()
         self.standby.promote()
         promoted = time.monotonic()
+        if self.walsync_reload:
+            self.reload_walsync()
         os.environ["PGHOST"] = self.standby.sock
         os.environ["PGPORT"] = str(self.standby.port)
         self.failed_over = True
@@ -267,6 +298,9 @@ def case_failover(stack, figures, mode):
 
     # walsync found the new primary without a slot and resolved the break.
     wait_for(lambda: "STREAM BREAK:" in stack.log("walsync"), what="walsync's STREAM BREAK")
+    if stack.walsync_reload:
+        ensure("reload: [database] conninfo changed; reconnecting" in stack.log("walsync"),
+               "walsync did not log the reloaded conninfo")
     line = [x for x in stack.log("walsync").splitlines() if "STREAM BREAK:" in x][0]
     broke = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp() - wall_stopped
@@ -334,7 +368,10 @@ def main(name, mode):
     figures = []
     try:
         stack.start()
-        stack.start_walsync(lease_s=10, renew_s=2, stale_heartbeat_s=10)
+        # Stopped: walsync follows a reloaded conninfo; fenced: the multi-host one (its
+        # replication connection too), as the responders always do.
+        stack.start_walsync(lease_s=10, renew_s=2, stale_heartbeat_s=10,
+                            follow="reload" if mode == "stop" else "multi-host")
         runner.case("failover (%s)" % mode, case_failover, stack, figures, mode)
     finally:
         if runner.failures:
