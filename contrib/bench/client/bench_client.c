@@ -56,7 +56,8 @@ static sy_client *open_client(const char *db, const char *url, char *userpw)
 	sy_client_error err;
 	sy_client *c = NULL;
 	if (sy_client_open(db, &o, &c, &err) != SY_CLIENT_OK ||
-	    sy_client_sync(c, 60000, &err) != SY_CLIENT_OK) {
+	    /* 10 min: the first sync rebuilds every row of the user, slow under a profiler */
+	    sy_client_sync(c, 600000, &err) != SY_CLIENT_OK) {
 		fprintf(stderr, "bench_client: %s\n", err.message);
 		sy_client_close(c);
 		return NULL;
