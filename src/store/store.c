@@ -59,11 +59,29 @@ void sy_store_observe_errors(sy_store_error_observer fn, void *arg)
 }
 
 /*
- * The connection whose server said it cannot serve this process any longer, though libpq
- * still holds it open: one at a time (a process fails over one connection at a time), cleared
- * when it is closed. Read by sy_store_connection_usable().
+ * The connections whose server said they cannot serve this process any longer, though libpq
+ * still holds them open (a responder's primary and replica sessions, walsync's three), each
+ * cleared when it is closed through sy_store_disconnect(). Read by sy_store_connection_usable().
+ * Full, the oldest mark gives way: its connection still fails its next statement.
  */
-static const PGconn *unusable_conn;
+#define UNUSABLE_MAX 8
+static const PGconn *unusable[UNUSABLE_MAX];
+
+static bool marked_unusable(const PGconn *c)
+{
+	for (int i = 0; i < UNUSABLE_MAX; i++)
+		if (unusable[i] == c)
+			return true;
+	return false;
+}
+
+static void mark_unusable(const PGconn *c)
+{
+	if (marked_unusable(c))
+		return;
+	memmove(unusable + 1, unusable, sizeof unusable[0] * (UNUSABLE_MAX - 1));
+	unusable[0] = c;
+}
 
 /* SQLSTATEs after which the session is of no use, though the socket may live on: 25006
  * read_only_sql_transaction (a standby, or a demoted or read-only server, refuses writes),
@@ -86,15 +104,16 @@ bool sy_store_connection_usable(const PGconn *c)
 {
 	/* A server that says it is a standby or read only now (a fenced old primary) is left
 	 * before the next request: a read there would be served from a stale database. */
-	return c != NULL && c != unusable_conn && PQstatus(c) == CONNECTION_OK &&
+	return c != NULL && !marked_unusable(c) && PQstatus(c) == CONNECTION_OK &&
 	       !reported_on(c, "in_hot_standby") &&
 	       !reported_on(c, "default_transaction_read_only");
 }
 
 void sy_store_connection_forget(const PGconn *c)
 {
-	if (c != NULL && c == unusable_conn)
-		unusable_conn = NULL;
+	for (int i = 0; c != NULL && i < UNUSABLE_MAX; i++)
+		if (unusable[i] == c)
+			unusable[i] = NULL;
 }
 
 PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char sqlstate[6],
@@ -119,7 +138,7 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 	PQclear(r);
 	*st = PQstatus(c) == CONNECTION_BAD || ended ? SY_STORE_CONNECTION : SY_STORE_FAILED;
 	if (ended)
-		unusable_conn = c; /* the caller drops it; the next connect finds the primary */
+		mark_unusable(c); /* the caller drops it; the next connect finds the primary */
 	if (*st == SY_STORE_CONNECTION && msg[0] == '\0')
 		snprintf(msg, sizeof msg, "connection to the server lost");
 	else if (msg[0] == '\0')

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/changelog.h"
+#include "store/conn.h"
 #include "store/lease.h"
 #include "store/stream_continuity.h"
 #include "walsync/stream.h"
@@ -51,7 +52,7 @@ void sy_ws_stream_close(walsync *w)
 	if (w->repl) {
 		if (!sy_ws_stopping())
 			w->stats.stream_restarts++;
-		PQfinish(w->repl);
+		sy_store_disconnect(w->repl); /* forgets an unusable mark with the connection */
 		w->repl = NULL;
 	}
 	reset_stream_state(w);
