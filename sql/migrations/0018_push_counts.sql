@@ -26,6 +26,32 @@ BEGIN
 END
 $check$;
 
+-- The module must be the one this migration declares for: a module from before it would
+-- answer the seven-column declaration with four values (a backend crash). Only a module of
+-- migration 18 or later has the symbol synchro_module_abi; creating a function on it fails
+-- at once otherwise, before anything below has changed.
+DO $abi$
+BEGIN
+	CREATE FUNCTION synchro.module_abi() RETURNS integer
+		LANGUAGE C IMMUTABLE PARALLEL SAFE STRICT
+		AS 'synchro', 'synchro_module_abi';
+EXCEPTION WHEN undefined_function OR undefined_file THEN
+	RAISE EXCEPTION 'synchro: migration 18 needs the server module of its release; the installed synchro module is older'
+		USING ERRCODE = '0A000',
+		      HINT = 'Install the new module (make install, or the package) first, then run synchroctl migrate again (doc/operations.md, migration 18).';
+END
+$abi$;
+ALTER FUNCTION synchro.module_abi() OWNER TO synchro_owner;
+REVOKE ALL ON FUNCTION synchro.module_abi() FROM PUBLIC;
+DO $abi_level$
+BEGIN
+	IF synchro.module_abi() < 18 THEN
+		RAISE EXCEPTION 'synchro: the installed synchro module serves migration %, older than 18', synchro.module_abi()
+			USING ERRCODE = '0A000';
+	END IF;
+END
+$abi_level$;
+
 DROP FUNCTION synchro.synchro_push(text, bytea, integer, integer, integer, integer);
 
 CREATE FUNCTION synchro.synchro_push(user_id text, body bytea,

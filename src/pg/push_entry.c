@@ -285,6 +285,21 @@ static void answer_columns(const sp_push *x, TupleDesc desc, Datum *values, bool
 	}
 }
 
+/* The newest migration whose declarations this module serves. A migration that declares a
+ * function of the module differently first creates synchro.module_abi() on this symbol, so a
+ * database is never migrated past the module it runs: an older module lacks the symbol and
+ * the migration fails before it changes anything (migration 18: an older synchro_push under
+ * the seven-column declaration would form its answer from four values). */
+#define MODULE_ABI 18
+
+PG_FUNCTION_INFO_V1(synchro_module_abi);
+
+Datum synchro_module_abi(PG_FUNCTION_ARGS)
+{
+	(void)fcinfo;
+	PG_RETURN_INT32(MODULE_ABI);
+}
+
 PG_FUNCTION_INFO_V1(synchro_push);
 
 Datum synchro_push(PG_FUNCTION_ARGS)

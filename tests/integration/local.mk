@@ -20,3 +20,9 @@ tests_integration_test_sql_pgt_SOURCES = tests/integration/test_sql.c \
 nodist_tests_integration_test_sql_pgt_SOURCES = src/store/sql_migrations.c
 tests_integration_test_sql_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_sql_pgt_LDADD = $(PGT_LDADD)
+
+# Migration 18 refuses a server module older than itself (synchro.module_abi), changing nothing.
+if HAVE_PG_SERVER
+TESTS += tests/integration/test_module_abi.pgt
+endif
+EXTRA_DIST += tests/integration/test_module_abi.pgt
