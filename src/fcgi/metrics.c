@@ -100,6 +100,11 @@ bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 	        {"synchro_db_connections_lost_total", "PostgreSQL connections found lost."},
 	        {"synchro_responders_started_total", "Responder processes started."},
 	        {"synchro_responders_exited_total", "Responder processes that ended."},
+	        {"synchro_replica_reads_total",
+	         "Pulls and later rebuild pages read on the replica of pull_conninfo."},
+	        {"synchro_replica_fallbacks_total",
+	         "Pulls and later rebuild pages read on the primary though pull_conninfo is set "
+	         "(the replica behind, paused, down, or failing the request)."},
 	};
 	sy_buf_puts(out, "# HELP synchro_http_requests_total Requests answered, by route and "
 	                 "status.\n# TYPE synchro_http_requests_total counter\n");

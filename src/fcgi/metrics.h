@@ -31,6 +31,8 @@ typedef enum {
 	SY_METRIC_DB_LOST,             /* connections found broken after a statement */
 	SY_METRIC_RESPONDERS_STARTED,  /* responder processes started */
 	SY_METRIC_RESPONDERS_REAPED,   /* responder processes ended (any cause) */
+	SY_METRIC_REPLICA_READS,       /* pulls and later rebuild pages read on the replica */
+	SY_METRIC_REPLICA_FALLBACKS,   /* ... read on the primary though a replica is configured */
 	SY_METRIC__COUNT
 } sy_metric_event;
 

@@ -208,6 +208,14 @@ static bool again_on_primary(const char *route, sy_store_status st, sy_error *er
 	return true;
 }
 
+/* Where a request that may read the replica was read, for /metrics (nothing without one). */
+static void count_target(sy_responder *r, bool on_replica)
+{
+	if (replica != NULL)
+		sy_metrics_event(r->metrics, on_replica ? SY_METRIC_REPLICA_READS
+		                                        : SY_METRIC_REPLICA_FALLBACKS);
+}
+
 /* Writes the store's answer; logs and handles an operational failure first. */
 static void respond(sy_responder *r, sy_http *h, const char *route, sy_store_status st,
                     const sy_error *err, sy_store_read_answer *ans)
@@ -257,6 +265,7 @@ void sy_route_pull(sy_responder *r, sy_http *h, const sy_request *rq)
 		rc = NULL;
 		st = sy_store_pull_handle(read_state, c, &req, &ans, &err);
 	}
+	count_target(r, rc != NULL);
 	sy_log(SY_LOG_DEBUG,
 	       "pull client %s: %s, %zu changes of %zu entries%s, waited %u ms, %u statements, %s",
 	       b.client_id, ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
@@ -304,6 +313,8 @@ void sy_route_rebuild(sy_responder *r, sy_http *h, const sy_request *rq)
 		rc = NULL;
 		st = sy_store_rebuild_handle(read_state, c, &req, &ans, &err);
 	}
+	if (b.token_table != NULL)
+		count_target(r, rc != NULL);
 	sy_log(SY_LOG_DEBUG, "rebuild %s of client %s: %s, %zu rows%s, %u statements, %s",
 	       b.rebuild_id, b.client_id,
 	       ans.error == SY_ERR_NONE ? "ok" : sy_errcode_name(ans.error), ans.items,
