@@ -183,6 +183,26 @@ SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client
 SY_MUST_CHECK sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id,
                                                 sy_client_error *err);
 
+/* client_request.c */
+/* What a wire mutation carries of its intent row besides id, operation, columns and base. */
+typedef struct {
+	uint64_t schema_version;
+	const char *hash, *cv, *pk_field, *pk, *tbl;
+} sy_cl_wire_head;
+/* Appends the JCS text of one wire mutation to b; *id_at: the offset of the mutation id's
+ * first character (a merged mutation gets its stored id there). False when out of memory. */
+SY_MUST_CHECK bool sy_cl_mutation_text(sy_buf *b, const char *id, const sy_cl_wire_head *x,
+                                       sy_op op, const char *columns, const char *base,
+                                       size_t *id_at);
+/* Appends the JCS text of a request around mutations (their JCS texts joined by commas). */
+SY_MUST_CHECK bool sy_cl_envelope_text(sy_buf *b, const sy_client *c, const char *batch_id,
+                                       bool atomic, const char *mutations, size_t len);
+/* Whether one mutation (its JCS text m) passes the push limits and shapes alone (ADR "Exact
+ * mutation shapes": at most 256 columns, 65,536 octets normalized), checked by the core's own
+ * parser over a one-mutation request: 1 it fits; 0 it does not, *why says why; -1 out of
+ * memory (nothing is decided). */
+int sy_cl_mutation_fits(const sy_client *c, const sy_buf *m, const char *columns, char *why,
+                        size_t whylen);
 /* The parsed request of a batch just sealed: put takes req over; take hands it back (or NULL). */
 void sy_cl_req_put(sy_client *c, const char *batch_id, sy_push_request *req);
 sy_push_request *sy_cl_req_take(sy_client *c, const char *batch_id);

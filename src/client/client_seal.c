@@ -124,144 +124,6 @@ static sy_op op_of(const char *op)
 	                                   : SY_OP_DELETE;
 }
 
-/*
- * The request is written as its JCS text directly, member by member in JCS
- * order, instead of built as a JSON tree and serialized: the tree, a parse of
- * every stored pk and columns text, and two serializations per mutation were a
- * fifth of the sealing cost. What is spliced in is JCS already: the stored pk
- * (canonical_pk), columns (sy_cl_check_columns, sy_cl_merge_columns), and a
- * successor's mutations (each serialized again from the sealed body). The
- * result still goes through the server's own parser before it is stored.
- */
-static bool put_int(sy_buf *b, uint64_t v)
-{
-	/* JCS writes an integer below 2^53 as its decimal digits; beyond, as a double. */
-	if (v < ((uint64_t)1 << 53))
-		return sy_buf_printf(b, "%" PRIu64, v);
-	return sy_jcs_write_number(b, (double)v);
-}
-
-static bool put_str(sy_buf *b, const char *s)
-{
-	return sy_jcs_write_string(b, s, strlen(s));
-}
-
-static bool put_schema_ref(sy_buf *b, uint64_t version, const char *hash)
-{
-	return sy_buf_puts(b, "{\"hash\":") && put_str(b, hash) &&
-	       sy_buf_puts(b, ",\"version\":") && put_int(b, version) && sy_buf_putc(b, '}');
-}
-
-/*
- * The JCS text of one wire mutation, appended to b; *id_at: the offset of the
- * mutation id's first character (a merged mutation gets its stored id there).
- * Members in JCS order: authored_schema, base_version, client_version, columns,
- * mutation_id, operation, pk, table.
- */
-static bool mutation_text(sy_buf *b, const char *id, const irow *x, sy_op op, const char *columns,
-                          const char *base, size_t *id_at)
-{
-	if (!sy_buf_puts(b, "{\"authored_schema\":") ||
-	    !put_schema_ref(b, x->schema_version, x->hash))
-		return false;
-	if (base != NULL && (!sy_buf_puts(b, ",\"base_version\":") || !put_str(b, base)))
-		return false;
-	if (!sy_buf_puts(b, ",\"client_version\":") || !put_str(b, x->cv))
-		return false;
-	if (op != SY_OP_DELETE &&
-	    (!sy_buf_puts(b, ",\"columns\":") || !sy_buf_puts(b, columns ? columns : "{}")))
-		return false;
-	if (!sy_buf_puts(b, ",\"mutation_id\":\""))
-		return false;
-	*id_at = b->len;
-	return sy_buf_puts(b, id) && sy_buf_puts(b, "\",\"operation\":") &&
-	       put_str(b, sy_op_name(op)) && sy_buf_puts(b, ",\"pk\":{\"field\":") &&
-	       put_str(b, x->pk_field) && sy_buf_puts(b, ",\"value\":") && sy_buf_puts(b, x->pk) &&
-	       sy_buf_puts(b, "},\"table\":") && put_str(b, x->tbl) && sy_buf_putc(b, '}');
-}
-
-/* The JCS text of a request around mutations (their JCS texts joined by commas). */
-static bool envelope_text(sy_buf *b, const sy_client *c, const char *batch_id, bool atomic,
-                          const char *mutations, size_t len)
-{
-	return sy_buf_puts(b, atomic ? "{\"atomic\":true,\"batch_id\":" : "{\"batch_id\":") &&
-	       put_str(b, batch_id) && sy_buf_puts(b, ",\"client_generation\":") &&
-	       put_int(b, c->generation) && sy_buf_puts(b, ",\"client_id\":") &&
-	       put_str(b, c->client_id) && sy_buf_puts(b, ",\"mutations\":[") &&
-	       sy_buf_append(b, mutations, len) && sy_buf_puts(b, "],\"schema\":") &&
-	       put_schema_ref(b, c->schema.version, c->schema.hash) && sy_buf_putc(b, '}');
-}
-
-/*
- * Whether one mutation (its JCS text m) passes the push limits and shapes alone
- * (ADR "Exact mutation shapes": at most 256 columns, 65,536 octets normalized):
- * checked by the core's own parser over a one-mutation request. 1: it fits; 0:
- * it does not, *why says why; -1: out of memory (nothing is decided).
- */
-static int mutation_fits(const sy_client *c, const sy_buf *m, const char *columns, char *why,
-                         size_t whylen)
-{
-	/*
-	 * The fast path: the normalized form is at most one octet per column and a
-	 * fixed envelope longer than the wire object (the same values, arrays for
-	 * objects, no member names but "mutation-v1"), so a wire object this small
-	 * with few enough columns fits; the sealed body is parsed whole anyway. A
-	 * columns object of n members has at least 5n + 1 octets ("":0 and commas),
-	 * so a shorter one than 5 * 257 + 1 has at most 256.
-	 */
-	size_t clen = columns != NULL ? strlen(columns) : 0;
-	if (clen < 5 * (SY_PUSH_MAX_COLUMNS + 1) + 1 &&
-	    m->len + SY_PUSH_MAX_COLUMNS + 1024 <= SY_PUSH_MAX_MUTATION)
-		return 1;
-	/* Any valid batch id will do for this check: the envelope is never sent. */
-	static const char id[] = "00000000-0000-4000-8000-000000000001";
-	sy_buf body = SY_BUF_INIT;
-	if (!envelope_text(&body, c, id, false, m->data, m->len)) {
-		sy_buf_free(&body);
-		return -1;
-	}
-	int fits = -1;
-	sy_error e = {0};
-	sy_push_request *req = sy_push_parse(body.data, body.len, &e);
-	if (req != NULL)
-		fits = 1;
-	else if (e.code != SY_ERR_NOMEM) {
-		snprintf(why, whylen, "%s", e.message);
-		fits = 0;
-	}
-	sy_push_request_free(req);
-	sy_buf_free(&body);
-	return fits;
-}
-
-void sy_cl_req_put(sy_client *c, const char *batch_id, sy_push_request *req)
-{
-	/* two slots: the batch in flight and the one sealed ahead */
-	sy_push_request_free(c->reqs[1].req);
-	c->reqs[1] = c->reqs[0];
-	snprintf(c->reqs[0].batch_id, sizeof c->reqs[0].batch_id, "%s", batch_id);
-	c->reqs[0].req = req;
-}
-
-sy_push_request *sy_cl_req_take(sy_client *c, const char *batch_id)
-{
-	for (int i = 0; i < 2; i++)
-		if (c->reqs[i].req != NULL && strcmp(c->reqs[i].batch_id, batch_id) == 0) {
-			sy_push_request *req = c->reqs[i].req;
-			c->reqs[i].req = NULL;
-			return req;
-		}
-	return NULL;
-}
-
-void sy_cl_req_free(sy_client *c)
-{
-	for (int i = 0; i < 2; i++) {
-		sy_push_request_free(c->reqs[i].req);
-		c->reqs[i].req = NULL;
-	}
-}
-
 static sy_client_rc set_state(sy_client *c, const char *id, const char *state, const char *link,
                               const char *pred, const char *code, const char *outcome,
                               sy_client_error *err)
@@ -510,8 +372,10 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		sy_buf wire = SY_BUF_INIT;
 		size_t id_at = 0;
 		char why[SY_ERROR_MESSAGE_MAX];
-		int verdict = mutation_text(&wire, id, head, norm.op, wcols, head->base, &id_at)
-		                      ? mutation_fits(c, &wire, wcols, why, sizeof why)
+		const sy_cl_wire_head wh = {head->schema_version, head->hash, head->cv,
+		                            head->pk_field, head->pk, head->tbl};
+		int verdict = sy_cl_mutation_text(&wire, id, &wh, norm.op, wcols, head->base, &id_at)
+		                      ? sy_cl_mutation_fits(c, &wire, wcols, why, sizeof why)
 		                      : -1;
 		if (verdict < 0) {
 			sy_buf_free(&wire);
@@ -706,7 +570,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		sy_cl_new_uuid(batch_id);
 		sy_buf b = SY_BUF_INIT;
 		size_t len = 0;
-		char *body = envelope_text(&b, c, batch_id, atomic, p.mutations.data,
+		char *body = sy_cl_envelope_text(&b, c, batch_id, atomic, p.mutations.data,
 		                           p.mutations.len)
 		                     ? sy_buf_steal(&b, &len)
 		                     : NULL;
@@ -810,7 +674,7 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 	char nb[SY_UUID_LEN + 1];
 	sy_cl_new_uuid(nb);
 	size_t len = 0;
-	if (!envelope_text(&b, c, nb, atomic, arr.data, arr.len) ||
+	if (!sy_cl_envelope_text(&b, c, nb, atomic, arr.data, arr.len) ||
 	    (body = sy_buf_steal(&b, &len)) == NULL) {
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 		goto fail;
