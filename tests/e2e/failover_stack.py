@@ -18,7 +18,6 @@ pushing and pulling through the failover, then the checks and the window's figur
 import datetime
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -356,11 +355,9 @@ def case_failover(stack, figures, mode):
 
 
 def main(name, mode):
-    if not os.access(e2e.FCGI, os.X_OK) or not os.access(e2e.WALSYNC, os.X_OK):
-        print("%s: synchro-fcgi or synchro-walsync not built; skipping" % name)
-        return 77
-    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
-        print("%s: nginx not installed; skipping" % name)
+    missing = e2e.stack_missing(name)
+    if missing:
+        print(missing)
         return 77
     runner = Runner()
     sb = SyncStandby("failover").create().start().make_synchronous()

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
 import uuid
 
@@ -249,11 +248,9 @@ def error_of(status, headers, doc, code, http_status):
 def main(name, cases):
     """Runs cases (a list of (name, fn(stack))) in order on one stack: nginx, synchro-fcgi and
     synchro-walsync on the throwaway database; the exit status of the suite."""
-    if not os.access(e2e.FCGI, os.X_OK) or not os.access(e2e.WALSYNC, os.X_OK):
-        print("%s: synchro-fcgi or synchro-walsync not built; skipping" % name)
-        return 77
-    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
-        print("%s: nginx not installed; skipping" % name)
+    missing = e2e.stack_missing(name)
+    if missing:
+        print(missing)
         return 77
     runner = Runner()
     stack = Stack(server="nginx", workers=4, fcgi_conf={"pull_wait_ms": PULL_WAIT_MS})

@@ -61,6 +61,18 @@ def _service_user():
     return None
 
 
+def stack_missing(name, *exes):
+    """Why the stack of a suite cannot run here (printed as a skip), or None: every program of
+    exes (default synchro-fcgi and synchro-walsync) built, and nginx installed."""
+    exes = exes or (FCGI, WALSYNC)
+    for exe in exes:
+        if not os.access(exe, os.X_OK):
+            return "%s: %s not built; skipping" % (name, exe)
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        return "%s: nginx not installed; skipping" % name
+    return None
+
+
 def _tmpbase():
     """Where stack directories go: as root /tmp itself (as with-pg does), since a private
     TMPDIR may not be reachable for the servers' users; else the usual temporary directory."""
