@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""contrib/bench/push/instructions (run it through contrib/bench/push/instructions.sh): the
+instructions synchro_push executes per push, counted by callgrind, which no other load on the
+machine changes (CPU time from /proc does: on 2 shared cores it moved by a third between runs).
+The cluster of with-pg gets the example schema and a client, as statements.py; the server is
+then stopped and 5 + BENCH_PUSHES fresh pushes of BENCH_BATCH inserts (default 300 x 1) run in
+`postgres --single` under `valgrind --tool=callgrind --toggle-collect=synchro_push` (the first
+five, with cold caches, are counted too). Prints Ir per push and per mutation; BENCH_CALLGRIND_OUT=FILE
+keeps the profile for callgrind_annotate (--inclusive=yes). Needs valgrind."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+
+SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
+BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
+PUSHES = int(os.environ.get("BENCH_PUSHES", "300"))
+BATCH = int(os.environ.get("BENCH_BATCH", "1"))
+WARM = 5
+
+
+def run(argv, **kw):
+    r = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise SystemExit("%s: %s%s" % (argv[0], r.stdout[-2000:], r.stderr[-2000:]))
+    return r.stdout
+
+
+def main():
+    tmp = os.environ["SYNCHRO_PG_TMP"]
+    base = "host=%s port=%s dbname=%s user=" % (os.environ["PGHOST"], os.environ["PGPORT"], os.environ["PGDATABASE"])
+    conf = os.path.join(tmp, "admin.conf")
+    with open(conf, "w") as f:
+        f.write("[database]\nconninfo = %spostgres\n" % base)
+    ctl = os.path.join(BUILD, "src/ctl/synchroctl")
+    example = os.path.join(SRC, "contrib/example")
+    run([ctl, "-c", conf, "init"])
+    for f in ("roles.sql", "schema.sql"):
+        run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", os.path.join(example, f)])
+    run([ctl, "-c", conf, "schema", "publish", os.path.join(example, "manifest.json")])
+    client = str(uuid.uuid4())
+    run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
+         "INSERT INTO synchro.clients (client_id, user_id, generation) VALUES ('%s', 'alice', 1)" % client])
+    version, hash_ = run(["psql", "-X", "-At", "-F", " ", "-c",
+                          "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1"]).split()
+    schema = {"version": int(version), "hash": hash_}
+    pk = [0]
+
+    def body():
+        ms = []
+        for _ in range(BATCH):
+            pk[0] += 1
+            ms.append({"mutation_id": str(uuid.uuid4()), "table": "item", "pk": {"field": "id", "value": str(pk[0])},
+                       "authored_schema": schema, "operation": "insert",
+                       "client_version": "2026-01-01T00:00:00Z", "columns": {"qty": 1}})
+        return json.dumps({"client_id": client, "client_generation": 1, "batch_id": str(uuid.uuid4()),
+                           "schema": schema, "mutations": ms})
+    script = os.path.join(tmp, "pushes.sql")
+    with open(script, "w") as f:
+        for _ in range(WARM + PUSHES):
+            f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n" % body())
+    prefix = os.environ.get("SYNCHRO_PG_RUN", "").split()
+    data = os.environ["SYNCHRO_PG_DATA"]
+    bindir = os.environ["PG_BINDIR"]
+    subprocess.run(prefix + [os.path.join(bindir, "pg_ctl"), "-D", data, "-w", "stop"],
+                   stdout=subprocess.DEVNULL, check=True)
+    out = os.environ.get("BENCH_CALLGRIND_OUT") or os.path.join(tmp, "callgrind.out")
+    cg_out = os.path.join(tmp, "cg.out")
+    os.chmod(tmp, 0o777)
+    try:
+        # --toggle-collect counts every call, the WARM first ones too (their cold caches are
+        # a small part of the total over BENCH_PUSHES, the same for every build).
+        with open(script) as stdin:
+            single = subprocess.run(prefix + ["valgrind", "--tool=callgrind", "--toggle-collect=synchro_push",
+                                              "--callgrind-out-file=" + cg_out,
+                                              os.path.join(bindir, "postgres"), "--single", "-D", data,
+                                              os.environ["PGDATABASE"]],
+                                    stdin=stdin, capture_output=True, text=True, check=True)
+    finally:
+        subprocess.run(prefix + [os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.environ["SYNCHRO_PG_LOG"],
+                                 "-w", "start"], stdout=subprocess.DEVNULL, check=True)
+    answered = single.stdout.count('status = "200"')
+    if answered != WARM + PUSHES:
+        raise SystemExit("%d of %d pushes answered 200:\n%s" % (answered, WARM + PUSHES, single.stdout[-3000:]))
+    totals = re.search(r"([0-9,]+) \([0-9.]+%\)\s+PROGRAM TOTALS", run(["callgrind_annotate", cg_out]))
+    total = int(totals.group(1).replace(",", ""))
+    print("%d pushes of %d insert(s) (+%d warm-up, counted): %d Ir in synchro_push, %.0f per push, %.0f per mutation"
+          % (PUSHES, BATCH, WARM, total, total / (PUSHES + WARM), total / (PUSHES + WARM) / BATCH))
+    if os.environ.get("BENCH_CALLGRIND_OUT"):
+        subprocess.run(["cp", cg_out, out], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
