@@ -240,6 +240,30 @@ Datum synchro_mutation_row_rules(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
+/* The rules called directly, for the rows a push writes without an INSERT (ledger_insert.c):
+ * the same function, the same refusal. */
+static void call_rules(PGFunction fn, int nargs, const Datum *args, const bool *nulls)
+{
+	LOCAL_FCINFO(fcinfo, 14);
+	Assert(nargs <= 14);
+	InitFunctionCallInfoData(*fcinfo, NULL, nargs, InvalidOid, NULL, NULL);
+	for (int i = 0; i < nargs; i++) {
+		fcinfo->args[i].value = args[i];
+		fcinfo->args[i].isnull = nulls[i];
+	}
+	(void)fn(fcinfo);
+}
+
+void sp_batch_row_rules(const Datum *args, const bool *nulls)
+{
+	call_rules(synchro_batch_row_rules, 12, args, nulls);
+}
+
+void sp_mutation_row_rules(const Datum *args, const bool *nulls)
+{
+	call_rules(synchro_mutation_row_rules, 14, args, nulls);
+}
+
 /* --- triggers ------------------------------------------------------------------------- */
 
 static TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name)
@@ -371,11 +395,16 @@ Datum synchro_emit_accepted_epoch(PG_FUNCTION_ARGS)
 	HeapTuple new = td->tg_newtuple != NULL ? td->tg_newtuple : td->tg_trigtuple;
 	Datum client = column_nn(new, desc, "client_id");
 	int64 epoch = DatumGetInt64(column_nn(new, desc, "accepted_write_epoch"));
+	sp_emit_accepted_epoch(client, epoch);
+	return PointerGetDatum(NULL);
+}
+
+void sp_emit_accepted_epoch(Datum client, int64 epoch)
+{
 	char msg[128];
 	int len = snprintf(msg, sizeof msg, "{\"client_id\" : \"%s\", \"epoch\" : " INT64_FORMAT "}",
 	                   DatumGetCString(DirectFunctionCall1(uuid_out, client)), epoch);
 	(void)LogLogicalMessage("synchro-epoch", msg, (size_t)len, true);
-	return PointerGetDatum(NULL);
 }
 
 PG_FUNCTION_INFO_V1(synchro_mutations_after_insert);

@@ -5,14 +5,19 @@
  * requires of every response before anything is stored; the batch ledger row, complete
  * with that exact body; every new mutation ledger row with its exact canonical outcome
  * (one statement: plain values for one row, columns as arrays for more); and one increment
- * of the client's accepted-write epoch when the batch accepted a source write. The client row lock taken first claims
- * the batch identity, so no batch row is ever visible in a state but complete.
+ * of the client's accepted-write epoch when the batch accepted a source write. The client row lock
+ * taken first claims the batch identity, so no batch row is ever visible in a state but complete.
+ *
+ * The batch and mutation rows and the epoch are written through the table and index access
+ * methods (ledger_insert.c), the rules of the tables' CHECKs and triggers applied here; by
+ * the SQL statements below only when a table is not as the module knows it.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "push_module.h"
 #include "synchro/alloc.h"
@@ -101,32 +106,35 @@ static Datum array_of(const columns *c, int col)
 	                                          elem_types[col], len, byval, align));
 }
 
-static void write_ledger(sp_push *x, const columns *c, size_t fresh)
+/* The ledger rows by SQL: when a ledger table is not as the module knows it (ledger_insert.c). */
+static void write_batch_sql(sp_push *x)
+{
+	const sy_push_request *req = x->req;
+	static const Oid types[] = {TEXTOID, UUIDOID, UUIDOID, INT4OID,  INT8OID, INT8OID, TEXTOID,
+	                            TEXTOID, INT4OID, TEXTOID, BYTEAOID, BOOLOID, BYTEAOID};
+	Datum v[] = {x->user_d,
+	             x->client_d,
+	             x->batch_d,
+	             Int32GetDatum(PROTOCOL_VERSION),
+	             Int64GetDatum((int64)req->client_generation),
+	             Int64GetDatum((int64)req->schema.version),
+	             cstr(req->schema.hash),
+	             cstr(x->bfp.algorithm),
+	             Int32GetDatum(x->bfp.version),
+	             cstr(x->bfp.domain),
+	             sp_bytea_datum(x->bfp.digest, sizeof x->bfp.digest),
+	             BoolGetDatum(req->atomic),
+	             sp_bytea_datum(x->body, x->body_len)};
+	sp_run(sp_plan(batch_sql, 13, types), v, NULL, SPI_OK_INSERT);
+	if (SPI_processed != 1)
+		sp_fail("the batch row was not written");
+}
+
+static void write_mutations_sql(sp_push *x, const columns *c, size_t fresh)
 {
 	const sy_push_request *req = x->req;
 	Datum sv = Int64GetDatum((int64)req->schema.version);
 	Datum sh = cstr(req->schema.hash);
-	{
-		static const Oid types[] = {TEXTOID,  UUIDOID, UUIDOID, INT4OID, INT8OID,
-		                            INT8OID,  TEXTOID, TEXTOID, INT4OID, TEXTOID,
-		                            BYTEAOID, BOOLOID, BYTEAOID};
-		Datum v[] = {x->user_d,
-		             x->client_d,
-		             x->batch_d,
-		             Int32GetDatum(PROTOCOL_VERSION),
-		             Int64GetDatum((int64)req->client_generation),
-		             sv,
-		             sh,
-		             cstr(x->bfp.algorithm),
-		             Int32GetDatum(x->bfp.version),
-		             cstr(x->bfp.domain),
-		             sp_bytea_datum(x->bfp.digest, sizeof x->bfp.digest),
-		             BoolGetDatum(req->atomic),
-		             sp_bytea_datum(x->body, x->body_len)};
-		sp_run(sp_plan(batch_sql, 13, types), v, NULL, SPI_OK_INSERT);
-		if (SPI_processed != 1)
-			sp_fail("the batch row was not written");
-	}
 	if (fresh > 0) {
 		static Oid array_types[8 + A_COUNT] = {TEXTOID, UUIDOID, TEXTOID, INT4OID,
 		                                       TEXTOID, UUIDOID, INT8OID, TEXTOID};
@@ -154,14 +162,296 @@ static void write_ledger(sp_push *x, const columns *c, size_t fresh)
 			v[8 + i] = array_of(c, i);
 		}
 		if (fresh == 1)
-			sp_run(sp_plan(mutation_sql, 8 + A_COUNT, one_types), v, nulls, SPI_OK_INSERT);
+			sp_run(sp_plan(mutation_sql, 8 + A_COUNT, one_types), v, nulls,
+			       SPI_OK_INSERT);
 		else
 			sp_run(sp_plan(mutations_sql, 8 + A_COUNT, array_types), v, NULL,
 			       SPI_OK_INSERT);
 		if (SPI_processed != fresh)
 			sp_fail("the mutation ledger rows were not written");
 	}
-	if (x->applied > 0) {
+}
+
+/* The batch row's columns (ledger_insert.c). */
+enum {
+	B_USER,
+	B_CLIENT,
+	B_BATCH,
+	B_PROTOCOL,
+	B_GENERATION,
+	B_SCHEMA_VERSION,
+	B_SCHEMA_HASH,
+	B_FP_ALGORITHM,
+	B_FP_VERSION,
+	B_FP_DOMAIN,
+	B_FINGERPRINT,
+	B_ATOMIC,
+	B_STATE,
+	B_HTTP_STATUS,
+	B_RESPONSE,
+	B_CREATED_AT,
+	B_COMPLETED_AT,
+	B_COUNT
+};
+static const char *const batch_columns[B_COUNT] = {
+        "user_id",        "client_id",   "batch_id",     "protocol_version", "client_generation",
+        "schema_version", "schema_hash", "fp_algorithm", "fp_version",       "fp_domain",
+        "fingerprint",    "atomic",      "state",        "http_status",      "response",
+        "created_at",     "completed_at"};
+static const Oid batch_types[B_COUNT] = {TEXTOID,        UUIDOID,       UUIDOID, INT4OID, INT8OID,
+                                         INT8OID,        TEXTOID,       TEXTOID, INT4OID, TEXTOID,
+                                         BYTEAOID,       BOOLOID,       TEXTOID, INT4OID, BYTEAOID,
+                                         TIMESTAMPTZOID, TIMESTAMPTZOID};
+/* batches_before_insert's rule is applied here (a retired client writes no batch); the
+ * foreign key to the client holds under the client's row lock, taken before any lookup. */
+static const char *const batch_triggers[] = {"batches_before_insert", NULL};
+static const char *const batch_checks[] = {"batches_row_rules", NULL};
+static const sp_ledger_shape batch_shape = {.table = "batches",
+                                            .columns = batch_columns,
+                                            .types = batch_types,
+                                            .ncols = B_COUNT,
+                                            .checks = batch_checks,
+                                            .triggers = batch_triggers,
+                                            .fk_table = "clients"};
+
+/* The mutation row's columns: the rows of mutations_sql, then completed_at. */
+enum {
+	M_USER,
+	M_CLIENT,
+	M_MUTATION,
+	M_FP_ALGORITHM,
+	M_FP_VERSION,
+	M_FP_DOMAIN,
+	M_FINGERPRINT,
+	M_BATCH,
+	M_ORDINAL,
+	M_AV,
+	M_AH,
+	M_SV,
+	M_SH,
+	M_TABLE,
+	M_PK,
+	M_OP,
+	M_STATUS,
+	M_CODE,
+	M_OUTCOME,
+	M_OV,
+	M_OH,
+	M_COMPLETED_AT,
+	M_COUNT
+};
+static const char *const mutation_columns[M_COUNT] = {"user_id",
+                                                      "client_id",
+                                                      "mutation_id",
+                                                      "fp_algorithm",
+                                                      "fp_version",
+                                                      "fp_domain",
+                                                      "fingerprint",
+                                                      "batch_id",
+                                                      "ordinal",
+                                                      "authored_schema_version",
+                                                      "authored_schema_hash",
+                                                      "submitted_schema_version",
+                                                      "submitted_schema_hash",
+                                                      "table_id",
+                                                      "pk",
+                                                      "operation",
+                                                      "status",
+                                                      "code",
+                                                      "outcome",
+                                                      "outcome_schema_version",
+                                                      "outcome_schema_hash",
+                                                      "completed_at"};
+static const Oid mutation_types[M_COUNT] = {
+        TEXTOID, UUIDOID, UUIDOID,  TEXTOID, INT4OID, TEXTOID,       BYTEAOID, UUIDOID,
+        INT4OID, INT8OID, TEXTOID,  INT8OID, TEXTOID, TEXTOID,       TEXTOID,  TEXTOID,
+        TEXTOID, TEXTOID, BYTEAOID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+/* mutations_after_insert's rule (each row names a batch of its client) holds by
+ * construction: the rows name the batch row written just before, in this call. */
+static const char *const mutation_triggers[] = {"mutations_after_insert", NULL};
+static const char *const mutation_checks[] = {"mutations_row_rules", NULL};
+static const sp_ledger_shape mutation_shape = {.table = "mutations",
+                                               .columns = mutation_columns,
+                                               .types = mutation_types,
+                                               .ncols = M_COUNT,
+                                               .checks = mutation_checks,
+                                               .triggers = mutation_triggers};
+
+/* The client row's accepted-write epoch: the columns its rules read. clients_before_change's
+ * rules (identity kept, epochs never decrease, none advances for a retired client) and the
+ * three CHECKs are applied here; clients_accepted_epoch's message is written as it writes it;
+ * the row was locked before any lookup (sp_lock_client), so it is the row visible now. */
+enum { C_CLIENT, C_GENERATION, C_ACCEPTED, C_MATERIALIZED, C_COUNT };
+static const char *const client_columns[C_COUNT] = {
+        "client_id", "generation", "accepted_write_epoch", "materialized_write_epoch"};
+static const Oid client_types[C_COUNT] = {UUIDOID, INT8OID, INT8OID, INT8OID};
+static const char *const client_checks[] = {"clients_generation_check",
+                                            "clients_accepted_write_epoch_check",
+                                            "clients_materialized_write_epoch_check", NULL};
+static const char *const client_triggers[] = {"clients_before_change", "clients_accepted_epoch",
+                                              NULL};
+static const sp_ledger_shape client_shape = {.table = "clients",
+                                             .columns = client_columns,
+                                             .types = client_types,
+                                             .ncols = C_COUNT,
+                                             .update = true,
+                                             .checks = client_checks,
+                                             .triggers = client_triggers};
+
+/* batches_before_insert's rule, probed as its statement reads: a fresh snapshot. */
+static void refuse_if_retired(sp_push *x)
+{
+	sp_probe p;
+	Datum client[] = {x->client_d};
+	Snapshot snap = sp_probe_snapshot();
+	sp_probe_open(&p, "retirements");
+	bool retired = sp_probe_find(&p, 1, client, snap);
+	sp_probe_close(&p);
+	sp_probe_snapshot_end(snap);
+	if (retired)
+		ereport(ERROR, (errcode(MAKE_SQLSTATE('S', 'Y', '0', '0', '4')),
+		                errmsg("synchro: client %s is retired", x->req->client_id)));
+}
+
+static bool write_batch(sp_push *x)
+{
+	const sy_push_request *req = x->req;
+	sp_ledger_table t;
+	if (!sp_ledger_open(&t, &batch_shape))
+		return false;
+	Datum v[B_COUNT] = {[B_USER] = x->user_d,
+	                    [B_CLIENT] = x->client_d,
+	                    [B_BATCH] = x->batch_d,
+	                    [B_PROTOCOL] = Int32GetDatum(PROTOCOL_VERSION),
+	                    [B_GENERATION] = Int64GetDatum((int64)req->client_generation),
+	                    [B_SCHEMA_VERSION] = Int64GetDatum((int64)req->schema.version),
+	                    [B_SCHEMA_HASH] = cstr(req->schema.hash),
+	                    [B_FP_ALGORITHM] = cstr(x->bfp.algorithm),
+	                    [B_FP_VERSION] = Int32GetDatum(x->bfp.version),
+	                    [B_FP_DOMAIN] = cstr(x->bfp.domain),
+	                    [B_FINGERPRINT] = sp_bytea_datum(x->bfp.digest, sizeof x->bfp.digest),
+	                    [B_ATOMIC] = BoolGetDatum(req->atomic),
+	                    [B_STATE] = cstr("complete"),
+	                    [B_HTTP_STATUS] = Int32GetDatum(200),
+	                    [B_RESPONSE] = sp_bytea_datum(x->body, x->body_len),
+	                    [B_CREATED_AT] =
+	                            TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+	                    [B_COMPLETED_AT] = TimestampTzGetDatum(GetCurrentTimestamp())};
+	bool nulls[B_COUNT] = {false};
+	/* The CHECK's arguments, in synchro.batch_row_rules' order. */
+	static const int rule_args[] = {B_PROTOCOL,    B_GENERATION,   B_SCHEMA_VERSION,
+	                                B_SCHEMA_HASH, B_FP_ALGORITHM, B_FP_VERSION,
+	                                B_FP_DOMAIN,   B_FINGERPRINT,  B_STATE,
+	                                B_HTTP_STATUS, B_RESPONSE,     B_COMPLETED_AT};
+	Datum args[lengthof(rule_args)];
+	bool anulls[lengthof(rule_args)];
+	for (size_t i = 0; i < lengthof(rule_args); i++) {
+		args[i] = v[rule_args[i]];
+		anulls[i] = nulls[rule_args[i]];
+	}
+	refuse_if_retired(x);
+	sp_batch_row_rules(args, anulls);
+	sp_ledger_insert(&t, v, nulls);
+	sp_ledger_close(&t);
+	return true;
+}
+
+static bool write_mutations(sp_push *x, const columns *c)
+{
+	const sy_push_request *req = x->req;
+	sp_ledger_table t;
+	if (!sp_ledger_open(&t, &mutation_shape))
+		return false;
+	/* Column A_* of the rows of push_ledger's arrays, per M_* column from M_MUTATION on. */
+	static const int from[M_COUNT] = {
+	        [M_MUTATION] = A_IDS + 1, [M_FINGERPRINT] = A_FPS + 1,  [M_ORDINAL] = A_ORDS + 1,
+	        [M_AV] = A_AVS + 1,       [M_AH] = A_AHS + 1,           [M_TABLE] = A_TABLES + 1,
+	        [M_PK] = A_PKS + 1,       [M_OP] = A_OPS + 1,           [M_STATUS] = A_STATUSES + 1,
+	        [M_CODE] = A_CODES + 1,   [M_OUTCOME] = A_OUTCOMES + 1, [M_OV] = A_OVS + 1,
+	        [M_OH] = A_OHS + 1};
+	static const int rule_args[] = {
+	        M_FP_ALGORITHM, M_FP_VERSION, M_FP_DOMAIN, M_FINGERPRINT, M_ORDINAL, M_AV, M_AH,
+	        M_SV,           M_SH,         M_OP,        M_STATUS,      M_CODE,    M_OV, M_OH};
+	Datum v[M_COUNT] = {[M_USER] = x->user_d,
+	                    [M_CLIENT] = x->client_d,
+	                    [M_FP_ALGORITHM] = cstr(SY_FP_ALGORITHM),
+	                    [M_FP_VERSION] = Int32GetDatum(SY_FP_VERSION),
+	                    [M_FP_DOMAIN] = cstr(SY_FP_MUTATION_DOMAIN),
+	                    [M_BATCH] = x->batch_d,
+	                    [M_SV] = Int64GetDatum((int64)req->schema.version),
+	                    [M_SH] = cstr(req->schema.hash),
+	                    [M_COMPLETED_AT] =
+	                            TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
+	bool nulls[M_COUNT] = {false};
+	for (int k = 0; k < c->n; k++) {
+		Datum args[lengthof(rule_args)];
+		bool anulls[lengthof(rule_args)];
+		for (int i = 0; i < M_COUNT; i++) {
+			if (from[i] == 0)
+				continue;
+			v[i] = c->v[from[i] - 1][k];
+			nulls[i] = c->nulls[from[i] - 1][k];
+		}
+		for (size_t i = 0; i < lengthof(rule_args); i++) {
+			args[i] = v[rule_args[i]];
+			anulls[i] = nulls[rule_args[i]];
+		}
+		sp_mutation_row_rules(args, anulls);
+		sp_ledger_insert(&t, v, nulls);
+	}
+	sp_ledger_close(&t);
+	return true;
+}
+
+static void refuse_check(const char *constraint)
+{
+	ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION),
+	                errmsg("new row for relation \"clients\" violates check constraint \"%s\"",
+	                       constraint)));
+}
+
+/* UPDATE synchro.clients SET accepted_write_epoch = accepted_write_epoch + 1, its rules and
+ * its trigger's message, without the statement. */
+static bool advance_epoch(sp_push *x)
+{
+	sp_ledger_table t;
+	sp_probe p;
+	Datum client[] = {x->client_d};
+	if (!sp_ledger_open(&t, &client_shape))
+		return false;
+	Snapshot snap = sp_probe_snapshot();
+	sp_probe_open(&p, "clients");
+	if (!sp_probe_find(&p, 1, client, snap))
+		sp_fail("the accepted-write epoch did not advance");
+	int64 generation = sp_probe_int(&p, "generation");
+	int64 epoch = sp_probe_int(&p, "accepted_write_epoch");
+	int64 materialized = sp_probe_int(&p, "materialized_write_epoch");
+	if (epoch == PG_INT64_MAX)
+		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+		                errmsg("bigint out of range")));
+	epoch++;
+	if (generation < 0)
+		refuse_check("clients_generation_check");
+	if (epoch <= 0)
+		refuse_check("clients_accepted_write_epoch_check");
+	if (materialized <= 0)
+		refuse_check("clients_materialized_write_epoch_check");
+	refuse_if_retired(x);
+	sp_ledger_update(&t, p.slot, C_ACCEPTED, Int64GetDatum(epoch));
+	sp_probe_close(&p);
+	sp_probe_snapshot_end(snap);
+	sp_emit_accepted_epoch(x->client_d, epoch);
+	sp_ledger_close(&t);
+	return true;
+}
+
+static void write_ledger(sp_push *x, const columns *c, size_t fresh)
+{
+	if (!write_batch(x))
+		write_batch_sql(x);
+	if (fresh > 0 && !write_mutations(x, c))
+		write_mutations_sql(x, c, fresh);
+	if (x->applied > 0 && !advance_epoch(x)) {
 		static const Oid types[] = {UUIDOID};
 		Datum v[] = {x->client_d};
 		sp_run(sp_plan(epoch_sql, 1, types), v, NULL, SPI_OK_UPDATE);

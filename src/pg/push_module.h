@@ -16,6 +16,8 @@
  *   push_unit.c         one subtransaction per mutation of a non-atomic request
  *   push_atomic_group.c one subtransaction for an atomic request
  *   push_ledger.c       the response, the ledger rows and the accepted-write epoch
+ *   ledger_insert.c     ledger rows through the table and index access methods
+ *   ledger_guards.c     the ledger's row rules and triggers (migration 17)
  *
  * Rules of the house: the core (libsynchro) is called outside PG_TRY and never sees an
  * ereport (its allocator returns NULL); module code reports every operational failure
@@ -290,5 +292,46 @@ void sp_run_group(sp_push *x);
 
 /* push_ledger.c: the 200 body validated, the ledger rows and the epoch. */
 void sp_finish(sp_push *x);
+
+/* ledger_insert.c: ledger rows through the table and index access methods (and the client
+ * row's epoch). */
+typedef struct {
+	const char *table;          /* of schema synchro */
+	const char *const *columns; /* every column the rows have, by name */
+	const Oid *types;           /* their types */
+	int ncols;
+	bool update;                 /* rows are updated (other columns kept), not inserted */
+	const char *const *checks;   /* every CHECK, whose rules the caller applies; or NULL */
+	const char *const *triggers; /* the INSERT (UPDATE) triggers whose rules it applies */
+	const char *fk_table;        /* the one foreign key's table, its row locked; or NULL */
+} sp_ledger_shape;
+
+typedef struct {
+	Relation rel;
+	struct EState *estate;
+	struct ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	int *col; /* per attribute: its index in the shape's columns, -1 when dropped */
+	CommandId cid;
+} sp_ledger_table;
+
+/* Opens the table for sp_ledger_insert: false when it is not exactly of the shape s (the
+ * caller then writes by SQL; nothing is held but the table's RowExclusiveLock). */
+bool sp_ledger_open(sp_ledger_table *t, const sp_ledger_shape *s);
+/* One row, values and nulls in the shape's column order; refused as an INSERT would be. */
+void sp_ledger_insert(sp_ledger_table *t, const Datum *values, const bool *nulls);
+/* The row old (a slot holding a row of the table found under a snapshot taken after the
+ * caller locked it) with the shape's column col set to value, a key column never; the
+ * executor's refusals, and the index entries a non-HOT update needs. */
+void sp_ledger_update(sp_ledger_table *t, TupleTableSlot *old, int col, Datum value);
+/* Closes the table; the rows are visible to what follows (the command counter advances). */
+void sp_ledger_close(sp_ledger_table *t);
+
+/* ledger_guards.c: the row rules of the ledger's CHECK constraints, called directly (their
+ * arguments in the order of synchro.batch_row_rules and synchro.mutation_row_rules). */
+void sp_batch_row_rules(const Datum *args, const bool *nulls);
+void sp_mutation_row_rules(const Datum *args, const bool *nulls);
+/* clients_accepted_epoch's logical message ("synchro-epoch", transactional), as it writes it. */
+void sp_emit_accepted_epoch(Datum client, int64 epoch);
 
 #endif

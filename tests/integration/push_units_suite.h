@@ -228,6 +228,12 @@ void test_grants(void);
 
 void test_publish_pk(void);
 
+/* ---- 12. ledger rows without an INSERT (test_push_units_ledger.c) ---- */
+
+void test_ledger_rows_direct(void);
+
+void test_ledger_operator_changes(void);
+
 /* ---- 8. nothing caught reaches the server log (last: scans everything before) ---- */
 
 void test_log_markers(void);

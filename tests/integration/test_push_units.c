@@ -592,6 +592,9 @@ int main(void)
 	        {"9 kill -9 mid-push leaves nothing", test_killed},
 	        {"10 the responders' role writes only through synchro_push", test_grants},
 	        {"11 publish keeps a table's pk; replay after a publish", test_publish_pk},
+	        {"12 ledger rows without an INSERT are an INSERT's rows", test_ledger_rows_direct},
+	        {"12 an operator's ledger trigger and column still apply",
+	         test_ledger_operator_changes},
 	        {"8 caught errors never reach the server log", test_log_markers},
 	        {NULL, NULL},
 	};
