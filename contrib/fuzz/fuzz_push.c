@@ -2,8 +2,9 @@
 /*
  * libFuzzer target over the strict reader, the RFC 8785 writer, push
  * validation and the fingerprints. Properties checked beyond "no crash":
- * canonical output re-parses and is a fixed point, and a valid push request
- * fingerprints without error.
+ * canonical output re-parses and is a fixed point, a valid push request
+ * fingerprints without error, and the peek of its ids (request_digest.h)
+ * answers nothing or the parsed ids, never others.
  */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 #include "synchro/json.h"
 #include "synchro/manifest.h"
 #include "synchro/push.h"
+#include "synchro/request_digest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,8 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 
+	char client_id[SY_UUID_LEN + 1], batch_id[SY_UUID_LEN + 1];
+	bool peeked = sy_request_peek_ids((const char *)data, size, client_id, batch_id);
 	sy_push_request *req = sy_push_parse((const char *)data, size, &err);
 	if (req != NULL) {
+		/* a wrong peek would only lose the digest's short way; still, it never is */
+		if (peeked && (strcmp(client_id, req->client_id) != 0 ||
+		               strcmp(batch_id, req->batch_id) != 0))
+			abort();
 		sy_fingerprint batch;
 		sy_fingerprint *muts = calloc(req->mutation_count, sizeof *muts);
 		if (muts == NULL)

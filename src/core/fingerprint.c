@@ -13,6 +13,7 @@
 #include "synchro/fingerprint.h"
 #include "synchro/jcs.h"
 #include "synchro/octets.h"
+#include "sha256_md.h"
 
 /*
  * Where preimage bytes go: a buffer (preimages for vectors and diagnostics)
@@ -45,7 +46,7 @@ static bool sink_put(sink *s, const void *p, size_t n, sy_error *err)
  * in the provider store), which cost more than hashing a whole mutation; a request
  * hashes one digest per mutation.
  */
-static const EVP_MD *sha256(void)
+const EVP_MD *sy_core_sha256(void)
 {
 #if OPENSSL_VERSION_NUMBER >= 0x30000000L
 	static _Atomic(EVP_MD *) fetched;
@@ -74,7 +75,7 @@ static bool digest_begin(sink *s, const char *domain, sy_error *err)
 		s->md = EVP_MD_CTX_new();
 	if (s->md == NULL)
 		return nomem(err);
-	if (EVP_DigestInit_ex(s->md, sha256(), NULL) != 1)
+	if (EVP_DigestInit_ex(s->md, sy_core_sha256(), NULL) != 1)
 		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
 	/* strlen + 1 hashes the NUL terminator: the 0x00 separator */
 	return sink_put(s, domain, strlen(domain) + 1, err);

@@ -15,6 +15,7 @@ src_core_libsycore_la_SOURCES = \
 	src/core/manifest.c \
 	src/core/push_request.c \
 	src/core/fingerprint.c \
+	src/core/request_digest.c \
 	src/core/matrix.c \
 	src/core/outcome.c \
 	src/core/outcome_response.c \
@@ -23,6 +24,7 @@ src_core_libsycore_la_SOURCES = \
 noinst_HEADERS += \
 	src/core/json_arena.h \
 	src/core/json_scan.h \
+	src/core/sha256_md.h \
 	src/core/decimal.h \
 	src/core/outcome_common.h
 src_core_libsycore_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
@@ -45,6 +47,7 @@ pkginclude_HEADERS += \
 	src/include/synchro/manifest.h \
 	src/include/synchro/push.h \
 	src/include/synchro/fingerprint.h \
+	src/include/synchro/request_digest.h \
 	src/include/synchro/matrix.h \
 	src/include/synchro/outcome.h
 

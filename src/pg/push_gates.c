@@ -13,6 +13,7 @@
 
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "push_module.h"
@@ -104,22 +105,35 @@ void sp_lookup_head(sp_push *x)
 		lk->latest = sp_probe_int(&p, "version");
 	sp_probe_close(&p);
 	sp_probe_open(&p, "batches");
+	/* A database at migration 18 under this module (installed first) has no digests. */
+	lk->digest_column = get_attnum(RelationGetRelid(p.rel), "request_digest") != InvalidAttrNumber;
 	if (sp_probe_find(&p, 3, batch, snap)) {
-		size_t dlen;
 		char *state = sp_probe_text(&p, "state");
-		char *alg = sp_probe_text(&p, "fp_algorithm");
-		char *domain = sp_probe_text(&p, "fp_domain");
-		char *digest = sp_probe_bytes(&p, "fingerprint", &dlen);
 		lk->batch_found = true;
 		lk->batch_complete = state != NULL && strcmp(state, "complete") == 0;
-		lk->batch_fp_equal = alg != NULL && domain != NULL &&
-		                     sy_fp_matches(&x->bfp, alg, (int)sp_probe_int(&p, "fp_version"),
-		                                   domain, (const uint8_t *)digest, dlen);
+		lk->fp_algorithm = sp_probe_text(&p, "fp_algorithm");
+		lk->fp_version = (int)sp_probe_int(&p, "fp_version");
+		lk->fp_domain = sp_probe_text(&p, "fp_domain");
+		lk->fp_digest = sp_probe_bytes(&p, "fingerprint", &lk->fp_digest_len);
+		if (lk->digest_column)
+			lk->request_digest =
+			        sp_probe_bytes(&p, "request_digest", &lk->request_digest_len);
 		lk->batch_status = (int)sp_probe_int(&p, "http_status");
 		lk->response = sp_probe_bytes(&p, "response", &lk->response_len);
 	}
 	sp_probe_close(&p);
 	sp_probe_snapshot_end(snap);
+}
+
+/* Whether the batch row found holds the parsed request's fingerprint (x->bfp). */
+void sp_compare_batch_fp(sp_push *x)
+{
+	sp_lookup *lk = &x->lk;
+	lk->batch_fp_equal = lk->batch_found && lk->fp_algorithm != NULL &&
+	                     lk->fp_domain != NULL &&
+	                     sy_fp_matches(&x->bfp, lk->fp_algorithm, lk->fp_version,
+	                                   lk->fp_domain, (const uint8_t *)lk->fp_digest,
+	                                   lk->fp_digest_len);
 }
 
 void sp_lock_client(sp_push *x)
@@ -129,6 +143,7 @@ void sp_lock_client(sp_push *x)
 	sp_run(sp_plan(lock_sql, 1, types), v, NULL, SPI_OK_SELECT);
 	SPI_freetuptable(SPI_tuptable);
 	sp_lookup_head(x);
+	sp_compare_batch_fp(x);
 }
 
 void sp_current_schema(sp_push *x)

@@ -24,12 +24,16 @@
 
 #define PROTOCOL_VERSION 3
 
-static const char batch_sql[] =
-        "INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"
-        "       client_generation, schema_version, schema_hash, fp_algorithm, fp_version,"
-        "       fp_domain, fingerprint, atomic, state, http_status, response, completed_at)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'complete', 200, $13,"
-        "         pg_catalog.clock_timestamp())";
+#define BATCH_COLUMNS                                                                       \
+	"INSERT INTO synchro.batches (user_id, client_id, batch_id, protocol_version,"      \
+	"       client_generation, schema_version, schema_hash, fp_algorithm, fp_version," \
+	"       fp_domain, fingerprint, atomic, state, http_status, response, completed_at"
+#define BATCH_VALUES                                                                      \
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'complete', 200, $13," \
+	"         pg_catalog.clock_timestamp()"
+/* With the request digest (migration 19), and without it for a database not migrated yet. */
+static const char batch_sql[] = BATCH_COLUMNS ", request_digest)" BATCH_VALUES ", $14)";
+static const char batch_sql_18[] = BATCH_COLUMNS ")" BATCH_VALUES ")";
 
 static const char mutations_sql[] =
         "INSERT INTO synchro.mutations (user_id, client_id, mutation_id, fp_algorithm,"
@@ -110,8 +114,9 @@ static Datum array_of(const columns *c, int col)
 static void write_batch_sql(sp_push *x)
 {
 	const sy_push_request *req = x->req;
-	static const Oid types[] = {TEXTOID, UUIDOID, UUIDOID, INT4OID,  INT8OID, INT8OID, TEXTOID,
-	                            TEXTOID, INT4OID, TEXTOID, BYTEAOID, BOOLOID, BYTEAOID};
+	static const Oid types[] = {TEXTOID, UUIDOID, UUIDOID,  INT4OID, INT8OID,
+	                            INT8OID, TEXTOID, TEXTOID,  INT4OID, TEXTOID,
+	                            BYTEAOID, BOOLOID, BYTEAOID, BYTEAOID};
 	Datum v[] = {x->user_d,
 	             x->client_d,
 	             x->batch_d,
@@ -124,8 +129,16 @@ static void write_batch_sql(sp_push *x)
 	             cstr(x->bfp.domain),
 	             sp_bytea_datum(x->bfp.digest, sizeof x->bfp.digest),
 	             BoolGetDatum(req->atomic),
-	             sp_bytea_datum(x->body, x->body_len)};
-	sp_run(sp_plan(batch_sql, 13, types), v, NULL, SPI_OK_INSERT);
+	             sp_bytea_datum(x->body, x->body_len),
+	             x->has_request_digest
+	                     ? sp_bytea_datum(x->request_digest, sizeof x->request_digest)
+	                     : (Datum)0};
+	char nulls[lengthof(v)];
+	memset(nulls, ' ', sizeof nulls);
+	nulls[13] = x->has_request_digest ? ' ' : 'n';
+	bool digest = x->lk.digest_column;
+	sp_run(sp_plan(digest ? batch_sql : batch_sql_18, digest ? 14 : 13, types), v, nulls,
+	       SPI_OK_INSERT);
 	if (SPI_processed != 1)
 		sp_fail("the batch row was not written");
 }
@@ -191,17 +204,18 @@ enum {
 	B_RESPONSE,
 	B_CREATED_AT,
 	B_COMPLETED_AT,
+	B_REQUEST_DIGEST, /* migration 19 */
 	B_COUNT
 };
 static const char *const batch_columns[B_COUNT] = {
         "user_id",        "client_id",   "batch_id",     "protocol_version", "client_generation",
         "schema_version", "schema_hash", "fp_algorithm", "fp_version",       "fp_domain",
         "fingerprint",    "atomic",      "state",        "http_status",      "response",
-        "created_at",     "completed_at"};
-static const Oid batch_types[B_COUNT] = {TEXTOID,        UUIDOID,       UUIDOID, INT4OID, INT8OID,
-                                         INT8OID,        TEXTOID,       TEXTOID, INT4OID, TEXTOID,
-                                         BYTEAOID,       BOOLOID,       TEXTOID, INT4OID, BYTEAOID,
-                                         TIMESTAMPTZOID, TIMESTAMPTZOID};
+        "created_at",     "completed_at", "request_digest"};
+static const Oid batch_types[B_COUNT] = {
+        TEXTOID,  UUIDOID, UUIDOID,  INT4OID,        INT8OID,        INT8OID,
+        TEXTOID,  TEXTOID, INT4OID,  TEXTOID,        BYTEAOID,       BOOLOID,
+        TEXTOID,  INT4OID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BYTEAOID};
 /* batches_before_insert's rule is applied here (a retired client writes no batch); the
  * foreign key to the client holds under the client's row lock, taken before any lookup. */
 static const char *const batch_triggers[] = {"batches_before_insert", NULL};
@@ -213,6 +227,14 @@ static const sp_ledger_shape batch_shape = {.table = "batches",
                                             .checks = batch_checks,
                                             .triggers = batch_triggers,
                                             .fk_table = "clients"};
+/* A database not yet at migration 19 (the module is installed first): no request digest. */
+static const sp_ledger_shape batch_shape_18 = {.table = "batches",
+                                               .columns = batch_columns,
+                                               .types = batch_types,
+                                               .ncols = B_REQUEST_DIGEST,
+                                               .checks = batch_checks,
+                                               .triggers = batch_triggers,
+                                               .fk_table = "clients"};
 
 /* The mutation row's columns: the rows of mutations_sql, then completed_at. */
 enum {
@@ -317,7 +339,7 @@ static bool write_batch(sp_push *x)
 {
 	const sy_push_request *req = x->req;
 	sp_ledger_table t;
-	if (!sp_ledger_open(&t, &batch_shape))
+	if (!sp_ledger_open(&t, x->lk.digest_column ? &batch_shape : &batch_shape_18))
 		return false;
 	Datum v[B_COUNT] = {[B_USER] = x->user_d,
 	                    [B_CLIENT] = x->client_d,
@@ -336,8 +358,13 @@ static bool write_batch(sp_push *x)
 	                    [B_RESPONSE] = sp_bytea_datum(x->body, x->body_len),
 	                    [B_CREATED_AT] =
 	                            TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
-	                    [B_COMPLETED_AT] = TimestampTzGetDatum(GetCurrentTimestamp())};
-	bool nulls[B_COUNT] = {false};
+	                    [B_COMPLETED_AT] = TimestampTzGetDatum(GetCurrentTimestamp()),
+	                    [B_REQUEST_DIGEST] =
+	                            x->has_request_digest
+	                                    ? sp_bytea_datum(x->request_digest,
+	                                                     sizeof x->request_digest)
+	                                    : (Datum)0};
+	bool nulls[B_COUNT] = {[B_REQUEST_DIGEST] = !x->has_request_digest};
 	/* The CHECK's arguments, in synchro.batch_row_rules' order. */
 	static const int rule_args[] = {B_PROTOCOL,    B_GENERATION,   B_SCHEMA_VERSION,
 	                                B_SCHEMA_HASH, B_FP_ALGORITHM, B_FP_VERSION,

@@ -8,7 +8,8 @@
  *   push_statements.c   saved SPI plans and the datums they take and return
  *   push_schemas.c      published manifests and the SQL of their tables
  *   push_gates.c        the calling transaction, client, retirement, generation, schema
- *   push_replay.c       batch and mutation ledger lookup, exact and cross-batch replay
+ *   push_replay.c       exact replay of the same octets, mutation ledger lookup,
+ *                       cross-batch replay
  *   push_admission.c    caps on first executions across every responder (advisory locks)
  *   push_subxact.c      the internal subtransaction, as PL/pgSQL's exception block
  *   push_terminal.c     the per-mutation rules decided without the row
@@ -153,10 +154,20 @@ typedef struct {
 	int64 latest; /* the latest published schema version; 0: none */
 	bool batch_found;
 	bool batch_complete;
-	bool batch_fp_equal;
+	bool batch_fp_equal; /* set by sp_compare_batch_fp, or by an equal request digest */
 	int batch_status;
 	char *response;
 	size_t response_len;
+	/* the batch row's fingerprint, compared with the request's once it is parsed */
+	char *fp_algorithm;
+	int fp_version;
+	char *fp_domain;
+	char *fp_digest;
+	size_t fp_digest_len;
+	/* the batch row's request digest (migration 19; NULL when it has none) */
+	bool digest_column; /* synchro.batches has the column: the ledger writes it */
+	char *request_digest;
+	size_t request_digest_len;
 	bool probed; /* the mutation ledger was read */
 	sp_ledgered *led;
 	size_t nled;
@@ -199,10 +210,17 @@ typedef struct {
 	int max_per_client;
 	int retry_after_s;
 	bool admission_refused; /* sp_admit refused: the gate after every other (sp_decide) */
-	/* identities as datums */
+	/* identities as datums; looked_up: lk holds the head lookup of these, made with the
+	 * ids peeked from the body (peek_client, peek_batch) before it was parsed */
 	Datum user_d;
 	Datum client_d;
 	Datum batch_d;
+	bool looked_up;
+	char peek_client[SY_UUID_LEN + 1];
+	char peek_batch[SY_UUID_LEN + 1];
+	/* the request's digest (request_digest.h), stored with the batch it executes */
+	bool has_request_digest;
+	uint8_t request_digest[SY_FP_DIGEST_LEN];
 	sy_fingerprint bfp;
 	sy_fingerprint *mfp; /* made when the mutation ledger is first needed */
 	sp_lookup lk;
@@ -246,11 +264,16 @@ char *sp_arena_dup(sp_push *x, const char *s, size_t len);
 void sp_check_calling_transaction(void);
 void sp_invalidate_deferrable(Datum arg, Oid relid);
 void sp_lookup_head(sp_push *x);
+void sp_compare_batch_fp(sp_push *x);
 void sp_lock_client(sp_push *x);
 sp_next sp_decide(sp_push *x);
 void sp_current_schema(sp_push *x);
 
 /* push_replay.c */
+/* The request's digest; then, when the body's ids can be peeked, the head lookup of them
+ * (x->looked_up), and true when the batch row found holds the same digest: the call's answer
+ * is set (the stored response, or a refusal of a gate before replay). */
+bool sp_replay_octets(sp_push *x, const char *body, size_t len);
 void sp_probe_ledger(sp_push *x);
 void sp_take_stored(sp_push *x);
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The mutation ledger side of replay (ADR "Exact replay"): a mutation identity already
- * ledgered by another batch contributes its exact stored outcome when its fingerprint is
- * equal (no re-execution), and makes the request 409 idempotency_conflict when it differs
- * (push_gates.c decides). The batch side of replay is the head lookup (push_gates.c).
+ * Replay (ADR "Exact replay"). The same octets again: a request whose digest (SHA-256 over a
+ * domain, the authenticated user and the exact body; synchro/request_digest.h) equals the one
+ * stored with its batch is answered from the batch row before it is parsed. The mutation
+ * ledger: a mutation identity already ledgered by another batch contributes its exact stored
+ * outcome when its fingerprint is equal (no re-execution), and makes the request 409
+ * idempotency_conflict when it differs (push_gates.c decides). The batch side of a parsed
+ * request's replay is the head lookup and sp_decide (push_gates.c).
  */
 #include "postgres.h"
 
@@ -11,6 +14,45 @@
 
 #include "push_module.h"
 #include "synchro/alloc.h"
+#include "synchro/request_digest.h"
+
+/*
+ * ADR: structural validation and retirement precede the replay lookup. A digest equal to the
+ * one stored with the batch means these octets, from this user, are the octets of that
+ * batch's first execution, which were parsed, validated and fingerprinted then with the
+ * rules the digest's domain names: parsing them again would give the same request and the
+ * same fingerprint, and the stored fingerprint equals it. So the parse is skipped, nothing
+ * else: the gates before replay (client, retirement) are decided from the same lookup, in
+ * the core's dispatch order (sp_decide), and nothing after replay is looked at, as for any
+ * exact replay. The peeked ids only find the row: a wrong peek finds no row or a row with
+ * another digest, and the request takes the full path.
+ */
+bool sp_replay_octets(sp_push *x, const char *body, size_t len)
+{
+	const sp_lookup *lk = &x->lk;
+	sy_error e = {0};
+
+	/* Without a digest (no memory) the batch is stored without one: the full path. */
+	x->has_request_digest =
+	        sy_request_digest(x->user, strlen(x->user), body, len, x->request_digest, &e);
+	if (!x->has_request_digest ||
+	    !sy_request_peek_ids(body, len, x->peek_client, x->peek_batch))
+		return false;
+	x->user_d = sp_text_datum(x->user, strlen(x->user));
+	x->client_d = sp_uuid_datum(x->peek_client);
+	x->batch_d = sp_uuid_datum(x->peek_batch);
+	sp_lookup_head(x);
+	x->looked_up = true;
+	if (!lk->batch_found || lk->request_digest == NULL ||
+	    lk->request_digest_len != SY_FP_DIGEST_LEN ||
+	    memcmp(lk->request_digest, x->request_digest, SY_FP_DIGEST_LEN) != 0)
+		return false;
+	x->lk.batch_fp_equal = true;
+	/* A found batch always refuses at the replay gate, if no gate before it does. */
+	if (sp_decide(x) != SP_DONE)
+		sp_fail("an equal request digest reached no answer");
+	return true;
+}
 
 /* The mutation fingerprints, made once (only a request that reaches the ledger needs them). */
 static void fingerprints(sp_push *x)

@@ -149,6 +149,13 @@ void test_replay(void);
 /* A ledgered mutation moved into a new batch contributes its stored outcome. */
 void test_cross_batch(void);
 
+/* The same octets again are answered by the batch's request digest, before the parse; other
+ * octets of the same request by the parse; retirement, the client's owner first. */
+void test_replay_octets(void);
+
+/* A body whose ids the peek cannot read executes and replays through the parse. */
+void test_replay_unpeeked(void);
+
 /* ---- atomic groups ---- */
 
 void test_atomic_success(void);

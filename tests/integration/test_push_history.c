@@ -101,6 +101,17 @@ void test_schema_history(void)
 	expect_200(again);
 	CU_ASSERT_TRUE(again->a.replay);
 	result_free(again);
+	/* the same request in other octets (the parse, not the request digest) replays too */
+	char *spaced_v1 = malloc(strlen(json_v1) + 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(spaced_v1);
+	sprintf(spaced_v1, "{ %s", json_v1 + 1);
+	again = push_as(ALICE, spaced_v1);
+	expect_200(again);
+	CU_ASSERT_TRUE(again->a.replay);
+	CU_ASSERT(again->a.body.len == first->a.body.len &&
+	          memcmp(again->a.body.data, first->a.body.data, first->a.body.len) == 0);
+	result_free(again);
+	free(spaced_v1);
 	result_free(first);
 	free(json_v1);
 	rspec old = {.schema = &schema_v1};

@@ -1,13 +1,16 @@
 # CUnit suites owned by the push work; included from Makefile.am.
-UNIT_TESTS += tests/unit/test_push tests/unit/test_fingerprint
-check_PROGRAMS += tests/unit/test_push tests/unit/test_fingerprint
-TESTS += tests/unit/test_push tests/unit/test_fingerprint
+UNIT_TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
+check_PROGRAMS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
+TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
 tests_unit_test_push_SOURCES = tests/unit/test_push.c
 tests_unit_test_push_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_push_LDADD = $(UNIT_LDADD)
 tests_unit_test_fingerprint_SOURCES = tests/unit/test_fingerprint.c
 tests_unit_test_fingerprint_CFLAGS = $(UNIT_CFLAGS) $(CRYPTO_CFLAGS)
 tests_unit_test_fingerprint_LDADD = $(UNIT_LDADD)
+tests_unit_test_request_digest_SOURCES = tests/unit/test_request_digest.c
+tests_unit_test_request_digest_CFLAGS = $(UNIT_CFLAGS) $(CRYPTO_CFLAGS)
+tests_unit_test_request_digest_LDADD = $(UNIT_LDADD)
 
 # synchroctl canonicalize / fingerprint over the vectors (needs the built synchroctl).
 TESTS += tests/unit/ctl_offline.sh

@@ -22,7 +22,8 @@ hardly moves.
 Environment: BENCH_WORKERS (responders and SQL workers, default 4), BENCH_CONNECTIONS (wrk
 connections = threads, one registered client each; default = BENCH_WORKERS), BENCH_SECONDS
 (each measured run, default 5), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds before each
-wrk run, default 1), BENCH_BATCHES (default "1 100 1000"), BENCH_BREAKDOWN=1 (after each measured run,
+wrk run, default 1), BENCH_BATCHES (default "1 100 1000"), BENCH_FRESH=0 (only the replays and their
+references: no fresh-row batch, no plain SQL), BENCH_BREAKDOWN=1 (after each measured run,
 the CPU per row of each kind of server process: postgres backends by role, the responders, nginx;
 processes that ended during the run are left out, so plain SQL's own backends do not show)."""
 
@@ -49,6 +50,7 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 WARMUP = float(os.environ.get("BENCH_WARMUP", "1"))
 BATCHES = [int(b) for b in os.environ.get("BENCH_BATCHES", "1 100 1000").split()]
+FRESH = os.environ.get("BENCH_FRESH", "1") != "0"
 ROUNDTRIP_SQL = "SELECT 1"
 
 
@@ -377,7 +379,7 @@ def main():
         b = Bench(st)
         b.connect_clients()
         fresh = {}
-        for batch in BATCHES:
+        for batch in BATCHES if FRESH else []:
             runs = {"sql": [], "serial": [], "units": [], "push": []}
             for _ in range(ROUNDS):
                 runs["sql"].append(b.plain_sql(batch))

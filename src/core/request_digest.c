@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The exact request octets as a replay key (request_digest.h): their digest, and the
+ * client_id and batch_id peeked from the top-level object without building a tree. The
+ * peek is a hint for finding the batch row: the digest comparison decides, so any answer
+ * the peek gets wrong can only lose the short way, never answer a request wrongly.
+ */
+#include "config.h"
+
+#include <openssl/evp.h>
+#include <string.h>
+
+#include "synchro/octets.h"
+#include "synchro/request_digest.h"
+#include "json_scan.h"
+#include "sha256_md.h"
+
+bool sy_request_digest(const char *user, size_t user_len, const char *body, size_t len,
+                       uint8_t out[SY_FP_DIGEST_LEN], sy_error *err)
+{
+	unsigned char ulen[4];
+	unsigned int n = 0;
+	bool ok = false;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+	if (user_len > UINT32_MAX)
+		return sy_error_set(err, SY_ERR_AUTH_REQUIRED, "authenticated user id too long");
+	sy_be_put(ulen, user_len, 4);
+	/* sizeof includes the NUL terminator: the 0x00 after the domain */
+	ok = md != NULL && EVP_DigestInit_ex(md, sy_core_sha256(), NULL) == 1 &&
+	     EVP_DigestUpdate(md, SY_REQUEST_DIGEST_DOMAIN, sizeof SY_REQUEST_DIGEST_DOMAIN) == 1 &&
+	     EVP_DigestUpdate(md, ulen, sizeof ulen) == 1 &&
+	     EVP_DigestUpdate(md, user, user_len) == 1 && EVP_DigestUpdate(md, body, len) == 1 &&
+	     EVP_DigestFinal_ex(md, out, &n) == 1 && n == SY_FP_DIGEST_LEN;
+	EVP_MD_CTX_free(md);
+	if (!ok)
+		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
+	return true;
+}
+
+/* ---- the peek ---- */
+
+typedef struct {
+	const unsigned char *p;
+	size_t i, n;
+} cursor;
+
+static void ws(cursor *c)
+{
+	while (c->i < c->n && (c->p[c->i] == ' ' || c->p[c->i] == '\t' || c->p[c->i] == '\n' ||
+	                       c->p[c->i] == '\r'))
+		c->i++;
+}
+
+static bool take(cursor *c, unsigned char ch)
+{
+	ws(c);
+	if (c->i >= c->n || c->p[c->i] != ch)
+		return false;
+	c->i++;
+	return true;
+}
+
+/* Past a string whose opening quote is at c->i; its escapes are skipped, not decoded. *plain:
+ * it had none. */
+static bool skip_string(cursor *c, bool *plain)
+{
+	*plain = true;
+	c->i++;
+	for (;;) {
+		c->i = sy_scan_plain(c->p, c->i, c->n, false);
+		if (c->i >= c->n)
+			return false;
+		unsigned char ch = c->p[c->i];
+		if (ch == '"') {
+			c->i++;
+			return true;
+		}
+		if (ch != '\\')
+			return false; /* a raw control character: invalid JSON */
+		*plain = false;
+		c->i += 2;
+		if (c->i > c->n)
+			return false;
+	}
+}
+
+/* Past one value of any kind: strings as above, containers by their depth, scalars to the
+ * next delimiter. Not a validation: anything odd ends the scan. */
+static bool skip_value(cursor *c)
+{
+	size_t depth = 0;
+	bool plain;
+	ws(c);
+	do {
+		if (c->i >= c->n)
+			return false;
+		unsigned char ch = c->p[c->i];
+		if (ch == '"') {
+			if (!skip_string(c, &plain))
+				return false;
+		} else if (ch == '{' || ch == '[') {
+			depth++;
+			c->i++;
+		} else if (ch == '}' || ch == ']') {
+			if (depth == 0)
+				return false;
+			depth--;
+			c->i++;
+		} else if (depth > 0) {
+			c->i++; /* ',', ':', whitespace, scalars inside a container */
+		} else {
+			size_t at = c->i;
+			while (c->i < c->n && strchr(",}] \t\n\r", c->p[c->i]) == NULL)
+				c->i++;
+			if (c->i == at)
+				return false;
+		}
+	} while (depth > 0);
+	return true;
+}
+
+/* A member's string value that must be a UUID, into out. */
+static bool uuid_value(cursor *c, char out[SY_UUID_LEN + 1])
+{
+	bool plain;
+	ws(c);
+	if (c->i >= c->n || c->p[c->i] != '"')
+		return false;
+	size_t at = c->i + 1;
+	if (!skip_string(c, &plain) || !plain || c->i - 1 - at != SY_UUID_LEN ||
+	    !sy_uuid_valid((const char *)c->p + at, SY_UUID_LEN))
+		return false;
+	memcpy(out, c->p + at, SY_UUID_LEN);
+	out[SY_UUID_LEN] = '\0';
+	return true;
+}
+
+static bool key_is(const cursor *c, size_t at, size_t len, const char *name)
+{
+	return len == strlen(name) && memcmp(c->p + at, name, len) == 0;
+}
+
+bool sy_request_peek_ids(const char *body, size_t len, char client_id[SY_UUID_LEN + 1],
+                         char batch_id[SY_UUID_LEN + 1])
+{
+	cursor c = {(const unsigned char *)body, 0, len};
+	bool have_client = false, have_batch = false, plain;
+
+	if (body == NULL || !take(&c, '{'))
+		return false;
+	ws(&c);
+	if (c.i < c.n && c.p[c.i] == '}')
+		return false;
+	for (;;) {
+		ws(&c);
+		if (c.i >= c.n || c.p[c.i] != '"')
+			return false;
+		size_t at = c.i + 1;
+		if (!skip_string(&c, &plain) || !plain)
+			return false;
+		size_t klen = c.i - 1 - at;
+		if (!take(&c, ':'))
+			return false;
+		if (key_is(&c, at, klen, "client_id")) {
+			if (have_client || !uuid_value(&c, client_id))
+				return false;
+			have_client = true;
+		} else if (key_is(&c, at, klen, "batch_id")) {
+			if (have_batch || !uuid_value(&c, batch_id))
+				return false;
+			have_batch = true;
+		} else if (!skip_value(&c)) {
+			return false;
+		}
+		if (have_client && have_batch)
+			return true;
+		if (!take(&c, ','))
+			return false;
+	}
+}
