@@ -57,6 +57,8 @@ void sp_memory_init(void);
 SPIPlanPtr sp_plan(const char *sql, int nargs, const Oid *types);
 /* Runs plan; fails the request unless SPI reports expect (SPI_OK_SELECT, ...). */
 void sp_run(SPIPlanPtr plan, const Datum *values, const char *nulls, int expect);
+/* Runs a read-only plan under snap (no command counter advance, no snapshot of its own). */
+void sp_run_snapshot(SPIPlanPtr plan, const Datum *values, Snapshot snap, int expect);
 /* Column col (1-based) of row i of the last result as text (NULL when null), in the
  * current memory context. */
 char *sp_text(uint64 i, int col);
@@ -116,7 +118,7 @@ typedef struct {
 	int owner;           /* index of the owner field in t->fields, or -1 */
 	const char *pk_type; /* the PostgreSQL type the pk text is cast to */
 	char *lock_sql;      /* $1 pk: the row FOR UPDATE (pk, then every field) */
-	char *read_sql;      /* $1 table_id, $2 pk: fence state, version, has row, fields */
+	char *read_sql;      /* $1 pk: the row (pk, then every field) */
 	char *delete_sql;    /* $1 pk: the hard or soft delete */
 } sp_table;
 

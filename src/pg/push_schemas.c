@@ -88,14 +88,10 @@ static void build_table(sp_table *x, const sy_table *t)
 	x->lock_sql = b.data;
 
 	initStringInfo(&b);
-	appendStringInfo(&b, "SELECT f.state, f.version, r.%s IS NOT NULL", x->pk);
+	appendStringInfo(&b, "SELECT r.%s", x->pk);
 	for (size_t j = 0; j < t->field_count; j++)
 		appendStringInfo(&b, ", r.%s", x->cols[j]);
-	appendStringInfo(&b,
-	                 " FROM (SELECT 1) one"
-	                 " LEFT JOIN synchro.row_fences f ON f.table_id = $1 AND f.pk = $2"
-	                 " LEFT JOIN %s r ON r.%s = $2::%s",
-	                 x->rel, x->pk, x->pk_type);
+	appendStringInfo(&b, " FROM %s r WHERE r.%s = $1::%s", x->rel, x->pk, x->pk_type);
 	x->read_sql = b.data;
 
 	initStringInfo(&b);

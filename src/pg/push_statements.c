@@ -68,6 +68,14 @@ void sp_run(SPIPlanPtr plan, const Datum *values, const char *nulls, int expect)
 		elog(ERROR, "synchro_push: a statement answered %s", SPI_result_code_string(rc));
 }
 
+void sp_run_snapshot(SPIPlanPtr plan, const Datum *values, Snapshot snap, int expect)
+{
+	int rc = SPI_execute_snapshot(plan, (Datum *)values, NULL, snap, InvalidSnapshot, true,
+	                              false, 0);
+	if (rc != expect)
+		elog(ERROR, "synchro_push: a statement answered %s", SPI_result_code_string(rc));
+}
+
 bool sp_isnull(uint64 i, int col)
 {
 	bool isnull;
