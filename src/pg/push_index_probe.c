@@ -27,6 +27,7 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -44,28 +45,101 @@ void sp_probe_snapshot_end(Snapshot snap)
 	UnregisterSnapshot(snap);
 }
 
-void sp_probe_open(sp_probe *p, const char *table)
+/*
+ * Per backend, what a probe of each table needs besides its locks: the table, its primary key
+ * and the key columns' equality procedures. Resolving them took half of a probe's opening
+ * (RangeVarGetRelid, the operator lookups; 14 openings per one-mutation push). An entry is
+ * dropped by any invalidation of its table or index (ALTER, DROP, REINDEX); the lock taken
+ * before use processes the invalidations that arrived, so a changed table is never used.
+ */
+#define PROBE_TABLES 16
+
+typedef struct {
+	char table[NAMEDATALEN];
+	Oid relid, idx;
+	int nkeys;
+	RegProcedure eq[INDEX_MAX_KEYS];
+	bool valid;
+} probe_table;
+
+static probe_table tables[PROBE_TABLES];
+static bool callback_registered;
+
+static void forget_tables(Datum arg, Oid relid)
 {
-	Oid relid = RangeVarGetRelid(makeRangeVar("synchro", (char *)table, -1), AccessShareLock,
-	                             false);
-	p->rel = table_open(relid, NoLock);
-	Oid pk = RelationGetPrimaryKeyIndex(p->rel);
-	if (!OidIsValid(pk))
+	(void)arg;
+	for (int i = 0; i < PROBE_TABLES; i++)
+		if (relid == InvalidOid || tables[i].relid == relid || tables[i].idx == relid)
+			tables[i].valid = false;
+}
+
+static probe_table *table_entry(const char *table)
+{
+	probe_table *free_entry = NULL;
+	if (!callback_registered) {
+		CacheRegisterRelcacheCallback(forget_tables, (Datum)0);
+		callback_registered = true;
+	}
+	for (int i = 0; i < PROBE_TABLES; i++) {
+		if (tables[i].table[0] == '\0') {
+			if (free_entry == NULL)
+				free_entry = &tables[i];
+		} else if (strcmp(tables[i].table, table) == 0)
+			return &tables[i];
+	}
+	if (free_entry == NULL || strlen(table) >= NAMEDATALEN)
+		return NULL; /* resolved for this probe only */
+	strcpy(free_entry->table, table);
+	free_entry->valid = false;
+	return free_entry;
+}
+
+static void resolve(probe_table *e, const char *table)
+{
+	e->relid = RangeVarGetRelid(makeRangeVar("synchro", (char *)table, -1), AccessShareLock,
+	                            false);
+	Relation rel = table_open(e->relid, NoLock);
+	e->idx = RelationGetPrimaryKeyIndex(rel);
+	table_close(rel, NoLock);
+	if (!OidIsValid(e->idx))
 		elog(ERROR, "synchro_push: synchro.%s has no primary key", table);
-	p->idx = index_open(pk, AccessShareLock);
-	p->slot = table_slot_create(p->rel, NULL);
-	p->found = false;
-	/* The equality procedure of each key column, once per open (a ledger probe runs per
-	 * mutation id). */
-	p->nkeys = IndexRelationGetNumberOfKeyAttributes(p->idx);
-	for (int i = 0; i < p->nkeys; i++) {
-		Oid type = p->idx->rd_opcintype[i];
-		Oid op = get_opfamily_member(p->idx->rd_opfamily[i], type, type,
-		                             BTEqualStrategyNumber);
+	Relation idx = index_open(e->idx, AccessShareLock);
+	/* The equality procedure of each key column (a ledger probe runs per mutation id). */
+	e->nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
+	for (int i = 0; i < e->nkeys; i++) {
+		Oid type = idx->rd_opcintype[i];
+		Oid op =
+		        get_opfamily_member(idx->rd_opfamily[i], type, type, BTEqualStrategyNumber);
 		if (!OidIsValid(op))
 			elog(ERROR, "synchro_push: no equality operator for a probe");
-		p->eq[i] = get_opcode(op);
+		e->eq[i] = get_opcode(op);
 	}
+	index_close(idx, NoLock);
+}
+
+void sp_probe_open(sp_probe *p, const char *table)
+{
+	probe_table local, *e = table_entry(table);
+	if (e == NULL) {
+		e = &local;
+		e->valid = false;
+	}
+	if (e->valid) {
+		LockRelationOid(e->relid, AccessShareLock);
+		LockRelationOid(e->idx, AccessShareLock);
+	}
+	/* Resolved afresh when the lock brought an invalidation of the table (one arriving while
+	 * it is resolved marks it for the next opening). */
+	if (!e->valid) {
+		e->valid = e != &local;
+		resolve(e, table);
+	}
+	p->rel = table_open(e->relid, NoLock);
+	p->idx = index_open(e->idx, NoLock);
+	p->slot = table_slot_create(p->rel, NULL);
+	p->found = false;
+	p->nkeys = e->nkeys;
+	memcpy(p->eq, e->eq, sizeof(RegProcedure) * (size_t)e->nkeys);
 }
 
 bool sp_probe_find(sp_probe *p, int nkeys, const Datum *values, Snapshot snap)
