@@ -10,7 +10,7 @@ endif
 tests_integration_test_push_units_pgt_SOURCES = tests/integration/test_push_units.c \
 	tests/integration/test_push_units_txn.c tests/integration/test_push_units_rows.c \
 	tests/integration/test_push_units_races.c tests/integration/test_push_units_publish.c \
-	tests/integration/test_push_units_ledger.c \
+	tests/integration/test_push_units_direct.c \
 	tests/integration/push_units_suite.h tests/integration/push_request.c \
 	tests/integration/push_request.h
 nodist_tests_integration_test_push_units_pgt_SOURCES = src/store/sql_migrations.c

@@ -228,11 +228,13 @@ void test_grants(void);
 
 void test_publish_pk(void);
 
-/* ---- 12. ledger rows without an INSERT (test_push_units_ledger.c) ---- */
+/* ---- 12. rows read and written without statements (test_push_units_direct.c) ---- */
 
 void test_ledger_rows_direct(void);
 
 void test_ledger_operator_changes(void);
+
+void test_row_read_security(void);
 
 /* ---- 8. nothing caught reaches the server log (last: scans everything before) ---- */
 

@@ -595,6 +595,7 @@ int main(void)
 	        {"12 ledger rows without an INSERT are an INSERT's rows", test_ledger_rows_direct},
 	        {"12 an operator's ledger trigger and column still apply",
 	         test_ledger_operator_changes},
+	        {"12 a unit's row read under row-level security", test_row_read_security},
 	        {"8 caught errors never reach the server log", test_log_markers},
 	        {NULL, NULL},
 	};

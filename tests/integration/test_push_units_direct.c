@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_push_units.pgt, 12: the ledger rows synchro_push writes through the table and index
- * access methods (src/pg/ledger_insert.c) are the rows an INSERT writes: every index entry
- * (amcheck's heapallindexed), the CHECK rules (VALIDATE CONSTRAINT), the defaults' values;
- * and a ledger table an operator changed (an INSERT trigger, a column with a default, a
- * dropped column) is still written as an INSERT would write it. */
+/* test_push_units.pgt, 12: what synchro_push reads and writes without a statement. The ledger
+ * rows written through the table and index access methods (src/pg/ledger_insert.c) are the
+ * rows an INSERT writes: every index entry (amcheck's heapallindexed), the CHECK rules
+ * (VALIDATE CONSTRAINT), the defaults' values, the epoch's message; a ledger table an operator
+ * changed (an INSERT trigger, a column with a default, a dropped column) is still written as
+ * an INSERT would write it; and a unit's row read (src/pg/push_cas.c) sees what its
+ * statement would see under row-level security. */
 #include "push_units_suite.h"
 
 #define B_DIRECT  "b0000000-0000-4000-8000-00000000d001"
@@ -161,4 +163,34 @@ void test_ledger_operator_changes(void)
 	                                       " WHERE batch_id = $1::uuid AND state = 'complete'"),
 	                1);
 	ledger_indexes_intact();
+}
+
+/* A restrictive SELECT policy hides a row from synchro_owner: the unit's re-read of its own
+ * insert finds a live fence without its row, an operational failure (503, nothing kept), as
+ * the statement "SELECT ... FROM u_kill WHERE id = $1" under that policy would make it. */
+void test_row_read_security(void)
+{
+	ukey k;
+	fresh_key(&k, "rls");
+	char ids[1][SY_UUID_LEN + 1];
+	mspec m = {.table = "u_kill", .pk = k.json, .op = "insert", .cols = "{\"val\":\"hidden\"}"};
+	pgt_exec(db, "CREATE POLICY u_all ON u_kill USING (true) WITH CHECK (true)");
+	pgt_exec(db, "CREATE POLICY u_hide ON u_kill AS RESTRICTIVE FOR SELECT"
+	             " USING (val IS DISTINCT FROM 'hidden')");
+	pgt_exec(db, "ALTER TABLE u_kill ENABLE ROW LEVEL SECURITY");
+	char *json = build(NULL, &m, 1, ids);
+	result *r = push_on(app, json);
+	expect_error(r, SY_ERR_TEMPORARY_UNAVAILABLE);
+	result_free(r);
+	no_ledger(json, ids, 1);
+	absent("u_kill", k.id);
+	/* The same push with the policy gone is applied. */
+	pgt_exec(db, "ALTER TABLE u_kill DISABLE ROW LEVEL SECURITY");
+	pgt_exec(db, "DROP POLICY u_hide ON u_kill");
+	pgt_exec(db, "DROP POLICY u_all ON u_kill");
+	r = push_on(app, json);
+	expect_200(r);
+	CU_ASSERT_EQUAL(r->applied, 1);
+	result_free(r);
+	free(json);
 }
