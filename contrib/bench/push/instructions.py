@@ -7,7 +7,8 @@ The cluster of with-pg gets the example schema and a client, as statements.py; t
 then stopped and 5 + BENCH_PUSHES fresh pushes of BENCH_BATCH inserts (default 300 x 1) run in
 `postgres --single` under `valgrind --tool=callgrind --toggle-collect=synchro_push` (the first
 five, with cold caches, are counted too). Prints Ir per push and per mutation; BENCH_CALLGRIND_OUT=FILE
-keeps the profile for callgrind_annotate (--inclusive=yes). Needs valgrind."""
+keeps the profile for callgrind_annotate (--inclusive=yes). BENCH_REPLAY=1: one batch is executed
+before, and every counted push is an exact replay of it (the same octets). Needs valgrind."""
 
 import json
 import os
@@ -20,6 +21,7 @@ SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirn
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
 PUSHES = int(os.environ.get("BENCH_PUSHES", "300"))
 BATCH = int(os.environ.get("BENCH_BATCH", "1"))
+REPLAY = os.environ.get("BENCH_REPLAY") == "1"
 WARM = 5
 
 
@@ -60,9 +62,14 @@ def main():
         return json.dumps({"client_id": client, "client_generation": 1, "batch_id": str(uuid.uuid4()),
                            "schema": schema, "mutations": ms})
     script = os.path.join(tmp, "pushes.sql")
+    first = body()
+    if REPLAY:  # executed here, so that callgrind counts replays only
+        run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
+             "SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)" % first])
     with open(script, "w") as f:
         for _ in range(WARM + PUSHES):
-            f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n" % body())
+            f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n"
+                    % (first if REPLAY else body()))
     prefix = os.environ.get("SYNCHRO_PG_RUN", "").split()
     data = os.environ["SYNCHRO_PG_DATA"]
     bindir = os.environ["PG_BINDIR"]
@@ -88,8 +95,9 @@ def main():
         raise SystemExit("%d of %d pushes answered 200:\n%s" % (answered, WARM + PUSHES, single.stdout[-3000:]))
     totals = re.search(r"([0-9,]+) \([0-9.]+%\)\s+PROGRAM TOTALS", run(["callgrind_annotate", cg_out]))
     total = int(totals.group(1).replace(",", ""))
-    print("%d pushes of %d insert(s) (+%d warm-up, counted): %d Ir in synchro_push, %.0f per push, %.0f per mutation"
-          % (PUSHES, BATCH, WARM, total, total / (PUSHES + WARM), total / (PUSHES + WARM) / BATCH))
+    print("%d %s of %d insert(s) (+%d warm-up, counted): %d Ir in synchro_push, %.0f per push, %.0f per mutation"
+          % (PUSHES, "exact replays" if REPLAY else "pushes", BATCH, WARM, total, total / (PUSHES + WARM),
+             total / (PUSHES + WARM) / BATCH))
     if os.environ.get("BENCH_CALLGRIND_OUT"):
         subprocess.run(["cp", cg_out, out], check=True)
     return 0
