@@ -71,9 +71,11 @@ void sp_check_calling_transaction(void)
 /*
  * Client, retirement, the latest published schema and the batch: primary-key probes under one
  * snapshot (push_index_probe.c), zero values where there is none. Before the client lock it
- * is the whole of an exact replay; after the lock it is read again (a snapshot taken after
- * the lock was granted sees every batch, retirement and publish committed while it waited:
- * READ COMMITTED).
+ * is the whole of an exact replay, made with the ids peeked from the body before it is parsed
+ * (push_replay.c); after the lock it is read again (a snapshot taken after the lock was
+ * granted sees every batch, retirement and publish committed while it waited: READ
+ * COMMITTED). The batch's fingerprint is compared by sp_compare_batch_fp once the request is
+ * parsed.
  */
 /* ADR: requests of one client serialize here; the row lock also orders a push against
  * connect (a new generation) and retirement, which update or lock this row. */
