@@ -157,9 +157,10 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 	return sy_cl_run_cached(c, st, err);
 }
 
-/* The intent's table, pk, op and base (new strings). */
+/* The intent's table, pk, op and base, and its row's stored server_version (new strings;
+ * cur NULL when the store has no row). */
 typedef struct {
-	char *tbl, *pk, *op, *base;
+	char *tbl, *pk, *op, *base, *cur;
 } target;
 
 static void target_free(target *t)
@@ -168,14 +169,19 @@ static void target_free(target *t)
 	sy_free(t->pk);
 	sy_free(t->op);
 	sy_free(t->base);
+	sy_free(t->cur);
 }
 
+/* One statement for the intent and its row (the rows primary key answers the join). */
 static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_client_error *err)
 {
 	sqlite3_stmt *st;
 	memset(t, 0, sizeof *t);
 	sy_client_rc rc = sy_cl_prepare_cached(
-	        c, "SELECT tbl, pk, op, base FROM intents WHERE mutation_id = ?", &st, err);
+	        c,
+	        "SELECT i.tbl, i.pk, i.op, i.base, r.server_version FROM intents i"
+	        " LEFT JOIN rows r ON r.tbl = i.tbl AND r.pk = i.pk WHERE i.mutation_id = ?",
+	        &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -186,7 +192,10 @@ static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_clie
 		t->pk = sy_cl_col_text(st, 1);
 		t->op = sy_cl_col_text(st, 2);
 		t->base = sy_cl_col_text(st, 3);
-		if (t->tbl == NULL || t->pk == NULL || t->op == NULL)
+		t->cur = sy_cl_col_text(st, 4);
+		if (t->tbl == NULL || t->pk == NULL || t->op == NULL ||
+		    (t->base == NULL && sqlite3_column_type(st, 3) != SQLITE_NULL) ||
+		    (t->cur == NULL && sqlite3_column_type(st, 4) != SQLITE_NULL))
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	}
 	sy_cl_release(st);
@@ -197,14 +206,9 @@ static sy_client_rc load_target(sy_client *c, const char *id, target *t, sy_clie
 static sy_client_rc apply_outcome_row(sy_client *c, const target *t, const sy_json *o,
                                       sy_client_error *err)
 {
-	char *cur = NULL;
-	sy_client_rc rc = sy_cl_row_version(c, t->tbl, t->pk, &cur, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	bool untouched = strcmp(t->op, "insert") == 0
-	                         ? cur == NULL
-	                         : (cur != NULL && t->base != NULL && strcmp(cur, t->base) == 0);
-	sy_free(cur);
+	bool untouched = strcmp(t->op, "insert") == 0 ? t->cur == NULL
+	                                              : (t->cur != NULL && t->base != NULL &&
+	                                                 strcmp(t->cur, t->base) == 0);
 	if (!untouched)
 		return SY_CLIENT_OK;
 	sy_schema_ref ref;
@@ -216,8 +220,8 @@ static sy_client_rc apply_outcome_row(sy_client *c, const target *t, const sy_js
 		char *text = sy_cl_jcs(row, NULL);
 		if (text == NULL)
 			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		rc = sy_cl_row_put(c, t->tbl, t->pk, text, false, sv, &ref,
-		                   sy_cl_jstr(o, "row_checksum"), false, err);
+		sy_client_rc rc = sy_cl_row_put(c, t->tbl, t->pk, text, false, sv, &ref,
+		                                sy_cl_jstr(o, "row_checksum"), false, err);
 		sy_free(text);
 		return rc;
 	}
