@@ -375,12 +375,12 @@ sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *bod
 		rc = attempt_insert(c, batch_id, &r, err);
 	if (rc == SY_CLIENT_OK &&
 	    (rc = sy_cl_prepare(c,
-	                        "UPDATE batches SET state = 'completed', response = ?,"
-	                        " completed_ms = ? WHERE batch_id = ?",
+	                        "UPDATE batches SET state = 'completed', completed_ms = ?"
+	                        " WHERE batch_id = ?",
 	                        &st, err)) == SY_CLIENT_OK) {
-		sqlite3_bind_blob(st, 1, body, (int)len, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, sy_cl_now(c));
-		sqlite3_bind_text(st, 3, batch_id, -1, SQLITE_STATIC);
+		/* The response's bytes are those of the attempt just logged (one copy). */
+		sqlite3_bind_int64(st, 1, sy_cl_now(c));
+		sqlite3_bind_text(st, 2, batch_id, -1, SQLITE_STATIC);
 		rc = sy_cl_run(c, st, err);
 	}
 	if (rc == SY_CLIENT_OK)

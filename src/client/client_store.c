@@ -79,6 +79,10 @@ static const char *const upgrades[] = {
         " BEGIN SELECT RAISE(ABORT, 'the base of a sealed mutation never changes'); END;"
         "CREATE TRIGGER intents_kept BEFORE DELETE ON intents"
         " BEGIN SELECT RAISE(ABORT, 'intents are kept'); END;",
+        /* 1 -> 2: a completed batch's response is the response of its last attempt (logged
+         * in the same transaction), no longer a second copy in the batch row: 1000 outcomes
+         * are some 450 KB (110 pages) written and synced twice. SQLite 3.35 or later. */
+        "ALTER TABLE batches DROP COLUMN response;",
 };
 #define STORE_VERSION ((int)(sizeof upgrades / sizeof upgrades[0]))
 

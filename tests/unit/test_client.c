@@ -561,6 +561,72 @@ static void test_verify_detects_tampering(void)
 	stop();
 }
 
+/* A store of version 1 (each completed batch's response in the batch row too) upgraded to 2. */
+static void test_store_upgrade_response_once(void)
+{
+	start();
+	const char *mid = w('i', "\"a\"", "{\"title\":\"one\"}");
+	char keep[SY_UUID_LEN + 1];
+	snprintf(keep, sizeof keep, "%s", mid);
+	sync_ok();
+	sy_client_intent *i = intent(keep);
+	char bid[SY_UUID_LEN + 1];
+	snprintf(bid, sizeof bid, "%s", i->batch_id);
+	sy_client_intent_free(i);
+	sy_client_close(C);
+	C = NULL;
+	/* What version 1 kept: the column, filled with the completing response. */
+	sqlite3 *db;
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &db), SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_exec(db,
+	                                   "BEGIN; ALTER TABLE batches ADD COLUMN response BLOB;"
+	                                   " UPDATE batches SET response = (SELECT response FROM"
+	                                   " attempts a WHERE a.batch_id = batches.batch_id"
+	                                   " AND a.status = 200);"
+	                                   " PRAGMA user_version = 1; COMMIT",
+	                                   NULL, NULL, NULL),
+	                      SQLITE_OK);
+	sqlite3_close(db);
+	reopen();
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	CU_ASSERT_EQUAL_FATAL(
+	        sqlite3_prepare_v2(db,
+	                           "SELECT (SELECT user_version FROM"
+	                           " pragma_user_version),"
+	                           " (SELECT count(*) FROM pragma_table_info('batches')"
+	                           " WHERE name = 'response'),"
+	                           " (SELECT count(*) FROM batches)",
+	                           -1, &st, NULL),
+	        SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 1), 0);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 2), 1);
+	sqlite3_finalize(st);
+	/* the sealed batch is still immutable */
+	CU_ASSERT_NOT_EQUAL(sqlite3_exec(db, "UPDATE batches SET body = 'x'", NULL, NULL, NULL),
+	                    SQLITE_OK);
+	sqlite3_close(db);
+	/* the batch, its bytes and its attempt's response as before; syncing goes on */
+	sy_client_batch *b = NULL;
+	OK(sy_client_batch_get(C, bid, &b, &E));
+	CU_ASSERT_STRING_EQUAL(b->state, "completed");
+	CU_ASSERT_EQUAL_FATAL(b->attempt_count, 1);
+	CU_ASSERT_EQUAL(b->attempts[0].status, 200);
+	CU_ASSERT(b->attempts[0].response != NULL && strstr(b->attempts[0].response, keep) != NULL);
+	size_t len;
+	const char *sent = fake_push_body(F, 0, &len);
+	CU_ASSERT(b->body_len == len && memcmp(b->body, sent, len) == 0);
+	sy_client_batch_free(b);
+	CU_ASSERT_EQUAL(state(keep), SY_INTENT_APPLIED);
+	const char *m2 = w('u', "\"a\"", "{\"title\":\"two\"}");
+	snprintf(keep, sizeof keep, "%s", m2);
+	sync_ok();
+	CU_ASSERT_EQUAL(state(keep), SY_INTENT_APPLIED);
+	stop();
+}
+
 static void test_write_validation(void)
 {
 	start();
@@ -614,6 +680,7 @@ int main(void)
 	        {"an atomic transaction that fails", test_atomic_group_fails},
 	        {"verify and the store's immutability triggers", test_verify_detects_tampering},
 	        {"writes checked against the schema", test_write_validation},
+	        {"store upgrade 1 -> 2: a response kept once", test_store_upgrade_response_once},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client", tests);
