@@ -179,6 +179,14 @@ SY_MUST_CHECK char *sy_cl_merge_columns(const char *const *columns, size_t n, sy
 /* client_seal.c */
 /* Seals the next batch from pending intents; *sealed false when nothing is ready. */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err);
+/*
+ * Inside the caller's transaction: when the batch in flight is the only sealed one,
+ * seals the next (*req its parsed request, new, and id; NULL when nothing was ready).
+ * *ran: the sealing ran to its end (false: it failed and was undone alone, the
+ * transaction's earlier work kept). An error: the transaction must be rolled back.
+ */
+SY_MUST_CHECK sy_client_rc sy_cl_seal_ahead(sy_client *c, bool *ran, char id[SY_UUID_LEN + 1],
+                                            sy_push_request **req, sy_client_error *err);
 /* Seals a successor of batch_id under the current generation and schema (ADR 409/422). */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id,
                                                 sy_client_error *err);
@@ -209,9 +217,14 @@ sy_push_request *sy_cl_req_take(sy_client *c, const char *batch_id);
 void sy_cl_req_free(sy_client *c);
 
 /* client_reconcile.c */
-/* Applies a 200 push response to the sealed batch batch_id (validated first). */
+/*
+ * Applies a 200 push response to the sealed batch batch_id (validated first). ahead: the
+ * next batch is in flight; the one after it is sealed in the same commit (sy_cl_seal_ahead),
+ * and c->sealed_ahead says whether that sealing ran.
+ */
 SY_MUST_CHECK sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *body,
-                                           size_t len, int status, sy_client_error *err);
+                                           size_t len, int status, bool ahead,
+                                           sy_client_error *err);
 /* Records one attempt of a batch (its own transaction). */
 SY_MUST_CHECK sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id,
                                              const sy_client_response *r, sy_client_error *err);

@@ -330,10 +330,12 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, const id_set *
 }
 
 sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *body, size_t len,
-                             int status, sy_client_error *err)
+                             int status, bool ahead, sy_client_error *err)
 {
 	sqlite3_stmt *st = NULL;
-	sy_push_request *req = NULL;
+	sy_push_request *req = NULL, *next = NULL;
+	char next_id[SY_UUID_LEN + 1];
+	bool ran = false;
 	sy_json_doc *resp = NULL;
 	sy_error e = {0};
 	sy_client_rc rc = SY_CLIENT_OK;
@@ -383,10 +385,25 @@ sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *bod
 		sqlite3_bind_text(st, 2, batch_id, -1, SQLITE_STATIC);
 		rc = sy_cl_run(c, st, err);
 	}
+	/*
+	 * The batch after the one in flight is sealed in this commit: one fsync less per
+	 * batch. Each rule stands as in two commits: this response is applied with its
+	 * batch's completion, the new batch is durable before it is first sent (after
+	 * the 200 of the one in flight), and sealing sees what this response settled.
+	 */
+	if (rc == SY_CLIENT_OK && ahead)
+		rc = sy_cl_seal_ahead(c, &ran, next_id, &next, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_commit(c, err);
 	else
 		sy_cl_rollback(c);
+	if (rc == SY_CLIENT_OK && ahead) {
+		c->sealed_ahead = ran;
+		if (next != NULL)
+			sy_cl_req_put(c, next_id, next);
+		next = NULL;
+	}
+	sy_push_request_free(next);
 	for (int p = 0; p < 2 && rc == SY_CLIENT_OK; p++) {
 		const sy_json *arr = sy_json_get(root, parts[p]);
 		for (size_t i = 0; i < arr->u.array.count; i++)

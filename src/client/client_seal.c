@@ -477,16 +477,19 @@ static int compare_groups(const void *pa, const void *pb)
 	                           ((const chain_group *)pb)->head);
 }
 
-sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
+/*
+ * One sealing inside the caller's transaction (which rolls back on failure):
+ * *out the sealed request parsed (new), NULL when nothing was sealed; sealed_id
+ * its batch id.
+ */
+static sy_client_rc seal(sy_client *c, char sealed_id[SY_UUID_LEN + 1], sy_push_request **out,
+                         sy_client_error *err)
 {
 	irows r = {0};
 	pass p = {0};
 	sy_push_request *req = NULL;
-	char sealed_id[SY_UUID_LEN + 1] = "";
-	*sealed = false;
-	sy_client_rc rc = sy_cl_begin(c, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
+	sy_client_rc rc = SY_CLIENT_OK;
+	*out = NULL;
 	/*
 	 * Enough intents for one batch, not the whole queue: a chain cut by the limit
 	 * loses only normalization (its unloaded rest waits behind what is sent, see
@@ -494,29 +497,27 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	 */
 	int64_t limit = 2 * (int64_t)c->batch_max + 1;
 	if ((rc = load_pending(c, limit, &r, err)) != SY_CLIENT_OK || r.n == 0)
-		goto fail;
+		goto done;
 	p.cut = (int64_t)r.n == limit;
 	if (r.v[0].atomic && p.cut) {
 		irows_free(&r);
 		if ((rc = load_pending(c, -1, &r, err)) != SY_CLIENT_OK)
-			goto fail;
+			goto done;
 		p.cut = false;
 	}
 	p.last_ord = r.v[r.n - 1].ord;
 	if (r.v[0].atomic) { /* one batch, whole: not while a member waits, never once one failed */
 		int verdict = 0;
 		if ((rc = sy_cl_atomic_group_check(c, r.v[0].txn, &verdict, err)) != SY_CLIENT_OK)
-			goto fail;
-		if (verdict != 0) {
-			rc = sy_cl_commit(c, err);
 			goto done;
-		}
+		if (verdict != 0)
+			goto done;
 	}
 	irow **chain = sy_calloc(r.n, sizeof *chain);
 	if (chain == NULL) {
 		sy_free(chain);
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		goto fail;
+		goto done;
 	}
 	/* The group: one atomic transaction, or the run of non-atomic intents before one. */
 	bool atomic = r.v[0].atomic;
@@ -537,7 +538,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		sy_free(groups);
 		sy_free(chain);
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		goto fail;
+		goto done;
 	}
 	for (size_t i = 0; i < end; i++)
 		idx[i] = &r.v[i];
@@ -564,7 +565,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 	sy_free(groups);
 	sy_free(chain);
 	if (rc != SY_CLIENT_OK)
-		goto fail;
+		goto done;
 	if (p.n > 0 && !(atomic && stop)) {
 		char batch_id[SY_UUID_LEN + 1];
 		sy_cl_new_uuid(batch_id);
@@ -577,7 +578,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 		if (body == NULL) {
 			sy_buf_free(&b);
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-			goto fail;
+			goto done;
 		}
 		/* The sealed bytes pass the server's own structural validation. */
 		sy_error e = {0};
@@ -588,9 +589,10 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			rc = store_batch(c, batch_id, atomic, body, len, p.ids, p.n, err);
 		sy_free(body);
 		if (rc != SY_CLIENT_OK)
-			goto fail;
-		memcpy(sealed_id, batch_id, sizeof sealed_id);
-		*sealed = true;
+			goto done;
+		memcpy(sealed_id, batch_id, SY_UUID_LEN + 1);
+		*out = req;
+		req = NULL;
 	} else if (atomic && stop) {
 		/* An atomic transaction that cannot go whole: every member stays out. */
 		for (size_t i = 0; i < end && rc == SY_CLIENT_OK; i++)
@@ -602,18 +604,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 			               "atomic_group_blocked", NULL, err);
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_block_waiters(c, err);
-		if (rc != SY_CLIENT_OK)
-			goto fail;
 	}
-	rc = sy_cl_commit(c, err);
-	if (rc == SY_CLIENT_OK && req != NULL) {
-		sy_cl_req_put(c, sealed_id, req);
-		req = NULL;
-	}
-	goto done;
-fail:
-	sy_cl_rollback(c);
-	*sealed = false;
 done:
 	sy_push_request_free(req);
 	for (size_t i = 0; i < p.n; i++)
@@ -621,6 +612,65 @@ done:
 	sy_free(p.ids);
 	sy_buf_free(&p.mutations);
 	irows_free(&r);
+	return rc;
+}
+
+sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
+{
+	char id[SY_UUID_LEN + 1];
+	sy_push_request *req = NULL;
+	*sealed = false;
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	if ((rc = seal(c, id, &req, err)) != SY_CLIENT_OK) {
+		sy_cl_rollback(c);
+		return rc;
+	}
+	if ((rc = sy_cl_commit(c, err)) != SY_CLIENT_OK) {
+		sy_push_request_free(req);
+		return rc;
+	}
+	if (req != NULL) {
+		sy_cl_req_put(c, id, req);
+		*sealed = true;
+	}
+	return SY_CLIENT_OK;
+}
+
+sy_client_rc sy_cl_seal_ahead(sy_client *c, bool *ran, char id[SY_UUID_LEN + 1],
+                              sy_push_request **req, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	*ran = false;
+	*req = NULL;
+	/* Only behind the one batch in flight: never a queue of batches sealed ahead. */
+	sy_client_rc rc = sy_cl_prepare_cached(
+	        c, "SELECT count(*) = 1 FROM batches WHERE state = 'sealed'", &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	int s = sqlite3_step(st);
+	bool one = s == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+	sy_cl_release(st);
+	if (s != SQLITE_ROW)
+		return sy_cl_store_fail(c, err, "sealed batches");
+	if (!one) {
+		*ran = true;
+		return SY_CLIENT_OK;
+	}
+	if ((rc = sy_cl_exec(c, "SAVEPOINT seal_ahead", err)) != SY_CLIENT_OK)
+		return rc;
+	/* A failed sealing is undone alone, the transaction's earlier work kept: the next
+	 * sealing outside (sy_cl_seal_next) meets the failure again and reports it. */
+	if (seal(c, id, req, NULL) == SY_CLIENT_OK)
+		*ran = true;
+	else if ((rc = sy_cl_exec(c, "ROLLBACK TO seal_ahead", err)) != SY_CLIENT_OK)
+		return rc;
+	if ((rc = sy_cl_exec(c, "RELEASE seal_ahead", err)) != SY_CLIENT_OK) {
+		sy_push_request_free(*req);
+		*req = NULL;
+		*ran = false;
+	}
 	return rc;
 }
 

@@ -232,7 +232,8 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	if (r->status == 200) {
 		if ((rc = pipeline_next(c, batch, err)) != SY_CLIENT_OK)
 			return rc;
-		rc = sy_cl_reconcile(c, batch, r->body, r->body_len, r->status, err);
+		rc = sy_cl_reconcile(c, batch, r->body, r->body_len, r->status,
+		                     c->inflight == SY_CL_REQ_PUSH, err);
 		if (rc == SY_CLIENT_EPROTOCOL) {
 			/* Not applied; the same bytes go again and the replay is checked again. */
 			note_error(c, "invalid_response", true, err ? err->message : "");
@@ -531,16 +532,27 @@ static sy_client_rc seal_ahead(sy_client *c, sy_client_error *err)
 	if (c->inflight != SY_CL_REQ_PUSH || c->sealed_ahead || c->frozen || c->retired)
 		return SY_CLIENT_OK;
 	c->sealed_ahead = true;
-	sqlite3_stmt *st;
-	bool one = false;
-	sy_client_rc rc = sy_cl_prepare(
-	        c, "SELECT count(*) = 1 FROM batches WHERE state = 'sealed'", &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	one = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
-	sqlite3_finalize(st);
-	bool sealed = false;
-	return one ? sy_cl_seal_next(c, &sealed, err) : SY_CLIENT_OK;
+	char id[SY_UUID_LEN + 1];
+	sy_push_request *req = NULL;
+	bool ran = false;
+	sy_client_rc rc = sy_cl_begin(c, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_seal_ahead(c, &ran, id, &req, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_commit(c, err);
+	else
+		sy_cl_rollback(c);
+	if (rc == SY_CLIENT_OK && req != NULL) {
+		sy_cl_req_put(c, id, req);
+		req = NULL;
+	}
+	sy_push_request_free(req);
+	if (rc == SY_CLIENT_OK && !ran) {
+		/* The sealing failed and was undone: once more on its own, to report why. */
+		bool sealed = false;
+		rc = sy_cl_seal_next(c, &sealed, err);
+	}
+	return rc;
 }
 
 sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)

@@ -40,19 +40,21 @@ static void *t_realloc(void *p, size_t n)
 
 static const sy_allocator failing = {t_malloc, t_realloc, free};
 
-/* One round: two writes (one normalized pair) and a sync; returns whether all went. */
-static bool round_trip(int k)
+/* One round: rows pairs of writes (each pair normalized) and a sync; whether all went. */
+static bool round_trip(int k, int rows)
 {
 	sy_client_txn *t = NULL;
 	char pk[32], id[SY_UUID_LEN + 1];
 	bool ok = true;
-	snprintf(pk, sizeof pk, "\"r%d\"", k);
 	if (sy_client_begin(C, false, &t, &E) != SY_CLIENT_OK)
 		return false;
-	if (sy_client_insert(t, "todo", pk, "{\"title\":\"x\"}", id, &E) != SY_CLIENT_OK ||
-	    sy_client_update(t, "todo", pk, "{\"done\":true}", id, &E) != SY_CLIENT_OK) {
-		sy_client_rollback(t);
-		return false;
+	for (int r = 0; r < rows; r++) {
+		snprintf(pk, sizeof pk, "\"r%d.%d\"", k, r);
+		if (sy_client_insert(t, "todo", pk, "{\"title\":\"x\"}", id, &E) != SY_CLIENT_OK ||
+		    sy_client_update(t, "todo", pk, "{\"done\":true}", id, &E) != SY_CLIENT_OK) {
+			sy_client_rollback(t);
+			return false;
+		}
 	}
 	if (sy_client_commit(t, &E) != SY_CLIENT_OK)
 		return false;
@@ -65,19 +67,27 @@ static bool round_trip(int k)
 	return ok;
 }
 
-static void test_each_allocation_fails(void)
+/* batch_max 0: the default. */
+static void each_allocation_fails(unsigned batch_max, int rows)
 {
 	start();
+	if (batch_max > 0) {
+		sy_client_close(C);
+		sy_client_options o;
+		fake_options(F, &o);
+		o.batch_max = batch_max;
+		OK(sy_client_open(path, &o, &C, &E));
+	}
 	/* How many allocations one round makes. */
 	sy_set_allocator(&failing);
 	counted = 0;
-	CU_ASSERT_TRUE_FATAL(round_trip(0));
+	CU_ASSERT_TRUE_FATAL(round_trip(0, rows));
 	sy_set_allocator(NULL);
 	long total = counted, stride = total / 200 + 1, failures = 0;
 	for (long n = 0; n < total; n += stride) {
 		countdown = n;
 		sy_set_allocator(&failing);
-		if (!round_trip((int)(n + 1)))
+		if (!round_trip((int)(n + 1), rows))
 			failures++;
 		sy_set_allocator(NULL);
 		countdown = -1;
@@ -105,10 +115,23 @@ static void test_each_allocation_fails(void)
 	stop();
 }
 
+static void test_each_allocation_fails(void)
+{
+	each_allocation_fails(0, 1);
+}
+
+/* Three batches a round: the third is sealed in the commit that reconciles the first. */
+static void test_each_allocation_fails_pipelined(void)
+{
+	each_allocation_fails(1, 3);
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
 	        {"each allocation of a round fails in turn", test_each_allocation_fails},
+	        {"each allocation of a pipelined round fails in turn",
+	         test_each_allocation_fails_pipelined},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client allocation failures", tests);

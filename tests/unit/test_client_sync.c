@@ -87,6 +87,43 @@ static void test_pipelined_batches(void)
 	stop();
 }
 
+/* The answer to batch 1 sends batch 2 and, in the commit that reconciles 1, seals batch 3. */
+static void test_sealed_ahead_with_reconcile(void)
+{
+	start();
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.batch_max = 1;
+	OK(sy_client_open(path, &o, &C, &E));
+	char m[4][SY_UUID_LEN + 1];
+	for (int k = 0; k < 4; k++) {
+		char pk[24];
+		snprintf(pk, sizeof pk, "\"q%d\"", k);
+		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
+	}
+	fake_hold(F, true);
+	step_until_inflight();
+	int64_t next;
+	OK(sy_client_step(C, &next, &E)); /* in flight: the second is sealed ahead */
+	CU_ASSERT_EQUAL(state(m[1]), SY_INTENT_SEALED);
+	CU_ASSERT_EQUAL(state(m[2]), SY_INTENT_PENDING);
+	fake_hold(F, false);
+	OK(sy_client_step(C, &next, &E)); /* the first answered: one step, one commit */
+	CU_ASSERT_EQUAL(state(m[0]), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	CU_ASSERT(push_has(1, m[1]));
+	CU_ASSERT_EQUAL(state(m[2]), SY_INTENT_SEALED);
+	CU_ASSERT_EQUAL(state(m[3]), SY_INTENT_PENDING); /* never two batches ahead */
+	sync_ok();
+	for (int k = 0; k < 4; k++)
+		CU_ASSERT_EQUAL(state(m[k]), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(fake_push_count(F), 4);
+	CU_ASSERT_EQUAL(fake_executions(F), 4);
+	OK(sy_client_verify(C, NULL, &E));
+	stop();
+}
+
 static void test_store_version_refused(void)
 {
 	start();
@@ -284,6 +321,8 @@ int main(void)
 	        {"listeners hear committed state on the caller's thread",
 	         test_listener_after_commit},
 	        {"a batch sealed ahead gets its successor too", test_seal_ahead_successors},
+	        {"the batch after the one in flight sealed with the answered one's reconciliation",
+	         test_sealed_ahead_with_reconcile},
 	        {"a store of a newer version is refused", test_store_version_refused},
 	        {"batches pipelined: the next goes while one is reconciled",
 	         test_pipelined_batches},
