@@ -638,6 +638,12 @@ sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)
 			int64_t left = deadline - now;
 			if (left <= 0)
 				return sy_cl_fail(err, SY_CLIENT_ETIMEOUT, "sync: out of time");
+			/* A push just went: one more step before waiting, which seals the next
+			 * batch while this one is on the server (seal_ahead), instead of after
+			 * its answer (the first batch of a sync went unpipelined). */
+			if (c->inflight == SY_CL_REQ_PUSH && !c->sealed_ahead && !c->frozen &&
+			    !c->retired)
+				continue;
 			sy_client_wait(c, left > 1000 ? 1000 : (int)left);
 			continue;
 		}
