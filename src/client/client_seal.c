@@ -242,11 +242,12 @@ static sy_client_rc add_wire(pass *p, const char *id, const sy_buf *m, sy_client
 	if (nv == NULL)
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	p->ids = nv;
-	if ((p->ids[p->n] = sy_strndup(id, strlen(id))) == NULL ||
-	    (p->n > 0 && !sy_buf_putc(&p->mutations, ',')) ||
+	if ((p->ids[p->n] = sy_strndup(id, strlen(id))) == NULL)
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	p->n++; /* counted at once: the pass frees it when an append below fails */
+	if ((p->n > 1 && !sy_buf_putc(&p->mutations, ',')) ||
 	    !sy_buf_append(&p->mutations, m->data, m->len))
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-	p->n++;
 	p->bytes += m->len + 1;
 	return SY_CLIENT_OK;
 }
