@@ -57,7 +57,7 @@ CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
 EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/push/ab.py \
 	contrib/bench/push/push.lua contrib/bench/push/statements.sh contrib/bench/push/statements.py \
-	contrib/bench/push/instructions.sh contrib/bench/push/instructions.py \
+	contrib/bench/push/instructions.sh contrib/bench/push/instructions.py contrib/bench/push/push_bodies.py \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \

@@ -10,12 +10,13 @@ five, with cold caches, are counted too). Prints Ir per push and per mutation; B
 keeps the profile for callgrind_annotate (--inclusive=yes). BENCH_REPLAY=1: one batch is executed
 before, and every counted push is an exact replay of it (the same octets). Needs valgrind."""
 
-import json
 import os
 import re
 import subprocess
 import sys
 import uuid
+
+from push_bodies import PushBodies
 
 SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
@@ -50,17 +51,7 @@ def main():
     version, hash_ = run(["psql", "-X", "-At", "-F", " ", "-c",
                           "SELECT version, hash FROM synchro.schema_versions ORDER BY version DESC LIMIT 1"]).split()
     schema = {"version": int(version), "hash": hash_}
-    pk = [0]
-
-    def body():
-        ms = []
-        for _ in range(BATCH):
-            pk[0] += 1
-            ms.append({"mutation_id": str(uuid.uuid4()), "table": "item", "pk": {"field": "id", "value": str(pk[0])},
-                       "authored_schema": schema, "operation": "insert",
-                       "client_version": "2026-01-01T00:00:00Z", "columns": {"qty": 1}})
-        return json.dumps({"client_id": client, "client_generation": 1, "batch_id": str(uuid.uuid4()),
-                           "schema": schema, "mutations": ms})
+    body = PushBodies(client, schema, BATCH)
     script = os.path.join(tmp, "pushes.sql")
     first = body()
     if REPLAY:  # executed here, so that callgrind counts replays only

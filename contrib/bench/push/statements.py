@@ -14,13 +14,14 @@ With BENCH_PERF=FILE, `perf record -g` samples the pushing backend into FILE dur
 BENCH_PERF_CALLGRAPH=dwarf,16384 unwinds through Debian's postgres, which has no frame pointers.
 Needs python3-psycopg2 and postgresql-contrib (pg_stat_statements)."""
 
-import json
 import os
 import subprocess
 import sys
 import uuid
 
 import psycopg2
+
+from push_bodies import PushBodies
 
 SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
@@ -74,17 +75,10 @@ def main():
     cur = db.cursor()
     cur.execute("SELECT pg_backend_pid()")
     pid = cur.fetchone()[0]
-    pk = [0]
+    text = PushBodies(client, schema, BATCH)
 
     def body():
-        ms = []
-        for _ in range(BATCH):
-            pk[0] += 1
-            ms.append({"mutation_id": str(uuid.uuid4()), "table": "item", "pk": {"field": "id", "value": str(pk[0])},
-                       "authored_schema": schema, "operation": "insert",
-                       "client_version": "2026-01-01T00:00:00Z", "columns": {"qty": 1}})
-        return json.dumps({"client_id": client, "client_generation": 1, "batch_id": str(uuid.uuid4()),
-                           "schema": schema, "mutations": ms}).encode()
+        return text().encode()
     push = "SELECT status FROM synchro.synchro_push('alice', %s::bytea)"
     for _ in range(5):  # warm the backend's plans and manifests
         cur.execute(push, (psycopg2.Binary(body()),))
@@ -116,8 +110,8 @@ def main():
     c0 = cpu(apid)
     for _ in range(PUSHES):
         a.execute("DO $$ BEGIN FOR i IN %d..%d LOOP INSERT INTO public.item (id, qty) VALUES (i, 1); END LOOP;"
-                  " END $$" % (pk[0] + 1, pk[0] + BATCH))
-        pk[0] += BATCH
+                  " END $$" % (text.last_pk + 1, text.last_pk + BATCH))
+        text.last_pk += BATCH
     plain_cpu = cpu(apid) - c0
     n = PUSHES * BATCH
     print("%d pushes of %d insert(s): backend CPU %.1f us per mutation; the same rows, one INSERT each in a"
