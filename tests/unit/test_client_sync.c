@@ -14,14 +14,31 @@
 #include "client_harness.h"
 #include "synchro/alloc.h"
 
-static void test_seal_ahead_successors(void)
+/* A store of one mutation per batch (start() opened one with the fake's defaults). */
+static void start_one_per_batch(void)
 {
 	start();
 	sy_client_close(C);
 	sy_client_options o;
 	fake_options(F, &o);
-	o.batch_max = 1; /* one mutation per batch: two batches */
+	o.batch_max = 1;
 	OK(sy_client_open(path, &o, &C, &E));
+}
+
+/* n inserts of pk "<prefix>0".."<prefix>n-1"; their mutation ids into m. */
+static void insert_n(char (*m)[SY_UUID_LEN + 1], int n, char prefix)
+{
+	for (int k = 0; k < n; k++) {
+		char pk[24];
+		snprintf(pk, sizeof pk, "\"%c%d\"", prefix, k);
+		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
+	}
+}
+
+static void test_seal_ahead_successors(void)
+{
+	/* one mutation per batch: two batches */
+	start_one_per_batch();
 	char m1[SY_UUID_LEN + 1], m2[SY_UUID_LEN + 1];
 	snprintf(m1, sizeof m1, "%s", w('i', "\"a\"", "{\"title\":\"one\"}"));
 	snprintf(m2, sizeof m2, "%s", w('i', "\"b\"", "{\"title\":\"two\"}"));
@@ -58,18 +75,9 @@ static void test_seal_ahead_successors(void)
 
 static void test_pipelined_batches(void)
 {
-	start();
-	sy_client_close(C);
-	sy_client_options o;
-	fake_options(F, &o);
-	o.batch_max = 1;
-	OK(sy_client_open(path, &o, &C, &E));
+	start_one_per_batch();
 	char m[3][SY_UUID_LEN + 1];
-	for (int k = 0; k < 3; k++) {
-		char pk[24];
-		snprintf(pk, sizeof pk, "\"p%d\"", k);
-		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
-	}
+	insert_n(m, 3, 'p');
 	/* The first answer is refused: the next batch already went; the first is replayed. */
 	fake_corrupt_next_push(F);
 	fake_hold(F, true);
@@ -90,18 +98,9 @@ static void test_pipelined_batches(void)
 /* The answer to batch 1 sends batch 2 and, in the commit that reconciles 1, seals batch 3. */
 static void test_sealed_ahead_with_reconcile(void)
 {
-	start();
-	sy_client_close(C);
-	sy_client_options o;
-	fake_options(F, &o);
-	o.batch_max = 1;
-	OK(sy_client_open(path, &o, &C, &E));
+	start_one_per_batch();
 	char m[4][SY_UUID_LEN + 1];
-	for (int k = 0; k < 4; k++) {
-		char pk[24];
-		snprintf(pk, sizeof pk, "\"q%d\"", k);
-		snprintf(m[k], sizeof m[k], "%s", w('i', pk, "{\"title\":\"t\"}"));
-	}
+	insert_n(m, 4, 'q');
 	fake_hold(F, true);
 	step_until_inflight();
 	int64_t next;
@@ -209,12 +208,8 @@ static void test_listener_after_commit(void)
 
 static void test_chain_cut_by_the_load_limit(void)
 {
-	start();
-	sy_client_close(C);
-	sy_client_options o;
-	fake_options(F, &o);
-	o.batch_max = 1; /* a pass loads 3 pending intents */
-	OK(sy_client_open(path, &o, &C, &E));
+	/* a pass loads 3 pending intents */
+	start_one_per_batch();
 	w('i', "\"a\"", "{\"title\":\"one\"}");
 	w('u', "\"a\"", "{\"done\":true}");
 	w('u', "\"a\"", "{\"title\":\"two\"}");
