@@ -11,8 +11,14 @@
  *
  * The subtransaction is PL/pgSQL's exception block (push_subxact.c): a caught error is
  * copied and flushed, so it never reaches the server log.
+ *
+ * Each mutation's scratch (its statements' datums, the rows it read) lives in a context
+ * reset after it: what an outcome keeps is copied into the outcome document (sp_fill_row,
+ * sp_arena_dup), so a push's memory does not grow with its mutations.
  */
 #include "postgres.h"
+
+#include "utils/memutils.h"
 
 #include "push_module.h"
 
@@ -50,6 +56,9 @@ static void unit(sp_push *x, size_t k)
 
 void sp_run_units(sp_push *x)
 {
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext scratch =
+	        AllocSetContextCreate(cxt, "synchro_push unit", ALLOCSET_DEFAULT_SIZES);
 	for (size_t k = 0; k < x->req->mutation_count; k++) {
 		if (x->res[k].stored != NULL)
 			continue;
@@ -57,7 +66,11 @@ void sp_run_units(sp_push *x)
 			sp_settle_without_row(x, k);
 			continue;
 		}
+		MemoryContextSwitchTo(scratch);
 		if (sp_lock_and_classify(x, k))
 			unit(x, k);
+		MemoryContextSwitchTo(cxt);
+		MemoryContextReset(scratch);
 	}
+	MemoryContextDelete(scratch);
 }
