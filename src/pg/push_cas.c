@@ -69,129 +69,8 @@ static sy_row_state fence_state(const char *state)
 	return strcmp(state, "deleted") == 0 ? SY_ROW_DELETED : SY_ROW_LIVE;
 }
 
-/* The type of a manifest pk: the one read_sql casts the key to (sy_type_pg_name). */
-static Oid pk_type_oid(sy_type t)
-{
-	switch (t) {
-	case SY_TYPE_TEXT: return TEXTOID;
-	case SY_TYPE_INT32: return INT4OID;
-	case SY_TYPE_INT64: return INT8OID;
-	case SY_TYPE_UUID: return UUIDOID;
-	case SY_TYPE_DATE: return DATEOID;
-	case SY_TYPE_TIMESTAMP: return TIMESTAMPTZOID;
-	case SY_TYPE_NUMERIC: return NUMERICOID;
-	default: return InvalidOid;
-	}
-}
-
-/* The valid unique btree index on column att alone, with the column's equality and
- * collation; InvalidOid when there is none. */
-static Oid pk_index(Relation rel, AttrNumber att, RegProcedure *eq)
-{
-	Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), att - 1);
-	Oid found = InvalidOid;
-	List *indexes = RelationGetIndexList(rel);
-	ListCell *lc;
-	foreach (lc, indexes) {
-		Relation idx = index_open(lfirst_oid(lc), AccessShareLock);
-		Form_pg_index ix = idx->rd_index;
-		if (ix->indisunique && ix->indisvalid && ix->indisready && ix->indislive &&
-		    ix->indnkeyatts == 1 && ix->indkey.values[0] == att &&
-		    idx->rd_rel->relam == BTREE_AM_OID && idx->rd_opcintype[0] == a->atttypid &&
-		    idx->rd_indcollation[0] == a->attcollation &&
-		    heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
-		    heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL)) {
-			Oid op = get_opfamily_member(idx->rd_opfamily[0], a->atttypid, a->atttypid,
-			                             BTEqualStrategyNumber);
-			if (OidIsValid(op) && op == OpernameGetOprid(list_make1(makeString("=")),
-			                                             a->atttypid, a->atttypid)) {
-				*eq = get_opcode(op);
-				found = RelationGetRelid(idx);
-			}
-		}
-		index_close(idx, NoLock);
-		if (OidIsValid(found))
-			break;
-	}
-	list_free(indexes);
-	return found;
-}
-
 /*
- * read_sql's row without its statement: the table's unique index on the pk probed under snap,
- * the fields by their output functions, as the executor would read and SPI_getvalue print
- * them. false, nothing read, whenever the statement could read differently or be refused:
- * not a plain table without children, no SELECT on the whole table, row-level security, no
- * such index, a column of another type than the manifest's.
- */
-static bool read_row_direct(const sp_table *ti, const char *pk_text, Snapshot snap, sp_row *row)
-{
-	const sy_table *t = ti->t;
-	RangeVar *rv = makeRangeVarFromNameList(stringToQualifiedNameList(ti->rel));
-	Oid relid = RangeVarGetRelid(rv, AccessShareLock, true);
-	if (!OidIsValid(relid) ||
-	    pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
-	    check_enable_rls(relid, InvalidOid, true) != RLS_NONE)
-		return false;
-	Relation rel = table_open(relid, NoLock);
-	TupleDesc desc = RelationGetDescr(rel);
-	AttrNumber pk = get_attnum(relid, t->pk.column);
-	Oid type = pk_type_oid(t->pk.type);
-	RegProcedure eq = InvalidOid;
-	Oid idxid = InvalidOid;
-	AttrNumber *atts = palloc(sizeof(AttrNumber) * (t->field_count + 1));
-	bool ok = rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhassubclass &&
-	          pk != InvalidAttrNumber && OidIsValid(type) &&
-	          TupleDescAttr(desc, pk - 1)->atttypid == type;
-	for (size_t j = 0; ok && j < t->field_count; j++) {
-		atts[j] = get_attnum(relid, t->fields[j].column);
-		ok = atts[j] != InvalidAttrNumber;
-	}
-	if (ok)
-		idxid = pk_index(rel, pk, &eq);
-	if (!OidIsValid(idxid)) {
-		pfree(atts);
-		table_close(rel, NoLock);
-		return false;
-	}
-	Oid typinput, typioparam;
-	getTypeInputInfo(type, &typinput, &typioparam);
-	Datum key = OidInputFunctionCall(typinput, (char *)pk_text, typioparam, -1);
-	Relation idx = index_open(idxid, NoLock);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	ScanKeyData sk;
-	ScanKeyEntryInitialize(&sk, 0, 1, BTEqualStrategyNumber, InvalidOid,
-	                       idx->rd_indcollation[0], eq, key);
-	IndexScanDesc scan = index_beginscan(rel, idx, snap, 1, 0);
-	index_rescan(scan, &sk, 1, NULL, 0);
-	row->has_row = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (row->has_row) {
-		row->vals = palloc0(sizeof *row->vals * (t->field_count + 1));
-		for (size_t j = 0; j < t->field_count; j++) {
-			bool isnull;
-			Datum d = slot_getattr(slot, atts[j], &isnull);
-			if (isnull)
-				continue;
-			Oid out;
-			bool varlena;
-			getTypeOutputInfo(TupleDescAttr(desc, atts[j] - 1)->atttypid, &out,
-			                  &varlena);
-			row->vals[j] = OidOutputFunctionCall(out, d);
-		}
-		/* A second row (a DEFERRABLE key, mid-unit): the statement's two rows. */
-		if (index_getnext_slot(scan, ForwardScanDirection, slot))
-			sp_fail("row read");
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, NoLock);
-	table_close(rel, NoLock);
-	pfree(atts);
-	return true;
-}
-
-/*
- * The fence by its primary key and the row (read_row_direct, else one saved plan) under one
+ * The fence by its primary key and the row (sp_read_row_direct, else one saved plan) under one
  * snapshot, as the one statement that joined them read both (that join's nested-loop
  * start-up cost more than the two reads: callgrind of a 100-mutation push, 89k instructions
  * per read; the plan alone then 32k, the probe 13k).
@@ -214,7 +93,7 @@ void sp_read(sp_push *x, size_t k, sp_row *row)
 		row->version = sp_probe_text(&p, "version");
 	}
 	sp_probe_close(&p);
-	bool direct = read_row_direct(ti, pr->pk_text, snap, row);
+	bool direct = sp_read_row_direct(ti, pr->pk_text, snap, row);
 	if (!direct) {
 		sp_run_snapshot(sp_plan(ti->read_sql, 1, types), &key[1], snap, SPI_OK_SELECT);
 		if (SPI_processed > 1)

@@ -14,6 +14,7 @@
  *   push_subxact.c      the internal subtransaction, as PL/pgSQL's exception block
  *   push_terminal.c     the per-mutation rules decided without the row
  *   push_cas.c          row and fence locks, the matrix, row reads, the source write
+ *   push_row_read.c     a synced row read by its pk index (how, decided once per table)
  *   push_unit.c         one subtransaction per mutation of a non-atomic request
  *   push_atomic_group.c one subtransaction for an atomic request
  *   push_ledger.c       the response, the ledger rows and the accepted-write epoch
@@ -109,6 +110,9 @@ void sp_probe_close(sp_probe *p);
 
 /* ---- push_schemas.c ---- */
 
+/* How a synced table's row is read without a statement (push_row_read.c). */
+typedef struct sp_row_reader sp_row_reader;
+
 /* A synced table of a cached manifest: quoted identifiers and its fixed statements. */
 typedef struct {
 	const sy_table *t;
@@ -120,6 +124,7 @@ typedef struct {
 	char *lock_sql;      /* $1 pk: the row FOR UPDATE (pk, then every field) */
 	char *read_sql;      /* $1 pk: the row (pk, then every field) */
 	char *delete_sql;    /* $1 pk: the hard or soft delete */
+	sp_row_reader *reader;
 } sp_table;
 
 typedef struct sp_schema {
@@ -303,6 +308,12 @@ void sp_constraints(bool deferred);
 bool sp_unit_error(int sqlerrcode);
 void sp_refused(sp_push *x, size_t k, int sqlerrcode);
 extern const char sp_msg_constraint[];
+
+/* push_row_read.c */
+sp_row_reader *sp_row_reader_new(void);
+/* read_sql's row of ti under snap without the statement; false, nothing read, when the table
+ * must be read by read_sql (see there). */
+bool sp_read_row_direct(const sp_table *ti, const char *pk_text, Snapshot snap, sp_row *row);
 
 /* push_subxact.c: runs fn in an internal subtransaction, released when fn returns true and
  * rolled back when it returns false. NULL when fn returned; else fn raised, everything it

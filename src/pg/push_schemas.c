@@ -102,6 +102,7 @@ static void build_table(sp_table *x, const sy_table *t)
 	else
 		appendStringInfo(&b, "DELETE FROM %s WHERE %s = $1::%s", x->rel, x->pk, x->pk_type);
 	x->delete_sql = b.data;
+	x->reader = sp_row_reader_new();
 }
 
 const sp_table *sp_schema_table(sp_schema *s, const sy_table *t)

@@ -235,6 +235,7 @@ void test_ledger_rows_direct(void);
 void test_ledger_operator_changes(void);
 
 void test_row_read_security(void);
+void test_row_read_after_grant(void);
 
 /* ---- 8. nothing caught reaches the server log (last: scans everything before) ---- */
 

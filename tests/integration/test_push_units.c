@@ -596,6 +596,7 @@ int main(void)
 	        {"12 an operator's ledger trigger and column still apply",
 	         test_ledger_operator_changes},
 	        {"12 a unit's row read under row-level security", test_row_read_security},
+	        {"12 a unit's row read after a grant changed", test_row_read_after_grant},
 	        {"8 caught errors never reach the server log", test_log_markers},
 	        {NULL, NULL},
 	};

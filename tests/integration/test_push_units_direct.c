@@ -4,8 +4,9 @@
  * rows an INSERT writes: every index entry (amcheck's heapallindexed), the CHECK rules
  * (VALIDATE CONSTRAINT), the defaults' values, the epoch's message; a ledger table an operator
  * changed (an INSERT trigger, a column with a default, a dropped column) is still written as
- * an INSERT would write it; and a unit's row read (src/pg/push_cas.c) sees what its
- * statement would see under row-level security. */
+ * an INSERT would write it; and a unit's row read (src/pg/push_row_read.c) sees what its
+ * statement would see under row-level security and after a grant changed, in the session
+ * that read the table before. */
 #include "push_units_suite.h"
 
 #define B_DIRECT  "b0000000-0000-4000-8000-00000000d001"
@@ -188,6 +189,39 @@ void test_row_read_security(void)
 	pgt_exec(db, "ALTER TABLE u_kill DISABLE ROW LEVEL SECURITY");
 	pgt_exec(db, "DROP POLICY u_hide ON u_kill");
 	pgt_exec(db, "DROP POLICY u_all ON u_kill");
+	r = push_on(app, json);
+	expect_200(r);
+	CU_ASSERT_EQUAL(r->applied, 1);
+	result_free(r);
+	free(json);
+}
+
+/* The row reader decides once per table and session how it reads (push_row_read.c): a
+ * grant changed after this session read u_kill directly changes the next read as it would
+ * change its statement's. SELECT revoked from synchro_owner: the unit's read is refused, an
+ * operational failure (503, nothing kept); granted again: applied. */
+void test_row_read_after_grant(void)
+{
+	ukey a, b;
+	fresh_key(&a, "grant");
+	fresh_key(&b, "grant");
+	char ids[1][SY_UUID_LEN + 1];
+	mspec ma = {.table = "u_kill", .pk = a.json, .op = "insert", .cols = "{\"val\":\"a\"}"};
+	mspec mb = {.table = "u_kill", .pk = b.json, .op = "insert", .cols = "{\"val\":\"b\"}"};
+	char *json = build(NULL, &ma, 1, ids);
+	result *r = push_on(app, json);
+	expect_200(r);
+	CU_ASSERT_EQUAL(r->applied, 1);
+	result_free(r);
+	free(json);
+	pgt_exec(db, "REVOKE SELECT ON u_kill FROM synchro_owner");
+	json = build(NULL, &mb, 1, ids);
+	r = push_on(app, json);
+	expect_error(r, SY_ERR_TEMPORARY_UNAVAILABLE);
+	result_free(r);
+	no_ledger(json, ids, 1);
+	absent("u_kill", b.id);
+	pgt_exec(db, "GRANT SELECT ON u_kill TO synchro_owner");
 	r = push_on(app, json);
 	expect_200(r);
 	CU_ASSERT_EQUAL(r->applied, 1);
