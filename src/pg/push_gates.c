@@ -11,10 +11,17 @@
  */
 #include "postgres.h"
 
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "push_module.h"
 #include "synchro/dispatch.h"
@@ -69,32 +76,42 @@ void sp_check_calling_transaction(void)
 /* ---- lookup ---- */
 
 /*
+ * The transaction snapshot as sp_probe_snapshot() takes it, and its count of completed
+ * transactions (snapXactCompletionCount; 0: unknown) into *completions. The count is read from
+ * the snapshot GetTransactionSnapshot() answers, not from a registered copy (a copy's count is
+ * zeroed); under REPEATABLE READ or SERIALIZABLE that is already the transaction's copy, so
+ * the count is 0 there and the lookup under the lock is always made again.
+ */
+static Snapshot counted_snapshot(uint64 *completions)
+{
+	CommandCounterIncrement();
+	Snapshot snap = GetTransactionSnapshot();
+	*completions = snap->snapXactCompletionCount;
+	return snap;
+}
+
+/*
  * Client, retirement, the latest published schema and the batch: primary-key probes under one
  * snapshot (push_index_probe.c), zero values where there is none. Before the client lock it
  * is the whole of an exact replay, made with the ids peeked from the body before it is parsed
- * (push_replay.c); after the lock it is read again (a snapshot taken after the lock was
- * granted sees every batch, retirement and publish committed while it waited: READ
- * COMMITTED). The batch's fingerprint is compared by sp_compare_batch_fp once the request is
- * parsed.
+ * (push_replay.c); after the lock it stands only while nothing could have changed it
+ * (sp_lock_client). The batch's fingerprint is compared by sp_compare_batch_fp once the
+ * request is parsed.
  */
-/* ADR: requests of one client serialize here; the row lock also orders a push against
- * connect (a new generation) and retirement, which update or lock this row. */
-static const char lock_sql[] =
-        "SELECT 1 FROM synchro.clients c WHERE c.client_id = $1 FOR NO KEY UPDATE OF c";
-
 void sp_lookup_head(sp_push *x)
 {
 	sp_lookup *lk = &x->lk;
-	Snapshot snap = sp_probe_snapshot();
 	sp_probe p;
 	Datum client[] = {x->client_d};
 	Datum batch[] = {x->user_d, x->client_d, x->batch_d};
 
 	memset(lk, 0, sizeof *lk);
+	Snapshot snap = RegisterSnapshot(counted_snapshot(&lk->completions));
 	sp_probe_open(&p, "clients");
 	if (sp_probe_find(&p, 1, client, snap)) {
 		char *owner = sp_probe_text(&p, "user_id");
 		lk->client_found = true;
+		lk->client_tid = p.slot->tts_tid;
 		lk->bound = owner != NULL && strcmp(owner, x->user) == 0;
 		lk->generation = sp_probe_int(&p, "generation");
 	}
@@ -108,7 +125,8 @@ void sp_lookup_head(sp_push *x)
 	sp_probe_close(&p);
 	sp_probe_open(&p, "batches");
 	/* A database at migration 18 under this module (installed first) has no digests. */
-	lk->digest_column = get_attnum(RelationGetRelid(p.rel), "request_digest") != InvalidAttrNumber;
+	lk->digest_column =
+	        get_attnum(RelationGetRelid(p.rel), "request_digest") != InvalidAttrNumber;
 	if (sp_probe_find(&p, 3, batch, snap)) {
 		char *state = sp_probe_text(&p, "state");
 		lk->batch_found = true;
@@ -131,20 +149,83 @@ void sp_lookup_head(sp_push *x)
 void sp_compare_batch_fp(sp_push *x)
 {
 	sp_lookup *lk = &x->lk;
-	lk->batch_fp_equal = lk->batch_found && lk->fp_algorithm != NULL &&
-	                     lk->fp_domain != NULL &&
-	                     sy_fp_matches(&x->bfp, lk->fp_algorithm, lk->fp_version,
-	                                   lk->fp_domain, (const uint8_t *)lk->fp_digest,
-	                                   lk->fp_digest_len);
+	lk->batch_fp_equal = lk->batch_found && lk->fp_algorithm != NULL && lk->fp_domain != NULL &&
+	                     sy_fp_matches(&x->bfp, lk->fp_algorithm, lk->fp_version, lk->fp_domain,
+	                                   (const uint8_t *)lk->fp_digest, lk->fp_digest_len);
 }
 
+/*
+ * ADR: requests of one client serialize on its row; the lock also orders a push against
+ * connect (a new generation) and retirement, which update or lock this row. What
+ * SELECT 1 FROM synchro.clients WHERE client_id = $1 FOR NO KEY UPDATE did (RowShareLock on
+ * the table, refused in a read-only transaction, waiting under the push's lock_timeout), on
+ * the row version the lookup found instead of a statement finding it again: under READ
+ * COMMITTED the newest version of the row is locked (an update committed meanwhile is
+ * followed; a deleted row locks nothing, and the lookup made again then finds no client),
+ * under REPEATABLE READ or SERIALIZABLE a row changed since the snapshot fails with 40001,
+ * as the statement did. True when the version the lookup found is the one locked.
+ */
+static bool lock_client_row(sp_push *x)
+{
+	sp_probe p;
+	TM_FailureData tmfd;
+	ItemPointerData tid = x->lk.client_tid;
+	bool xact_snapshot = IsolationUsesXactSnapshot();
+
+	PreventCommandIfReadOnly("SELECT FOR NO KEY UPDATE");
+	PreventCommandIfParallelMode("SELECT FOR NO KEY UPDATE");
+	sp_probe_open(&p, "clients");
+	LockRelationOid(RelationGetRelid(p.rel), RowShareLock);
+	/* heap's tuple_lock reads no snapshot; the statement's is passed as the executor does */
+	TM_Result r = table_tuple_lock(
+	        p.rel, &tid, ActiveSnapshotSet() ? GetActiveSnapshot() : NULL, p.slot,
+	        GetCurrentCommandId(true), LockTupleNoKeyExclusive, LockWaitBlock,
+	        xact_snapshot ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	sp_probe_close(&p);
+	switch (r) {
+	case TM_Ok: return !tmfd.traversed;
+	case TM_SelfModified: return false; /* as the statement: not locked, not returned */
+	case TM_Updated:
+	case TM_Deleted:
+		if (xact_snapshot)
+			ereport(ERROR,
+			        (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			         errmsg("could not serialize access due to concurrent update")));
+		if (r == TM_Deleted)
+			return false;
+		sp_fail("the client row could not be locked");
+	default: sp_fail("the client row could not be locked");
+	}
+}
+
+/*
+ * The client lock, and the head lookup under it. The lookup is made again unless the row
+ * locked is the version it found and a snapshot taken now has the lookup snapshot's count of
+ * completed transactions (snapXactCompletionCount, which every commit and abort of a
+ * transaction with an xid advances under ProcArrayLock): then no transaction ended between
+ * the two snapshots, they have the same running transactions and horizon, so the same rows
+ * are visible to both, and the four probes would read what they read (this call writes
+ * none of their tables in between). A push that held the lock while this one waited has
+ * ended its transaction when the lock is granted, so the lookup is always made again after
+ * a wait: it sees that push's batch, a retirement, a connect or a publish committed
+ * meanwhile (READ COMMITTED), as a statement after the lock would. Under REPEATABLE READ or
+ * SERIALIZABLE the count is unknown (counted_snapshot) and the lookup made again, as before.
+ */
 void sp_lock_client(sp_push *x)
 {
-	static const Oid types[] = {UUIDOID};
-	Datum v[] = {x->client_d};
-	sp_run(sp_plan(lock_sql, 1, types), v, NULL, SPI_OK_SELECT);
-	SPI_freetuptable(SPI_tuptable);
-	sp_lookup_head(x);
+	sp_lookup *lk = &x->lk;
+	if (!lk->client_found)
+		sp_fail("no client row to lock");
+	bool same = lock_client_row(x);
+	uint64 now;
+	(void)counted_snapshot(&now);
+	same = same && lk->completions != 0 && now == lk->completions;
+	if (same) {
+		lk->probed = false;
+		lk->led = NULL;
+		lk->nled = 0;
+	} else
+		sp_lookup_head(x);
 	sp_compare_batch_fp(x);
 }
 

@@ -155,7 +155,11 @@ typedef struct {
 /* What the gates read. */
 typedef struct {
 	bool client_found;
-	bool bound; /* the client is the caller's */
+	bool bound;                 /* the client is the caller's */
+	ItemPointerData client_tid; /* the client row version found */
+	/* the lookup snapshot's count of completed transactions (0: unknown): a snapshot with
+	 * the same count sees exactly what it saw (sp_lock_client) */
+	uint64 completions;
 	bool retired;
 	int64 generation;
 	int64 latest; /* the latest published schema version; 0: none */

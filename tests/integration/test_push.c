@@ -388,6 +388,7 @@ int main(void)
 	        {"racing insert", test_race_insert},
 	        {"no resurrection under a race", test_race_resurrection},
 	        {"lock timeout", test_lock_timeout},
+	        {"the client changed while a push waits for it", test_client_changed_while_waiting},
 	        {"connection lost", test_connection_lost},
 	        {"schema history: schema_incompatible", test_schema_history},
 	        {NULL, NULL},

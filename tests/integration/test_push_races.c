@@ -575,6 +575,52 @@ void test_lock_timeout(void)
 	free(json);
 }
 
+/*
+ * A push waiting for its client row while a connect (a new generation) or a deletion of the
+ * client commits: the lock takes the row's newest version (or nothing, once deleted), and
+ * the gates decide on what committed, as the lookup made again under the lock reads it
+ * (409 client_generation_expired, 401); nothing is written.
+ */
+void test_client_changed_while_waiting(void)
+{
+	const char *client = "c0000000-0000-4000-8000-000000000600";
+	const char *pc[] = {client};
+	PQclear(pgt_query(db,
+	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
+	                  " VALUES ($1, 'alice', 1)",
+	                  1, pc));
+	todo_id t;
+	fresh_todo(&t);
+	mspec m = {.table = "todo", .pk = t.json, .op = "insert", .cols = "{\"title\":\"late\"}"};
+	long long batches = count("SELECT count(*) FROM synchro.batches");
+	static const char *const changes[] = {
+	        "UPDATE synchro.clients SET generation = 2 WHERE client_id = $1",
+	        "DELETE FROM synchro.clients WHERE client_id = $1"};
+	static const sy_errcode answers[] = {SY_ERR_CLIENT_GENERATION_EXPIRED,
+	                                     SY_ERR_AUTH_REQUIRED};
+	for (int i = 0; i < 2; i++) {
+		/* the generation current when the push is looked up (the first change makes 2) */
+		rspec rs = {.client = client, .gen = 1 + i};
+		char *json = build(&rs, &m, 1, NULL);
+		pgt_exec(db, "BEGIN");
+		PQclear(pgt_query(db, changes[i], 1, pc));
+		child ch = spawn(ALICE, json, NULL, 20000);
+		CU_ASSERT_TRUE(wait_for_lock_waiters(1));
+		pgt_exec(db, "COMMIT");
+		child_answer a = collect(ch);
+		CU_ASSERT_EQUAL(a.exit_status, 0);
+		CU_ASSERT_EQUAL(a.error, (int)answers[i]);
+		CU_ASSERT_EQUAL(a.status, sy_errcode_http_status(answers[i]));
+		CU_ASSERT_FALSE(a.replay);
+		free(a.body);
+		free(json);
+	}
+	CU_ASSERT_EQUAL(count("SELECT count(*) FROM synchro.batches"), batches);
+	char v[160];
+	fence_version("todo", t.id, v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+}
+
 /* A connection lost mid-request is a 503 and SY_STORE_CONNECTION; a new one works. */
 void test_connection_lost(void)
 {
