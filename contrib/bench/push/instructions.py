@@ -8,7 +8,12 @@ then stopped and 5 + BENCH_PUSHES fresh pushes of BENCH_BATCH inserts (default 3
 `postgres --single` under `valgrind --tool=callgrind --toggle-collect=synchro_push` (the first
 five, with cold caches, are counted too). Prints Ir per push and per mutation; BENCH_CALLGRIND_OUT=FILE
 keeps the profile for callgrind_annotate (--inclusive=yes). BENCH_REPLAY=1: one batch is executed
-before, and every counted push is an exact replay of it (the same octets). Needs valgrind."""
+before, and every counted push is an exact replay of it (the same octets). BENCH_WHOLE=1: every
+instruction of the backend is counted (--toggle-collect=PostgresMain: reading, parsing and planning
+each statement, the commit), not only synchro_push's; the body then travels as a SQL literal, whose
+scanning a binary parameter would not cost (a few instructions per octet). BENCH_PLAIN=1 (whole
+backend too): the same rows (id and qty) inserted by a prepared INSERT, one transaction of
+BENCH_BATCH per batch, as contrib/bench/push's plain SQL reference does. Needs valgrind."""
 
 import os
 import re
@@ -23,6 +28,8 @@ BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
 PUSHES = int(os.environ.get("BENCH_PUSHES", "300"))
 BATCH = int(os.environ.get("BENCH_BATCH", "1"))
 REPLAY = os.environ.get("BENCH_REPLAY") == "1"
+PLAIN = os.environ.get("BENCH_PLAIN") == "1"
+WHOLE = PLAIN or os.environ.get("BENCH_WHOLE") == "1"
 WARM = 5
 
 
@@ -58,9 +65,18 @@ def main():
         run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
              "SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)" % first])
     with open(script, "w") as f:
-        for _ in range(WARM + PUSHES):
-            f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n"
-                    % (first if REPLAY else body()))
+        if PLAIN:
+            f.write("PREPARE ins(bigint) AS INSERT INTO public.item (id, qty) VALUES ($1, 1)\n")
+            for _ in range(WARM + PUSHES):
+                f.write("BEGIN\n")
+                for _ in range(BATCH):
+                    body.last_pk += 1
+                    f.write("EXECUTE ins(%d)\n" % body.last_pk)
+                f.write("COMMIT\n")
+        else:
+            for _ in range(WARM + PUSHES):
+                f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n"
+                        % (first if REPLAY else body()))
     prefix = os.environ.get("SYNCHRO_PG_RUN", "").split()
     data = os.environ["SYNCHRO_PG_DATA"]
     bindir = os.environ["PG_BINDIR"]
@@ -73,7 +89,7 @@ def main():
         # --toggle-collect counts every call, the WARM first ones too (their cold caches are
         # a small part of the total over BENCH_PUSHES, the same for every build).
         with open(script) as stdin:
-            single = subprocess.run(prefix + ["valgrind", "--tool=callgrind", "--toggle-collect=synchro_push",
+            single = subprocess.run(prefix + ["valgrind", "--tool=callgrind", "--toggle-collect=" + ("PostgresMain" if WHOLE else "synchro_push"),
                                               "--callgrind-out-file=" + cg_out,
                                               os.path.join(bindir, "postgres"), "--single", "-D", data,
                                               os.environ["PGDATABASE"]],
@@ -81,14 +97,24 @@ def main():
     finally:
         subprocess.run(prefix + [os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.environ["SYNCHRO_PG_LOG"],
                                  "-w", "start"], stdout=subprocess.DEVNULL, check=True)
-    answered = single.stdout.count('status = "200"')
-    if answered != WARM + PUSHES:
-        raise SystemExit("%d of %d pushes answered 200:\n%s" % (answered, WARM + PUSHES, single.stdout[-3000:]))
+    if PLAIN:
+        inserted = int(run(["psql", "-X", "-At", "-c", "SELECT count(*) FROM public.item"]))
+        if inserted != (WARM + PUSHES) * BATCH:
+            raise SystemExit("%d of %d rows inserted:\n%s" % (inserted, (WARM + PUSHES) * BATCH,
+                                                             single.stdout[-3000:]))
+    else:
+        answered = single.stdout.count('status = "200"')
+        if answered != WARM + PUSHES:
+            raise SystemExit("%d of %d pushes answered 200:\n%s" % (answered, WARM + PUSHES,
+                                                                    single.stdout[-3000:]))
     totals = re.search(r"([0-9,]+) \([0-9.]+%\)\s+PROGRAM TOTALS", run(["callgrind_annotate", cg_out]))
     total = int(totals.group(1).replace(",", ""))
-    print("%d %s of %d insert(s) (+%d warm-up, counted): %d Ir in synchro_push, %.0f per push, %.0f per mutation"
-          % (PUSHES, "exact replays" if REPLAY else "pushes", BATCH, WARM, total, total / (PUSHES + WARM),
-             total / (PUSHES + WARM) / BATCH))
+    what = "plain SQL transactions" if PLAIN else "exact replays" if REPLAY else "pushes"
+    where = "the whole backend" if WHOLE else "synchro_push"
+    print("%d %s of %d insert(s) (+%d warm-up, counted): %d Ir in %s, %.0f per %s, %.0f per %s"
+          % (PUSHES, what, BATCH, WARM, total, where, total / (PUSHES + WARM),
+             "transaction" if PLAIN else "push", total / (PUSHES + WARM) / BATCH,
+             "row" if PLAIN else "mutation"))
     if os.environ.get("BENCH_CALLGRIND_OUT"):
         subprocess.run(["cp", cg_out, out], check=True)
     return 0

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # contrib/bench/push/instructions.sh [BUILD_DIR]: the instructions synchro_push executes per
 # push, counted by callgrind in a single-user backend, on a throwaway cluster (instructions.py).
-# BENCH_PUSHES (default 300) and BENCH_BATCH (default 1) set the load.
+# BENCH_PUSHES (default 300) and BENCH_BATCH (default 1) set the load; BENCH_WHOLE=1 counts the
+# whole backend, BENCH_PLAIN=1 the same rows by plain SQL (see instructions.py).
 set -eu
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 build=$(cd "${1:-$top/_check/default}" && pwd)
