@@ -9,9 +9,11 @@ then stopped and 5 + BENCH_PUSHES fresh pushes of BENCH_BATCH inserts (default 3
 five, with cold caches, are counted too). Prints Ir per push and per mutation; BENCH_CALLGRIND_OUT=FILE
 keeps the profile for callgrind_annotate (--inclusive=yes). BENCH_REPLAY=1: one batch is executed
 before, and every counted push is an exact replay of it (the same octets). BENCH_WHOLE=1: every
-instruction of the backend is counted (--toggle-collect=PostgresMain: reading, parsing and planning
-each statement, the commit), not only synchro_push's; the body then travels as a SQL literal, whose
-scanning a binary parameter would not cost (a few instructions per octet). BENCH_PLAIN=1 (whole
+statement's life in the backend is counted (its transaction's start, parse, analysis, plan, run
+and commit), not only synchro_push; not the reading of its text, which single-user mode does a
+character at a time and a client's protocol message does not. The push is a prepared statement, as
+the responders run it, but its body travels as a SQL literal, whose scanning and input function a
+binary parameter would not cost (a few instructions per octet). BENCH_PLAIN=1 (whole
 backend too): the same rows (id and qty) inserted by a prepared INSERT, one transaction of
 BENCH_BATCH per batch, as contrib/bench/push's plain SQL reference does. Needs valgrind."""
 
@@ -73,6 +75,11 @@ def main():
                     body.last_pk += 1
                     f.write("EXECUTE ins(%d)\n" % body.last_pk)
                 f.write("COMMIT\n")
+        elif WHOLE:
+            # prepared, as the responders run it (parsed and planned once)
+            f.write("PREPARE push(text, bytea) AS SELECT status FROM synchro.synchro_push($1, $2)\n")
+            for _ in range(WARM + PUSHES):
+                f.write("EXECUTE push('alice', '%s')\n" % (first if REPLAY else body()))
         else:
             for _ in range(WARM + PUSHES):
                 f.write("SELECT status FROM synchro.synchro_push('alice', '%s'::bytea)\n"
@@ -85,11 +92,16 @@ def main():
     out = os.environ.get("BENCH_CALLGRIND_OUT") or os.path.join(tmp, "callgrind.out")
     cg_out = os.path.join(tmp, "cg.out")
     os.chmod(tmp, 0o777)
+    # The statement's life in the backend (single-user mode reads its input a character at a
+    # time, which a client's protocol message does not cost: left out).
+    toggles = ["--toggle-collect=" + f for f in
+               (("StartTransactionCommand", "pg_parse_query", "pg_analyze_and_rewrite_fixedparams",
+                 "pg_plan_queries", "PortalRun", "CommitTransactionCommand") if WHOLE else ("synchro_push",))]
     try:
         # --toggle-collect counts every call, the WARM first ones too (their cold caches are
         # a small part of the total over BENCH_PUSHES, the same for every build).
         with open(script) as stdin:
-            single = subprocess.run(prefix + ["valgrind", "--tool=callgrind", "--toggle-collect=" + ("PostgresMain" if WHOLE else "synchro_push"),
+            single = subprocess.run(prefix + ["valgrind", "--tool=callgrind", *toggles,
                                               "--callgrind-out-file=" + cg_out,
                                               os.path.join(bindir, "postgres"), "--single", "-D", data,
                                               os.environ["PGDATABASE"]],
