@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/syscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -41,10 +42,51 @@ PG_MODULE_MAGIC;
 
 void _PG_init(void);
 
+/*
+ * synchro_push's result type (its OUT parameters), blessed, kept per backend:
+ * get_call_result_type and BlessTupleDesc at every call were a tenth of a 1-mutation replay's
+ * instructions. Dropped by any change of pg_proc or pg_type (a function declared again, a
+ * type altered); an OID reused after a DROP is met by the same invalidation.
+ */
+static TupleDesc result_desc;
+static Oid result_fn = InvalidOid;
+
+static void forget_result_desc(Datum arg, int cacheid, uint32 hashvalue)
+{
+	(void)arg;
+	(void)cacheid;
+	(void)hashvalue;
+	result_fn = InvalidOid;
+}
+
+static TupleDesc call_result_desc(FunctionCallInfo fcinfo)
+{
+	TupleDesc desc;
+	if (OidIsValid(result_fn) && result_fn == fcinfo->flinfo->fn_oid)
+		return result_desc;
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "synchro_push: must be declared to return a record");
+	/* Unchanged (any DDL of a function or type drops it): the one kept, never freed while
+	 * a call could still be forming its answer with it. */
+	if (result_desc == NULL || !equalTupleDescs(result_desc, desc)) {
+		MemoryContext old = MemoryContextSwitchTo(sp_cache_context());
+		TupleDesc copy = CreateTupleDescCopy(desc);
+		MemoryContextSwitchTo(old);
+		BlessTupleDesc(copy);
+		if (result_desc != NULL)
+			FreeTupleDesc(result_desc);
+		result_desc = copy;
+	}
+	result_fn = fcinfo->flinfo->fn_oid;
+	return result_desc;
+}
+
 void _PG_init(void)
 {
 	sp_memory_init();
 	CacheRegisterRelcacheCallback(sp_invalidate_deferrable, (Datum)0);
+	CacheRegisterSyscacheCallback(PROCOID, forget_result_desc, (Datum)0);
+	CacheRegisterSyscacheCallback(TYPEOID, forget_result_desc, (Datum)0);
 }
 
 void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...)
@@ -313,9 +355,7 @@ PG_FUNCTION_INFO_V1(synchro_push);
 
 Datum synchro_push(PG_FUNCTION_ARGS)
 {
-	TupleDesc desc;
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "synchro_push: must be declared to return a record");
+	TupleDesc desc = call_result_desc(fcinfo);
 	MemoryContext callcxt = CurrentMemoryContext;
 	MemoryContext pcxt = AllocSetContextCreate(callcxt, "synchro_push", ALLOCSET_DEFAULT_SIZES);
 	int guc_level = NewGUCNestLevel();
@@ -345,7 +385,7 @@ Datum synchro_push(PG_FUNCTION_ARGS)
 	bool nulls[ANSWER_COLUMNS];
 	MemoryContextSwitchTo(callcxt);
 	answer_columns(&x, desc, values, nulls);
-	HeapTuple tuple = heap_form_tuple(BlessTupleDesc(desc), values, nulls);
+	HeapTuple tuple = heap_form_tuple(desc, values, nulls);
 
 	sy_push_request_free(x.req);
 	sy_json_doc_free(x.doc);
