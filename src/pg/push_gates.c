@@ -125,8 +125,7 @@ void sp_lookup_head(sp_push *x)
 	sp_probe_close(&p);
 	sp_probe_open(&p, "batches");
 	/* A database at migration 18 under this module (installed first) has no digests. */
-	lk->digest_column =
-	        get_attnum(RelationGetRelid(p.rel), "request_digest") != InvalidAttrNumber;
+	lk->digest_column = sp_probe_has(&p, "request_digest");
 	if (sp_probe_find(&p, 3, batch, snap)) {
 		char *state = sp_probe_text(&p, "state");
 		lk->batch_found = true;

@@ -84,6 +84,7 @@ Datum sp_bytea_datum(const void *p, size_t len);
 typedef struct {
 	Relation rel, idx;
 	TupleTableSlot *slot;
+	void *entry; /* what the backend keeps of the table (push_index_probe.c); or NULL */
 	bool found;
 	int nkeys;                       /* key columns of the index */
 	RegProcedure eq[INDEX_MAX_KEYS]; /* their equality procedures */
@@ -106,6 +107,8 @@ Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull);
 char *sp_probe_text(sp_probe *p, const char *column);
 int64 sp_probe_int(sp_probe *p, const char *column);
 char *sp_probe_bytes(sp_probe *p, const char *column, size_t *len);
+/* Whether the table has the column. */
+bool sp_probe_has(const sp_probe *p, const char *column);
 void sp_probe_close(sp_probe *p);
 
 /* ---- push_schemas.c ---- */
