@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ledger rows of a first execution written through the table and index access methods,
- * without an INSERT or UPDATE statement (ADR "Required durable ledger fields"). An SPI INSERT of one
- * ledger row paid executor start-up, the CHECK's expression read back from its text, and
- * the row and statement triggers: about a quarter of a one-mutation push's backend CPU
+ * without an INSERT or UPDATE statement (ADR "Required durable ledger fields"). An SPI INSERT of
+ * one ledger row paid executor start-up, the CHECK's expression read back from its text, and the
+ * row and statement triggers: about a quarter of a one-mutation push's backend CPU
  * (doc/performance.md). The rules those guards hold stay on the tables for every other
  * writer; for its own rows the push applies them directly (push_ledger.c: the row rules of
  * ledger_guards.c, the retirement probe; the batch and mutation references hold by
@@ -37,7 +37,9 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
@@ -114,12 +116,11 @@ static bool known_guards(Relation rel, const sp_ledger_shape *s)
 	return true;
 }
 
-bool sp_ledger_open(sp_ledger_table *t, const sp_ledger_shape *s)
+/* Whether rel is exactly of the shape s: its columns (col: per attribute, the shape's column
+ * or -1) and known_guards. */
+static bool of_shape(Relation rel, const sp_ledger_shape *s, int *col)
 {
-	memset(t, 0, sizeof *t);
-	Relation rel = table_open(synchro_relid(s->table, RowExclusiveLock), NoLock);
 	TupleDesc desc = RelationGetDescr(rel);
-	int *col = palloc(sizeof(int) * Max(desc->natts, 1));
 	int found = 0, next = 0;
 	bool known = known_guards(rel, s);
 	for (int a = 0; known && a < desc->natts; a++) {
@@ -141,7 +142,95 @@ bool sp_ledger_open(sp_ledger_table *t, const sp_ledger_shape *s)
 		next = col[a] + 1;
 		found++;
 	}
-	known = known && found == s->ncols;
+	return known && found == s->ncols;
+}
+
+/*
+ * Per backend and shape, what of_shape decided of the table and its relid (resolving the name
+ * and checking the guards was about a third of the three openings of a 1-mutation push).
+ * An entry is dropped by any invalidation of the table or of the table its foreign key
+ * references (a trigger, CHECK, column, policy or key changed, the table dropped); the lock
+ * taken before use processes the invalidations that arrived, so a changed table is always
+ * looked at again. One arriving while an entry is made leaves it unmade.
+ */
+#define LEDGER_SHAPES 8
+
+typedef struct {
+	const sp_ledger_shape *shape;
+	Oid relid, fk_relid;
+	int natts;
+	int *col; /* in the cache context */
+	bool known;
+	bool valid;
+} shape_entry;
+
+static shape_entry shapes[LEDGER_SHAPES];
+static uint64 invalidations;
+static bool callback_registered;
+
+static void forget_shapes(Datum arg, Oid relid)
+{
+	(void)arg;
+	invalidations++;
+	for (int i = 0; i < LEDGER_SHAPES; i++)
+		if (relid == InvalidOid || shapes[i].relid == relid || shapes[i].fk_relid == relid)
+			shapes[i].valid = false;
+}
+
+static shape_entry *shape_entry_of(const sp_ledger_shape *s)
+{
+	if (!callback_registered) {
+		CacheRegisterRelcacheCallback(forget_shapes, (Datum)0);
+		callback_registered = true;
+	}
+	for (int i = 0; i < LEDGER_SHAPES; i++)
+		if (shapes[i].shape == s || shapes[i].shape == NULL) {
+			shapes[i].shape = s;
+			return &shapes[i];
+		}
+	return NULL;
+}
+
+/* The table of shape s, RowExclusiveLock taken; *known and col as of_shape decides. */
+static Relation open_shape(const sp_ledger_shape *s, int *col_out[], bool *known)
+{
+	shape_entry *e = shape_entry_of(s);
+	if (e != NULL && e->valid)
+		LockRelationOid(e->relid, RowExclusiveLock);
+	if (e != NULL && e->valid) {
+		Relation rel = table_open(e->relid, NoLock);
+		*col_out = palloc(sizeof(int) * Max(e->natts, 1));
+		memcpy(*col_out, e->col, sizeof(int) * Max(e->natts, 1));
+		*known = e->known;
+		return rel;
+	}
+	uint64 seen = invalidations;
+	Relation rel = table_open(synchro_relid(s->table, RowExclusiveLock), NoLock);
+	int natts = RelationGetDescr(rel)->natts;
+	int *col = palloc(sizeof(int) * Max(natts, 1));
+	*known = of_shape(rel, s, col);
+	*col_out = col;
+	if (e == NULL)
+		return rel;
+	int *kept = MemoryContextAlloc(sp_cache_context(), sizeof(int) * Max(natts, 1));
+	memcpy(kept, col, sizeof(int) * Max(natts, 1));
+	if (e->col != NULL)
+		pfree(e->col);
+	e->col = kept;
+	e->natts = natts;
+	e->relid = RelationGetRelid(rel);
+	e->fk_relid = s->fk_table != NULL ? synchro_relid(s->fk_table, NoLock) : InvalidOid;
+	e->known = *known;
+	e->valid = invalidations == seen;
+	return rel;
+}
+
+bool sp_ledger_open(sp_ledger_table *t, const sp_ledger_shape *s)
+{
+	int *col;
+	bool known;
+	memset(t, 0, sizeof *t);
+	Relation rel = open_shape(s, &col, &known);
 	if (!known) {
 		pfree(col);
 		table_close(rel, NoLock);
