@@ -180,6 +180,8 @@ static bool lock_client_row(sp_push *x)
 	        p.rel, &tid, ActiveSnapshotSet() ? GetActiveSnapshot() : NULL, p.slot,
 	        GetCurrentCommandId(true), LockTupleNoKeyExclusive, LockWaitBlock,
 	        xact_snapshot ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	if (r == TM_Ok)
+		x->client_locked = tid;
 	sp_probe_close(&p);
 	switch (r) {
 	case TM_Ok: return !tmfd.traversed;

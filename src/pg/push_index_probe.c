@@ -179,6 +179,13 @@ bool sp_probe_find_last(sp_probe *p, Snapshot snap)
 	return p->found;
 }
 
+bool sp_probe_fetch(sp_probe *p, ItemPointer tid, Snapshot snap)
+{
+	p->found = ItemPointerIsValid(tid) &&
+	           table_tuple_fetch_row_version(p->rel, tid, snap, p->slot);
+	return p->found;
+}
+
 /*
  * The attribute number of column, InvalidAttrNumber when there is none. Kept with the table's
  * entry: a column's number changes only under an AccessExclusiveLock (rename, drop, add),

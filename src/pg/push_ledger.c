@@ -448,7 +448,9 @@ static bool advance_epoch(sp_push *x)
 		return false;
 	Snapshot snap = sp_probe_snapshot();
 	sp_probe_open(&p, "clients");
-	if (!sp_probe_find(&p, 1, client, snap))
+	/* The version this call locked is the newest (no other writer can have changed the
+	 * row since, and this call changes it only here): read at its tid, not probed again. */
+	if (!sp_probe_fetch(&p, &x->client_locked, snap) && !sp_probe_find(&p, 1, client, snap))
 		sp_fail("the accepted-write epoch did not advance");
 	int64 generation = sp_probe_int(&p, "generation");
 	int64 epoch = sp_probe_int(&p, "accepted_write_epoch");

@@ -101,6 +101,8 @@ void sp_probe_open(sp_probe *p, const char *table);
 bool sp_probe_find(sp_probe *p, int nkeys, const Datum *values, Snapshot snap);
 /* The visible row with the greatest primary key. */
 bool sp_probe_find_last(sp_probe *p, Snapshot snap);
+/* The row version at tid when it is visible (false, nothing found, when tid is invalid). */
+bool sp_probe_fetch(sp_probe *p, ItemPointer tid, Snapshot snap);
 /* Columns of the found row, by name: the datum (valid until the next probe), text (NULL when
  * null), an integer of any width (0 when null), or bytes as sp_datum_bytes. */
 Datum sp_probe_get(sp_probe *p, const char *column, bool *isnull);
@@ -228,6 +230,8 @@ typedef struct {
 	 * ids peeked from the body (peek_client, peek_batch) before it was parsed */
 	Datum user_d;
 	Datum client_d;
+	/* the client row version this call locked (sp_lock_client); invalid when none */
+	ItemPointerData client_locked;
 	Datum batch_d;
 	bool looked_up;
 	char peek_client[SY_UUID_LEN + 1];
