@@ -239,6 +239,7 @@ void test_race_resurrection(void);
 /* Waiting longer than lock_timeout_ms for the client is a 503 with nothing committed. */
 void test_lock_timeout(void);
 void test_client_changed_while_waiting(void);
+void test_client_changed_repeatable_read(void);
 
 /* A connection lost mid-request is a 503 and SY_STORE_CONNECTION; a new one works. */
 void test_connection_lost(void);

@@ -389,6 +389,7 @@ int main(void)
 	        {"no resurrection under a race", test_race_resurrection},
 	        {"lock timeout", test_lock_timeout},
 	        {"the client changed while a push waits for it", test_client_changed_while_waiting},
+	        {"the client changed under repeatable read", test_client_changed_repeatable_read},
 	        {"connection lost", test_connection_lost},
 	        {"schema history: schema_incompatible", test_schema_history},
 	        {NULL, NULL},

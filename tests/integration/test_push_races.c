@@ -621,6 +621,60 @@ void test_client_changed_while_waiting(void)
 	CU_ASSERT_STRING_EQUAL(v, "");
 }
 
+/*
+ * Under REPEATABLE READ, a client row changed after the transaction's snapshot fails the push
+ * with 40001 and nothing written, as SELECT ... FOR NO KEY UPDATE fails there; run again in
+ * a new transaction, it is executed.
+ */
+void test_client_changed_repeatable_read(void)
+{
+	const char *client = "c0000000-0000-4000-8000-000000000601";
+	const char *pc[] = {client};
+	PQclear(pgt_query(db,
+	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
+	                  " VALUES ($1, 'alice', 1)",
+	                  1, pc));
+	todo_id t;
+	fresh_todo(&t);
+	mspec m = {.table = "todo", .pk = t.json, .op = "insert", .cols = "{\"title\":\"rr\"}"};
+	rspec rs = {.client = client, .gen = 1};
+	char *json = build(&rs, &m, 1, NULL);
+	sy_error e = {0};
+	PGconn *c = sy_store_connect("user=" APP_ROLE, "test_push_rr", &e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	const char *args[] = {ALICE, json};
+	static const char call[] =
+	        "SELECT status, replay FROM synchro.synchro_push($1, convert_to($2, 'UTF8'))";
+	PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
+	PQclear(PQexec(c, "SELECT 1")); /* the transaction's snapshot */
+	PQclear(pgt_query(db,
+	                  "UPDATE synchro.clients SET generation = generation WHERE client_id = $1",
+	                  1, pc));
+	PGresult *r = PQexecParams(c, call, 2, NULL, args, NULL, NULL, 0);
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_FATAL_ERROR);
+	CU_ASSERT_STRING_EQUAL(state ? state : "", "40001");
+	PQclear(r);
+	PQclear(PQexec(c, "ROLLBACK"));
+	char v[160];
+	fence_version("todo", t.id, v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	/* a new transaction: executed */
+	PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
+	r = PQexecParams(c, call, 2, NULL, args, NULL, NULL, 0);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+		CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "200");
+		CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "f");
+	}
+	PQclear(r);
+	PQclear(PQexec(c, "COMMIT"));
+	fence_version("todo", t.id, v);
+	CU_ASSERT_STRING_NOT_EQUAL(v, "");
+	sy_store_disconnect(c);
+	free(json);
+}
+
 /* A connection lost mid-request is a 503 and SY_STORE_CONNECTION; a new one works. */
 void test_connection_lost(void)
 {
