@@ -39,7 +39,6 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
@@ -166,9 +165,9 @@ typedef struct {
 
 static shape_entry shapes[LEDGER_SHAPES];
 static uint64 invalidations;
-static bool callback_registered;
 
-static void forget_shapes(Datum arg, Oid relid)
+/* Registered by _PG_init (push_entry.c). */
+void sp_ledger_forget(Datum arg, Oid relid)
 {
 	(void)arg;
 	invalidations++;
@@ -179,10 +178,6 @@ static void forget_shapes(Datum arg, Oid relid)
 
 static shape_entry *shape_entry_of(const sp_ledger_shape *s)
 {
-	if (!callback_registered) {
-		CacheRegisterRelcacheCallback(forget_shapes, (Datum)0);
-		callback_registered = true;
-	}
 	for (int i = 0; i < LEDGER_SHAPES; i++)
 		if (shapes[i].shape == s || shapes[i].shape == NULL) {
 			shapes[i].shape = s;

@@ -84,7 +84,14 @@ static TupleDesc call_result_desc(FunctionCallInfo fcinfo)
 void _PG_init(void)
 {
 	sp_memory_init();
+	/* every per-backend cache of the module, dropped by the invalidations that concern it */
 	CacheRegisterRelcacheCallback(sp_invalidate_deferrable, (Datum)0);
+	CacheRegisterRelcacheCallback(sp_probe_forget, (Datum)0);
+	CacheRegisterRelcacheCallback(sp_ledger_forget, (Datum)0);
+	CacheRegisterRelcacheCallback(sp_row_reader_forget, (Datum)0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, sp_row_reader_forget_syscache, (Datum)0);
+	CacheRegisterSyscacheCallback(AUTHOID, sp_row_reader_forget_syscache, (Datum)0);
+	CacheRegisterSyscacheCallback(OPERNAMENSP, sp_row_reader_forget_syscache, (Datum)0);
 	CacheRegisterSyscacheCallback(PROCOID, forget_result_desc, (Datum)0);
 	CacheRegisterSyscacheCallback(TYPEOID, forget_result_desc, (Datum)0);
 }

@@ -27,7 +27,6 @@
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -73,9 +72,9 @@ typedef struct {
 } probe_table;
 
 static probe_table tables[PROBE_TABLES];
-static bool callback_registered;
 
-static void forget_tables(Datum arg, Oid relid)
+/* Registered by _PG_init (push_entry.c). */
+void sp_probe_forget(Datum arg, Oid relid)
 {
 	(void)arg;
 	for (int i = 0; i < PROBE_TABLES; i++)
@@ -86,10 +85,6 @@ static void forget_tables(Datum arg, Oid relid)
 static probe_table *table_entry(const char *table)
 {
 	probe_table *free_entry = NULL;
-	if (!callback_registered) {
-		CacheRegisterRelcacheCallback(forget_tables, (Datum)0);
-		callback_registered = true;
-	}
 	for (int i = 0; i < PROBE_TABLES; i++) {
 		if (tables[i].table[0] == '\0') {
 			if (free_entry == NULL)

@@ -112,6 +112,8 @@ char *sp_probe_bytes(sp_probe *p, const char *column, size_t *len);
 /* Whether the table has the column. */
 bool sp_probe_has(const sp_probe *p, const char *column);
 void sp_probe_close(sp_probe *p);
+/* The relcache callback of the probes' per-backend table entries (_PG_init). */
+void sp_probe_forget(Datum arg, Oid relid);
 
 /* ---- push_schemas.c ---- */
 
@@ -322,6 +324,9 @@ extern const char sp_msg_constraint[];
 
 /* push_row_read.c */
 sp_row_reader *sp_row_reader_new(void);
+/* Its invalidation callbacks (_PG_init): relcache; roles, role memberships, operators. */
+void sp_row_reader_forget(Datum arg, Oid relid);
+void sp_row_reader_forget_syscache(Datum arg, int cacheid, uint32 hashvalue);
 /* read_sql's row of ti under snap without the statement; false, nothing read, when the table
  * must be read by read_sql (see there). */
 bool sp_read_row_direct(const sp_table *ti, const char *pk_text, Snapshot snap, sp_row *row);
@@ -373,6 +378,8 @@ void sp_ledger_insert(sp_ledger_table *t, const Datum *values, const bool *nulls
 void sp_ledger_update(sp_ledger_table *t, TupleTableSlot *old, int col, Datum value);
 /* Closes the table; the rows are visible to what follows (the command counter advances). */
 void sp_ledger_close(sp_ledger_table *t);
+/* The relcache callback of the ledger tables' per-backend shape entries (_PG_init). */
+void sp_ledger_forget(Datum arg, Oid relid);
 
 /* ledger_guards.c: the row rules of the ledger's CHECK constraints, called directly (their
  * arguments in the order of synchro.batch_row_rules and synchro.mutation_row_rules). */

@@ -29,13 +29,10 @@
 #include "nodes/value.h"
 #include "parser/parse_oper.h"
 #include "utils/acl.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/regproc.h"
-#include "utils/rls.h"
-#include "utils/syscache.h"
 
 #include "push_module.h"
 
@@ -55,16 +52,17 @@ struct sp_row_reader {
 
 /* Bumped by every invalidation that could change a decision; starts at 1. */
 static uint64 generation = 1;
-static bool callbacks;
 
-static void invalidate_relation(Datum arg, Oid relid)
+/* Registered by _PG_init (push_entry.c): any relation's invalidation; and the syscache
+ * ones of roles, role memberships and operators. */
+void sp_row_reader_forget(Datum arg, Oid relid)
 {
 	(void)arg;
 	(void)relid;
 	generation++;
 }
 
-static void invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
+void sp_row_reader_forget_syscache(Datum arg, int cacheid, uint32 hashvalue)
 {
 	(void)arg;
 	(void)cacheid;
@@ -74,13 +72,6 @@ static void invalidate_syscache(Datum arg, int cacheid, uint32 hashvalue)
 
 sp_row_reader *sp_row_reader_new(void)
 {
-	if (!callbacks) {
-		CacheRegisterRelcacheCallback(invalidate_relation, (Datum)0);
-		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, invalidate_syscache, (Datum)0);
-		CacheRegisterSyscacheCallback(AUTHOID, invalidate_syscache, (Datum)0);
-		CacheRegisterSyscacheCallback(OPERNAMENSP, invalidate_syscache, (Datum)0);
-		callbacks = true;
-	}
 	return MemoryContextAllocZero(sp_cache_context(), sizeof(sp_row_reader));
 }
 
@@ -150,8 +141,7 @@ static Relation decide(const sp_table *ti, sp_row_reader *r, uint64 gen)
 	r->user = GetUserId();
 	RangeVar *rv = makeRangeVarFromNameList(stringToQualifiedNameList(ti->rel));
 	Oid relid = RangeVarGetRelid(rv, AccessShareLock, true);
-	if (!OidIsValid(relid) || pg_class_aclcheck(relid, r->user, ACL_SELECT) != ACLCHECK_OK ||
-	    check_enable_rls(relid, InvalidOid, true) != RLS_NONE) {
+	if (!OidIsValid(relid) || pg_class_aclcheck(relid, r->user, ACL_SELECT) != ACLCHECK_OK) {
 		r->generation = gen;
 		return NULL;
 	}
@@ -159,8 +149,9 @@ static Relation decide(const sp_table *ti, sp_row_reader *r, uint64 gen)
 	TupleDesc desc = RelationGetDescr(rel);
 	AttrNumber pk = get_attnum(relid, t->pk.column);
 	Oid type = pk_type_oid(t->pk.type);
-	/* row-level security decided on the relation itself: a policy added later is a
-	 * relcache invalidation, which makes the reader decide again */
+	/* row-level security decided on the relation itself, whoever reads (check_enable_rls
+	 * would also let an owner or a BYPASSRLS role through, which no invalidation follows):
+	 * enabling it later is a relcache invalidation, which makes the reader decide again */
 	bool ok = rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhassubclass &&
 	          !rel->rd_rel->relrowsecurity && pk != InvalidAttrNumber && OidIsValid(type) &&
 	          TupleDescAttr(desc, pk - 1)->atttypid == type;
