@@ -115,6 +115,9 @@ bool server_log_has(const char *needle);
 
 long long count(const char *sql);
 
+/* Registers client of alice at generation 1 (as the superuser). */
+void add_client(const char *client);
+
 void fresh_todo(todo_id *t);
 
 /* Inserts todo t of user through push and returns its version in v. */

@@ -265,6 +265,15 @@ long long count(const char *sql)
 	return pgt_int(db, sql, 0, NULL);
 }
 
+void add_client(const char *client)
+{
+	const char *pc[] = {client};
+	PQclear(pgt_query(db,
+	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
+	                  " VALUES ($1, 'alice', 1)",
+	                  1, pc));
+}
+
 void fresh_todo(todo_id *t)
 {
 	fresh(t->id, 'e');

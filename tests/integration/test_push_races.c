@@ -394,11 +394,7 @@ void test_concurrent_updates(void)
 	CU_ASSERT_FATAL(pipe(go) == 0);
 	for (int i = 0; i < RACERS; i++) {
 		snprintf(clients[i], sizeof clients[i], "c0000000-0000-4000-8000-%012d", 500 + i);
-		const char *pc[] = {clients[i]};
-		PQclear(pgt_query(db,
-		                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
-		                  " VALUES ($1, 'alice', 1)",
-		                  1, pc));
+		add_client(clients[i]);
 		char cols[32];
 		snprintf(cols, sizeof cols, "{\"qty\":%d}", i + 1);
 		rspec rs = {.client = clients[i], .gen = 1};
@@ -585,10 +581,7 @@ void test_client_changed_while_waiting(void)
 {
 	const char *client = "c0000000-0000-4000-8000-000000000600";
 	const char *pc[] = {client};
-	PQclear(pgt_query(db,
-	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
-	                  " VALUES ($1, 'alice', 1)",
-	                  1, pc));
+	add_client(client);
 	todo_id t;
 	fresh_todo(&t);
 	mspec m = {.table = "todo", .pk = t.json, .op = "insert", .cols = "{\"title\":\"late\"}"};
@@ -630,10 +623,7 @@ void test_client_changed_repeatable_read(void)
 {
 	const char *client = "c0000000-0000-4000-8000-000000000601";
 	const char *pc[] = {client};
-	PQclear(pgt_query(db,
-	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
-	                  " VALUES ($1, 'alice', 1)",
-	                  1, pc));
+	add_client(client);
 	todo_id t;
 	fresh_todo(&t);
 	mspec m = {.table = "todo", .pk = t.json, .op = "insert", .cols = "{\"title\":\"rr\"}"};

@@ -269,10 +269,7 @@ void test_replay_octets(void)
 	/* retirement precedes replay, whichever path: 409 client_retired */
 	const char *cr = "c0000000-0000-4000-8000-0000000000c2";
 	const char *pc[] = {cr};
-	PQclear(pgt_query(db,
-	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
-	                  " VALUES ($1, 'alice', 1)",
-	                  1, pc));
+	add_client(cr);
 	todo_id t;
 	fresh_todo(&t);
 	mspec mr = {.table = "todo", .pk = t.json, .op = "insert", .cols = "{\"title\":\"r\"}"};

@@ -302,10 +302,7 @@ void test_gates(void)
 	/* retirement precedes replay: a retired client's completed batch is not replayed */
 	const char *cr = "c0000000-0000-4000-8000-0000000000c1";
 	const char *pc[] = {cr};
-	PQclear(pgt_query(db,
-	                  "INSERT INTO synchro.clients (client_id, user_id, generation)"
-	                  " VALUES ($1, 'alice', 1)",
-	                  1, pc));
+	add_client(cr);
 	rspec rc = {.client = cr};
 	char *json = build(&rc, &m, 1, ids);
 	r = push_as(ALICE, json);
