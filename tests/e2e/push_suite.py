@@ -87,7 +87,16 @@ class Locker:
         """Runs sql in the locking transaction, commits it and ends the session."""
         self.release(sql + ";\nCOMMIT;\n")
 
+    def prepare(self, gid):
+        """PREPARE TRANSACTION gid and ends the session: the locks then belong to the prepared
+        transaction, which outlives this session and a restart of the server (needs
+        max_prepared_transactions, which with-pg sets), until ROLLBACK or COMMIT PREPARED."""
+        self.release("PREPARE TRANSACTION '%s';\n" % gid)
+        assert self.p.returncode == 0, "PREPARE TRANSACTION failed: " + open(self.path).read()
+
     def release(self, end="ROLLBACK;\n"):
+        if self.p.stdin.closed:
+            return
         try:
             self.p.stdin.write(end + "\\q\n")
             self.p.stdin.close()
