@@ -95,8 +95,6 @@ class Locker:
         assert self.p.returncode == 0, "PREPARE TRANSACTION failed: " + open(self.path).read()
 
     def release(self, end="ROLLBACK;\n"):
-        if self.p.stdin.closed:
-            return
         try:
             self.p.stdin.write(end + "\\q\n")
             self.p.stdin.close()
