@@ -44,18 +44,10 @@ class ChaosStack(e2e.Stack):
         self.events.append((time.monotonic() - self.t0, text))
 
     # nginx with a short fastcgi_read_timeout: a stopped responder is given up on (503)
-    def start_nginx(self):
-        site = open(os.path.join(e2e.SRC, "conf/nginx/synchro.conf")).read()
+    def nginx_site(self):
+        site = super().nginx_site()
         assert "fastcgi_read_timeout 60s;" in site, "conf/nginx/synchro.conf changed its timeout"
-        src = os.path.join(self.dir, "src")
-        os.makedirs(os.path.join(src, "conf/nginx"), exist_ok=True)
-        with open(os.path.join(src, "conf/nginx/synchro.conf"), "w") as f:
-            f.write(site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S))
-        real, e2e.SRC = e2e.SRC, src  # the harness reads the site from SRC
-        try:
-            super().start_nginx()
-        finally:
-            e2e.SRC = real
+        return site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S)
 
     def start_all(self):
         self.start()

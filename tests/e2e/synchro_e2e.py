@@ -182,8 +182,13 @@ def assert_no_crash_in_pg_log():
 
 class Stack:
     def __init__(self, server="nginx", workers=2, extra_conf="", fcgi_conf=None, pgbouncer=False,
-                 pgbouncer_pool_size=2):
+                 pgbouncer_pool_size=2, rate_limit=True):
         self.server = server
+        # rate_limit=False: nginx without the site's limit_req (1000 requests/s per address,
+        # burst 2000), for the load test and the benchmarks: every request they send comes from
+        # 127.0.0.1, and a fast machine goes past that rate; they measure the responders' own
+        # admission, not the web server's limit (test_server tests the limit)
+        self.rate_limit = rate_limit
         self.workers = workers
         self.extra_conf = extra_conf
         # [fcgi] options of this stack over the defaults of write_conf (e.g. {"max_inflight_per_client": 0})
@@ -460,20 +465,30 @@ class Stack:
         os.chmod(path, 0o644)
         return path
 
+    # nginx's worker_connections in the harness (2 workers); a subclass may raise it
+    nginx_worker_connections = 512
+
+    def nginx_site(self):
+        """The shipped site (conf/nginx/synchro.conf) with this stack's port, socket and
+        password file; a subclass edits what it returns (a limit, a timeout), the rest as shipped."""
+        site = open(os.path.join(SRC, "conf/nginx/synchro.conf")).read()
+        if not self.rate_limit:
+            site = "\n".join(line for line in site.split("\n") if "limit_req" not in line)
+        return (site.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % self.port)
+                    .replace("/run/synchro/synchro.sock", self.sock)
+                    .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
+
     def start_nginx(self):
         d = self.dir
         conf = os.path.join(d, "nginx.conf")
-        site = open(os.path.join(SRC, "conf/nginx/synchro.conf")).read()
-        site = (site.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % self.port)
-                    .replace("/run/synchro/synchro.sock", self.sock)
-                    .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
+        site = self.nginx_site()
         with open(conf, "w") as f:
             f.write("""daemon off;
 worker_processes 2;
 pid %(d)s/nginx.pid;
 error_log %(d)s/nginx-error.log warn;
 %(user)s
-events { worker_connections 512; }
+events { worker_connections %(wc)d; }
 http {
     access_log off;
     client_body_temp_path %(d)s/nginx-body;
@@ -483,7 +498,7 @@ http {
     scgi_temp_path %(d)s/nginx-scgi;
 %(site)s
 }
-""" % {"d": d, "site": site, "user": self.nginx_user()})
+""" % {"d": d, "site": site, "user": self.nginx_user(), "wc": self.nginx_worker_connections})
         self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
 
     @staticmethod

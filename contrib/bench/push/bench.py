@@ -64,34 +64,10 @@ class BenchStack(e2e.Stack):
 
     def __init__(self, **kw):
         kw.setdefault("fcgi_conf", {"max_requests": 0})
+        kw.setdefault("rate_limit", False)
         super().__init__(**kw)
 
-    def start_nginx(self):
-        d = self.dir
-        conf = os.path.join(d, "nginx.conf")
-        site = open(os.path.join(SRC, "conf/nginx/synchro.conf")).read()
-        site = "\n".join(line for line in site.split("\n") if "limit_req" not in line)
-        site = (site.replace("listen 127.0.0.1:8080;", "listen 127.0.0.1:%d;" % self.port)
-                    .replace("/run/synchro/synchro.sock", self.sock)
-                    .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
-        with open(conf, "w") as f:
-            f.write("""daemon off;
-worker_processes 2;
-pid %(d)s/nginx.pid;
-error_log %(d)s/nginx-error.log warn;
-%(user)s
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path %(d)s/nginx-body;
-    fastcgi_temp_path %(d)s/nginx-fastcgi;
-    proxy_temp_path %(d)s/nginx-proxy;
-    uwsgi_temp_path %(d)s/nginx-uwsgi;
-    scgi_temp_path %(d)s/nginx-scgi;
-%(site)s
-}
-""" % {"d": d, "site": site, "user": "user root;" if os.getuid() == 0 else ""})
-        self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
+    nginx_worker_connections = 1024
 
 
 def proc_table():
