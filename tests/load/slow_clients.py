@@ -4,9 +4,12 @@ the body a byte per tick), connections that send half a request line and then no
 idle keep-alive connections that send nothing at all, all held open at once from one thread
 (non-blocking sockets, one pass over them per tick). nginx buffers a request body whole before
 it passes the request to a responder (fastcgi_request_buffering), so none of these should hold
-a responder: Slow.run() returns what came of each kind while others push meanwhile."""
+a responder: Slow.run() returns what came of each kind while others push meanwhile, and
+when each dribbled push was answered against when its last byte went; Slow.resend() sends a
+push the responders refused (429/503) again, whole, until a 200."""
 
 import base64
+import http.client
 import json
 import select
 import socket
@@ -22,6 +25,7 @@ class Slow:
         self.schema = schema
         self.marker = marker
         self.batch_ids = []       # the slow pushes' batches (each must end in a 200)
+        self.bodies = []          # their bodies, to send again after a 429/503
 
     def request(self, i):
         cid, gen = self.clients[i][1], self.clients[i][2]
@@ -34,6 +38,7 @@ class Slow:
                                "columns": {"title": "%s slow %d" % (self.marker, i), "done": False}}]},
                           separators=(",", ":")).encode()
         self.batch_ids.append(json.loads(body)["batch_id"])
+        self.bodies.append(body)
         head = ("POST /v3/push HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\nSynchro-Protocol: 3\r\n"
                 "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                 % (self.auth, len(body))).encode()
@@ -49,16 +54,18 @@ class Slow:
         """Holds every connection for `seconds` (the caller's other clients push meanwhile from
         their own threads). Dribbler i starts its body after i/dribblers of the first 40% of
         the time and sends it a byte per tick, so that the bodies end spread out, by 90%."""
-        conns = []  # [sock, kind, pending bytes, body left, answer bytes, done, start, body bytes sent]
+        # [sock, kind, pending bytes, body left, answer bytes, done, start, body bytes sent,
+        #  when the last body byte went, when the first answer byte came]
+        conns = []
         t0 = time.monotonic()
         for i in range(dribblers):
             head, body = self.request(i)
             conns.append([self.connect(), "dribble", head, body, b"", False,
-                          t0 + 0.4 * seconds * i / max(1, dribblers), 0])
+                          t0 + 0.4 * seconds * i / max(1, dribblers), 0, None, None])
         for _ in range(stallers):
-            conns.append([self.connect(), "stall", b"POST /v3/pu", b"", b"", False, t0, 0])
+            conns.append([self.connect(), "stall", b"POST /v3/pu", b"", b"", False, t0, 0, None, None])
         for _ in range(idlers):
-            conns.append([self.connect(), "idle", b"", b"", b"", False, t0, 0])
+            conns.append([self.connect(), "idle", b"", b"", b"", False, t0, 0, None, None])
         longest = max((len(c[3]) for c in conns if c[1] == "dribble"), default=1)
         tick = max(0.005, (seconds * 0.5) / longest)
         end = t0 + seconds
@@ -79,6 +86,8 @@ class Slow:
                             s.send(c[3][:1])
                             c[3] = c[3][1:]
                             c[7] += 1
+                        if not c[3]:
+                            c[8] = time.monotonic()
                 except BlockingIOError:
                     pass
                 except OSError:
@@ -92,6 +101,8 @@ class Slow:
                 except OSError:
                     data = b""
                 if data:
+                    if c[9] is None:
+                        c[9] = time.monotonic()
                     c[4] += data
                 else:
                     c[5] = True
@@ -108,11 +119,18 @@ class Slow:
                     data = s.recv(65536)
                 except OSError:
                     data = b""
+                if data and c[9] is None:
+                    c[9] = time.monotonic()
                 c[4] += data
                 if not data:
                     c[5] = True
         out = {"dribble": {}, "stall": {}, "idle": {}}
+        first = []  # each dribbler's answer: (index, status, has Retry-After), in order
         for c in conns:
+            if c[1] == "dribble":
+                head = c[4].split(b"\r\n\r\n", 1)[0].lower()
+                first.append((len(first), c[4].split(b" ", 2)[1].decode() if c[4].startswith(b"HTTP/") else None,
+                              b"\r\nretry-after:" in head))
             status = c[4].split(b" ", 2)[1].decode() if c[4].startswith(b"HTTP/") else (
                 "closed" if c[5] else "open")
             out[c[1]][status] = out[c[1]].get(status, 0) + 1
@@ -120,7 +138,35 @@ class Slow:
                 c[0].close()
             except OSError:
                 pass
-        unsent = sum(1 for c in conns if c[1] == "dribble" and c[3])
+        dribbled = [c for c in conns if c[1] == "dribble"]
+        unsent = sum(1 for c in dribbled if c[3])
+        # answered before the last byte of the body went: nginx did not buffer it whole first
+        early = sum(1 for c in dribbled if c[9] is not None and (c[8] is None or c[9] < c[8]))
         return {"dribble": out["dribble"], "stall": out["stall"], "idle": out["idle"],
-                "dribble_unsent": unsent, "send_failed": refused_early, "tick_s": tick,
-                "held_s": time.monotonic() - t0}
+                "dribble_unsent": unsent, "dribble_early": early, "send_failed": refused_early,
+                "first": first, "tick_s": tick, "held_s": time.monotonic() - t0}
+
+    def resend(self, i, deadline, backoff=0.05):
+        """Dribbled push i again, whole, on a connection of its own, as a client does after a
+        429 or 503 (sooner than Retry-After asks), until a 200 or the deadline. Returns the
+        statuses it got and how many 429/503 lacked Retry-After."""
+        statuses, no_retry_after = [], 0
+        while time.monotonic() < deadline:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            try:
+                conn.request("POST", "/v3/push", body=self.bodies[i],
+                             headers={"Authorization": self.auth, "Synchro-Protocol": "3",
+                                      "Content-Type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                statuses.append(r.status)
+                if r.status in (429, 503) and r.getheader("Retry-After") is None:
+                    no_retry_after += 1
+            except (OSError, http.client.HTTPException):
+                statuses.append(0)
+            finally:
+                conn.close()
+            if statuses[-1] not in (0, 429, 503):
+                break
+            time.sleep(backoff)
+        return statuses, no_retry_after
