@@ -101,47 +101,54 @@ class Load:
                 conn.close()
             return None, {}, b"", time.monotonic() - t0, None
 
-    def deliver(self, rng, conn, client, b, deadline):
-        """Sends b until a 200 (or the deadline); returns the connection."""
+    def record(self, b, status, hdr, data, took, resend):
+        """Counts one answer to batch b (status None: no answer came). Returns None once b is
+        settled (its 200, or an answer outside 200/429/503), else the longest wait before the
+        same bytes go again (Retry-After's, or the backoff after no answer)."""
+        with self.lock:
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            if resend:
+                self.retries += 1
+        if status is None:
+            with self.lock:
+                self.network_errors += 1
+            return self.backoff
+        if status not in STATUSES_OK:
+            with self.lock:
+                self.unexpected.append("%s %r" % (status, data[:200]))
+            return None
+        if status == 200:
+            try:
+                resp = json.loads(data)
+                b.outcomes = {o["mutation_id"]: o["status"] for part in ("accepted", "rejected")
+                              for o in resp[part]}
+            except (ValueError, KeyError) as e:
+                with self.lock:
+                    self.unexpected.append("200 that does not parse: %r" % e)
+                return None
+            b.answered = True
+            with self.lock:
+                if hdr.get("synchro-replay") != "batch":
+                    self.latencies.append(took)
+            return None
+        if "retry-after" not in hdr:
+            with self.lock:
+                self.missing_retry_after += 1
+        try:
+            return float(hdr.get("retry-after", "1"))
+        except ValueError:
+            return 1.0
+
+    def deliver(self, rng, conn, client, b, deadline, resend=False):
+        """Sends b until a 200 (or the deadline); returns the connection. resend: b was
+        answered 429/503 before, so every send counts as a resend."""
         user = client[0]
-        first = True
         while time.monotonic() < deadline:
             status, hdr, data, took, conn = self.post(conn, user, b.body)
-            with self.lock:
-                self.statuses[status] = self.statuses.get(status, 0) + 1
-                if not first:
-                    self.retries += 1
-            first = False
-            if status is None:
-                with self.lock:
-                    self.network_errors += 1
-                time.sleep(rng.uniform(0, self.backoff))
-                continue
-            if status not in STATUSES_OK:
-                with self.lock:
-                    self.unexpected.append("%s %r" % (status, data[:200]))
+            wait = self.record(b, status, hdr, data, took, resend)
+            resend = True
+            if wait is None:
                 return conn
-            if status == 200:
-                try:
-                    resp = json.loads(data)
-                    b.outcomes = {o["mutation_id"]: o["status"] for part in ("accepted", "rejected")
-                                  for o in resp[part]}
-                except (ValueError, KeyError) as e:
-                    with self.lock:
-                        self.unexpected.append("200 that does not parse: %r" % e)
-                    return conn
-                b.answered = True
-                with self.lock:
-                    if hdr.get("synchro-replay") != "batch":
-                        self.latencies.append(took)
-                return conn
-            if "retry-after" not in hdr:
-                with self.lock:
-                    self.missing_retry_after += 1
-            try:
-                wait = float(hdr.get("retry-after", "1"))
-            except ValueError:
-                wait = 1.0
             time.sleep(rng.uniform(0, min(wait, self.backoff)))
         return conn
 

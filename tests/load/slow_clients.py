@@ -5,16 +5,48 @@ idle keep-alive connections that send nothing at all, all held open at once from
 (non-blocking sockets, one pass over them per tick). nginx buffers a request body whole before
 it passes the request to a responder (fastcgi_request_buffering), so none of these should hold
 a responder: Slow.run() returns what came of each kind while others push meanwhile, and
-when each dribbled push was answered against when its last byte went; Slow.resend() sends a
-push the responders refused (429/503) again, whole, until a 200."""
+each dribbled push's answer with when it came against when its last byte went. The dribbled
+pushes are push_load Batches (Slow.batches): a push_load.Load over the dribblers' clients
+records their answers, sends the refused ones again and checks them in the database."""
 
 import base64
 import http.client
+import io
 import json
 import select
 import socket
 import time
 import uuid
+
+from push_load import Batch
+
+
+def answer_of(raw):
+    """(status, headers with lower-case names, body) of an HTTP answer read off a socket whole;
+    (None, {}, b"") when it is not a whole answer."""
+    class Raw:
+        def makefile(self, *args, **kw):
+            return io.BytesIO(raw)
+    try:
+        r = http.client.HTTPResponse(Raw())
+        r.begin()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    except (http.client.HTTPException, ValueError):
+        return None, {}, b""
+
+
+def _receive(c):
+    """Reads what connection c has: the time of the first answer byte is kept, EOF ends it."""
+    try:
+        data = c[0].recv(65536)
+    except OSError:
+        data = b""
+    if data:
+        if c[9] is None:
+            c[9] = time.monotonic()
+        c[4] += data
+    else:
+        c[5] = True
 
 
 class Slow:
@@ -24,21 +56,20 @@ class Slow:
         self.clients = clients    # [(user, client_id, generation)]: one per dribbler
         self.schema = schema
         self.marker = marker
-        self.batch_ids = []       # the slow pushes' batches (each must end in a 200)
-        self.bodies = []          # their bodies, to send again after a 429/503
+        self.batches = []         # the slow pushes' push_load.Batch (each must end in a 200)
 
     def request(self, i):
         cid, gen = self.clients[i][1], self.clients[i][2]
+        mid, pk = str(uuid.uuid4()), str(uuid.uuid4())
         body = json.dumps({"client_id": cid, "client_generation": gen, "batch_id": str(uuid.uuid4()),
                            "schema": self.schema, "mutations": [{
-                               "mutation_id": str(uuid.uuid4()), "table": "todo",
-                               "pk": {"field": "id", "value": str(uuid.uuid4())},
+                               "mutation_id": mid, "table": "todo",
+                               "pk": {"field": "id", "value": pk},
                                "authored_schema": self.schema, "operation": "insert",
                                "client_version": "2026-07-18T09:15:00Z",
                                "columns": {"title": "%s slow %d" % (self.marker, i), "done": False}}]},
                           separators=(",", ":")).encode()
-        self.batch_ids.append(json.loads(body)["batch_id"])
-        self.bodies.append(body)
+        self.batches.append(Batch(cid, body, [mid], [pk]))
         head = ("POST /v3/push HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\nSynchro-Protocol: 3\r\n"
                 "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                 % (self.auth, len(body))).encode()
@@ -95,17 +126,7 @@ class Slow:
                     refused_early += 1
             r, _, _ = select.select([c[0] for c in conns if not c[5]], [], [], min(tick, 0.05))
             for s in r:
-                c = next(c for c in conns if c[0] is s)
-                try:
-                    data = s.recv(65536)
-                except OSError:
-                    data = b""
-                if data:
-                    if c[9] is None:
-                        c[9] = time.monotonic()
-                    c[4] += data
-                else:
-                    c[5] = True
+                _receive(next(c for c in conns if c[0] is s))
         # the dribblers' answers (their bodies are complete now): wait a little for them
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
@@ -114,23 +135,9 @@ class Slow:
                 break
             r, _, _ = select.select([c[0] for c in open_dribblers], [], [], 0.5)
             for s in r:
-                c = next(c for c in conns if c[0] is s)
-                try:
-                    data = s.recv(65536)
-                except OSError:
-                    data = b""
-                if data and c[9] is None:
-                    c[9] = time.monotonic()
-                c[4] += data
-                if not data:
-                    c[5] = True
+                _receive(next(c for c in conns if c[0] is s))
         out = {"dribble": {}, "stall": {}, "idle": {}}
-        first = []  # each dribbler's answer: (index, status, has Retry-After), in order
         for c in conns:
-            if c[1] == "dribble":
-                head = c[4].split(b"\r\n\r\n", 1)[0].lower()
-                first.append((len(first), c[4].split(b" ", 2)[1].decode() if c[4].startswith(b"HTTP/") else None,
-                              b"\r\nretry-after:" in head))
             status = c[4].split(b" ", 2)[1].decode() if c[4].startswith(b"HTTP/") else (
                 "closed" if c[5] else "open")
             out[c[1]][status] = out[c[1]].get(status, 0) + 1
@@ -142,31 +149,8 @@ class Slow:
         unsent = sum(1 for c in dribbled if c[3])
         # answered before the last byte of the body went: nginx did not buffer it whole first
         early = sum(1 for c in dribbled if c[9] is not None and (c[8] is None or c[9] < c[8]))
+        # each dribbler's answer, in order, with the seconds from its last byte to its answer
+        answers = [(c[4], c[9] - c[8] if c[8] is not None and c[9] is not None else 0.0) for c in dribbled]
         return {"dribble": out["dribble"], "stall": out["stall"], "idle": out["idle"],
                 "dribble_unsent": unsent, "dribble_early": early, "send_failed": refused_early,
-                "first": first, "tick_s": tick, "held_s": time.monotonic() - t0}
-
-    def resend(self, i, deadline, backoff=0.05):
-        """Dribbled push i again, whole, on a connection of its own, as a client does after a
-        429 or 503 (sooner than Retry-After asks), until a 200 or the deadline. Returns the
-        statuses it got and how many 429/503 lacked Retry-After."""
-        statuses, no_retry_after = [], 0
-        while time.monotonic() < deadline:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-            try:
-                conn.request("POST", "/v3/push", body=self.bodies[i],
-                             headers={"Authorization": self.auth, "Synchro-Protocol": "3",
-                                      "Content-Type": "application/json"})
-                r = conn.getresponse()
-                r.read()
-                statuses.append(r.status)
-                if r.status in (429, 503) and r.getheader("Retry-After") is None:
-                    no_retry_after += 1
-            except (OSError, http.client.HTTPException):
-                statuses.append(0)
-            finally:
-                conn.close()
-            if statuses[-1] not in (0, 429, 503):
-                break
-            time.sleep(backoff)
-        return statuses, no_retry_after
+                "answers": answers, "tick_s": tick, "held_s": time.monotonic() - t0}
