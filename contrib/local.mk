@@ -40,8 +40,9 @@ bench-core: contrib/bench/core/bench_core
 
 # make bench-push / make bench-pull: through nginx on a throwaway PostgreSQL, each figure beside
 # its baseline measured in the same run (needs wrk and nginx; contrib/bench/push/bench.py).
-EXTRA_PROGRAMS += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
-	contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
+# plain_sql and trivial_fcgi are built by make check too: tests/e2e/test_bench_push runs them.
+check_PROGRAMS += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi
+EXTRA_PROGRAMS += contrib/bench/pull/changelog_watch contrib/bench/pull/pull_watch
 contrib_bench_push_plain_sql_SOURCES = contrib/bench/push/plain_sql.c contrib/bench/bench.h
 contrib_bench_push_plain_sql_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS) -pthread
 contrib_bench_push_plain_sql_LDADD = $(LIBPQ_LIBS) -lpthread
@@ -58,6 +59,8 @@ CLEANFILES += contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi \
 EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/push/ab.py \
 	contrib/bench/push/push.lua contrib/bench/push/statements.sh contrib/bench/push/statements.py \
 	contrib/bench/push/instructions.sh contrib/bench/push/instructions.py contrib/bench/push/push_bodies.py \
+	contrib/bench/push/peer.py contrib/bench/push/peer/package.json contrib/bench/push/peer/package-lock.json \
+	contrib/bench/push/peer/server.js contrib/bench/push/peer/schema.sql \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
@@ -67,4 +70,10 @@ bench-pull: contrib/bench/push/plain_sql contrib/bench/pull/changelog_watch \
 		contrib/bench/pull/pull_watch src/fcgi/synchro-fcgi \
 		src/walsync/synchro-walsync src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/pull/run $(abs_top_builddir)
-.PHONY: bench-push bench-pull
+# make bench-push-statements / bench-push-instructions: where a push's time goes inside
+# PostgreSQL (pg_stat_statements, perf; callgrind instruction counts).
+bench-push-statements: src/ctl/synchroctl src/pg/synchro.la
+	$(top_srcdir)/contrib/bench/push/statements.sh $(abs_top_builddir)
+bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
+	$(top_srcdir)/contrib/bench/push/instructions.sh $(abs_top_builddir)
+.PHONY: bench-push bench-pull bench-push-statements bench-push-instructions

@@ -71,3 +71,11 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_metrics.pgt
 endif
 EXTRA_DIST += tests/e2e/test_metrics.pgt
+
+# contrib/bench/push's references (doc/performance.md): the peer (express + pg, when node is
+# installed) and the limit "trivial + same writes" answer as the bench counts them, and
+# contrib/bench/push/run completes one short round; no timing is asserted.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_bench_push.pgt
+endif
+EXTRA_DIST += tests/e2e/test_bench_push.pgt

@@ -11,9 +11,16 @@ machine beside two baselines measured in the same run, on the same throwaway Pos
 and, beside the replays for reference, the trivial responder making one database round trip per
 request (SELECT 1): the least any request that reads the database can cost. A push, fresh or
 replayed, is one statement (synchro.synchro_push) whatever its size.
-Targets (issue 11): 1-mutation pushes >= 30% of plain SQL rows/s, 100- and 1000-mutation
-batches >= 70%, 1-mutation replays >= 90% of the trivial responder + one SELECT 1, 100-mutation
-replays >= 50% of the trivial responder.
+Beside them (peer.py), when node and npm are installed: the peer, the upload endpoint a team
+writes itself (contrib/bench/push/peer: express + node-postgres, as many node:cluster processes
+as responders, behind the same nginx; an idempotency key, a version check per mutation, one
+transaction), fresh and sent again (its repeated-key answer); and the limit "trivial + same
+writes", the trivial responder inserting the push's rows and a ledger row in one statement.
+Targets: 1-mutation pushes >= 30% of plain SQL rows/s, 100- and 1000-mutation batches >= 70%,
+1-mutation replays >= 90% of the trivial responder + one SELECT 1, 100-mutation replays >= 50%
+of the trivial responder; against the peer: pushes of 1 and 100 mutations >= 1.5x the peer's
+mutations/s, exact replays >= 2x its repeated-key answers; 1-mutation pushes >= 60% of the
+"trivial + same writes" limit.
 Each configuration runs BENCH_ROUNDS times, interleaved with the others, and the median run is
 shown (with every round's figure): on a shared machine the rounds see the same background load.
 Beside throughput and latency, the CPU seconds the server side used (the PostgreSQL cluster,
@@ -23,7 +30,7 @@ Environment: BENCH_WORKERS (responders and SQL workers, default 4), BENCH_CONNEC
 connections = threads, one registered client each; default = BENCH_WORKERS), BENCH_SECONDS
 (each measured run, default 5), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds before each
 wrk run, default 1), BENCH_BATCHES (default "1 100 1000"), BENCH_FRESH=0 (only the replays and their
-references: no fresh-row batch, no plain SQL), BENCH_BREAKDOWN=1 (after each measured run,
+references: no fresh-row batch, no plain SQL), BENCH_PEER=0 (without the peer), BENCH_BREAKDOWN=1 (after each measured run,
 the CPU per row of each kind of server process: postgres backends by role, the responders, nginx;
 processes that ended during the run are left out, so plain SQL's own backends do not show)."""
 
@@ -39,6 +46,8 @@ SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirn
 BUILD = os.environ.get("SYNCHRO_BUILDDIR", SRC)
 sys.path.insert(0, os.path.join(SRC, "tests/e2e"))
 import synchro_e2e as e2e  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402
 
 PLAIN_SQL = os.path.join(BUILD, "contrib/bench/push/plain_sql")
 TRIVIAL = os.path.join(BUILD, "contrib/bench/push/trivial_fcgi")
@@ -66,8 +75,13 @@ class BenchStack(e2e.Stack):
         kw.setdefault("fcgi_conf", {"max_requests": 0})
         kw.setdefault("rate_limit", False)
         super().__init__(**kw)
+        self.peer_port = e2e.free_port()
 
     nginx_worker_connections = 1024
+
+    def nginx_site(self):
+        """The site with the peer's /peer/push beside /v3/ (peer.py)."""
+        return peer.edit_site(super().nginx_site(), self.peer_port)
 
 
 def proc_table():
@@ -150,6 +164,19 @@ def client_cpu():
     return r.ru_utime + r.ru_stime
 
 
+# What each kind of endpoint is: its URL path, processes (the stack's names), the
+# application_name of its database sessions, the table its fresh rows go to, the header that
+# marks its answers to a batch sent again.
+KINDS = {
+    "push": {"path": "/v3/push", "procs": ("fcgi", "nginx"), "app": "synchro-fcgi", "table": "public.item",
+             "replay_header": "Synchro-Replay", "replay_value": "batch"},
+    "peer": {"path": peer.PEER_PATH, "procs": ("peer", "nginx"), "app": peer.PEER_APP, "table": "bench_peer.item",
+             "replay_header": peer.PEER_REPLAY_HEADER, "replay_value": "true"},
+    "limit": {"path": "/v3/push", "procs": ("trivial", "nginx"), "app": peer.LIMIT_APP, "table": "public.item"},
+    "trivial": {"path": "/v3/push", "procs": ("trivial", "nginx"), "app": None, "table": "public.item"},
+}
+
+
 class Bench:
     def __init__(self, stack):
         self.st = stack
@@ -191,18 +218,20 @@ class Bench:
         res["wall"] = wall
         return res
 
-    def quiesce(self):
-        """Until no responder's session is inside a statement (wrk's cut requests finish)."""
+    def quiesce(self, app="synchro-fcgi"):
+        """Until no session of app is inside a statement (wrk's cut requests finish)."""
+        if app is None:
+            return
         e2e.wait_for(lambda: self.st.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                                          "'synchro-fcgi' AND state <> 'idle'") == "0",
-                     timeout=120, what="the responders to finish the requests wrk cut")
+                                          "'%s' AND state <> 'idle'" % app) == "0",
+                     timeout=120, what="the %s sessions to finish the requests wrk cut" % app)
 
     def checkpoint(self):
         self.st.psql("CHECKPOINT")
 
-    def rows_of_phase(self, phase):
-        return int(self.st.psql("SELECT count(*) FROM public.item WHERE id >= %d AND id < %d"
-                                % (phase * 10**12, (phase + 1) * 10**12)))
+    def rows_of_phase(self, phase, table="public.item"):
+        return int(self.st.psql("SELECT count(*) FROM %s WHERE id >= %d AND id < %d"
+                                % (table, phase * 10**12, (phase + 1) * 10**12)))
 
     def plain_sql(self, batch, mode="pipeline"):
         self.checkpoint()
@@ -224,15 +253,18 @@ class Bench:
             self.invalid.append("plain SQL batch %d: %d rows counted, %d in the table" % (batch, res["rows"], have))
         return res
 
-    def wrk(self, mode, batch, phase, seconds, check_replay=False):
+    def wrk(self, mode, batch, phase, seconds, check_replay=False, kind="push"):
+        k = KINDS[kind]
         conf = os.path.join(self.st.dir, "wrk-%d.lua" % phase)
         auth = "Basic " + base64.b64encode(b"alice:alice").decode()
         with open(conf, "w") as f:
             f.write("return %s\n" % lua_value({
                 "mode": mode, "batch": batch, "phase": phase, "auth": auth,
-                "schema": self.schema, "clients": self.clients, "check_replay": check_replay}))
+                "schema": self.schema, "clients": self.clients, "check_replay": check_replay,
+                "path": k["path"], "replay_header": k.get("replay_header", ""),
+                "replay_value": k.get("replay_value", "")}))
         argv = ["wrk", "-t", str(CONNECTIONS), "-c", str(CONNECTIONS), "-d", "%ds" % max(1, round(seconds)),
-                "--timeout", "60s", "--latency", "-s", LUA, "http://127.0.0.1:%d/v3/push" % self.st.port]
+                "--timeout", "60s", "--latency", "-s", LUA, "http://127.0.0.1:%d%s" % (self.st.port, k["path"])]
         r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, BENCH_WRK_CONF=conf))
         line = [x for x in r.stdout.split("\n") if x.startswith("BENCH ")]
         if r.returncode != 0 or not line:
@@ -247,7 +279,7 @@ class Bench:
         j["p99_ms"] = j["p99_us"] / 1e3
         return j
 
-    def check(self, what, j, fresh_phase=None, batch=0):
+    def check(self, what, j, fresh_phase=None, batch=0, table="public.item"):
         errs = j["connect_errors"] + j["read_errors"] + j["write_errors"] + j["timeouts"]
         problems = []
         if j["bad"] or j["non_2xx"]:
@@ -260,42 +292,52 @@ class Bench:
             problems.append("%d answers without Synchro-Replay: batch" % j["notreplay"])
         if fresh_phase is not None:
             # Requests wrk cut at the end may still have committed: at least as many rows.
-            have = self.rows_of_phase(fresh_phase)
+            have = self.rows_of_phase(fresh_phase, table)
             if have < j["ok"] * batch:
                 problems.append("%d rows in the table, %d acknowledged" % (have, j["ok"] * batch))
         if problems:
             self.invalid.append("%s: %s (%s)" % (what, "; ".join(problems), j["stderr"][:500]))
 
-    def push_fresh(self, batch):
+    def push_fresh(self, batch, kind="push"):
+        """Fresh-row batches to /v3/push (kind push), the peer, or the limit responder."""
+        k = KINDS[kind]
         self.checkpoint()
-        self.wrk("fresh", batch, self.next_phase(), WARMUP)
-        self.quiesce()
+        self.wrk("fresh", batch, self.next_phase(), WARMUP, kind=kind)
+        self.quiesce(k["app"])
         self.checkpoint()
         phase = self.next_phase()
-        j = self.measured(lambda: self.wrk("fresh", batch, phase, SECONDS), self.roots("fcgi", "nginx"))
-        self.quiesce()
-        self.check("push fresh batch %d" % batch, j, phase, batch)
+        j = self.measured(lambda: self.wrk("fresh", batch, phase, SECONDS, kind=kind), self.roots(*k["procs"]))
+        self.quiesce(k["app"])
+        self.check("%s fresh batch %d" % (kind, batch), j, phase, batch, k["table"])
         return j
 
-    def replay(self, batch, phase, trivial=False):
+    def replay(self, batch, phase, trivial=False, kind=None):
+        """The same batch again: /v3/push's exact replays, the peer's repeated key, or the
+        trivial responder sent the same requests."""
+        kind = kind or ("trivial" if trivial else "push")
+        k = KINDS[kind]
         # The warm-up executes each thread's batch once; the measured run only replays it.
-        self.wrk("replay", batch, phase, WARMUP)
-        if not trivial:
-            self.quiesce()
-        j = self.measured(lambda: self.wrk("replay", batch, phase, SECONDS, check_replay=not trivial),
-                          self.roots("trivial" if trivial else "fcgi", "nginx"))
-        self.check("%s replay batch %d" % ("trivial" if trivial else "push", batch), j)
+        self.wrk("replay", batch, phase, WARMUP, kind=kind)
+        self.quiesce(k["app"])
+        j = self.measured(lambda: self.wrk("replay", batch, phase, SECONDS, check_replay=kind != "trivial",
+                                           kind=kind), self.roots(*k["procs"]))
+        self.check("%s replay batch %d" % (kind, batch), j)
         return j
 
-    def use_trivial(self, sql=None, params=(), answer_bytes=0):
+    def use_trivial(self, sql=None, params=(), answer_bytes=0, body_param=False):
         """The trivial responder in synchro-fcgi's place; with sql, one round trip per request;
-        with answer_bytes, its answer padded to that size."""
+        with answer_bytes, its answer padded to that size; with body_param, sql's parameters
+        are the body and the answer (the limit "trivial + same writes")."""
         self.st.stop_proc("fcgi")
         self.st.stop_proc("trivial")
         if os.path.exists(self.st.sock):
             os.unlink(self.st.sock)
         self.st.spawn("trivial", [TRIVIAL, self.st.sock, str(WORKERS)] + ([sql] if sql else []) + list(params),
-                      env=dict(os.environ, TRIVIAL_ANSWER_BYTES=str(answer_bytes)))
+                      env=dict(os.environ, TRIVIAL_ANSWER_BYTES=str(answer_bytes),
+                               TRIVIAL_BODY_PARAM="1" if body_param else "0",
+                               PGAPPNAME=peer.LIMIT_APP if body_param else "trivial_fcgi",
+                               # a refused batch's error would quote its values in the server log
+                               PGOPTIONS="-c log_min_messages=fatal" if body_param else ""))
         e2e.wait_for(lambda: self.st.try_status("GET", "/healthz") == 200, what="the trivial responder")
 
     def use_synchro(self):
@@ -349,29 +391,52 @@ def main():
     if load > 1.0:
         print("   (the machine is busy with other work: throughputs are lower and noisier than on an idle "
               "machine; the ratios compare runs interleaved in the same rounds)", flush=True)
+    peer_dir, why = peer.install(BUILD)
+    if peer_dir is None:
+        print("SKIP the peer (express + pg): %s; the other figures are measured without it" % why, flush=True)
     st = BenchStack(workers=WORKERS)
     st.start()
     try:
+        peer.create_tables(st)
+        if peer_dir is not None:
+            peer.start(st, peer_dir, WORKERS, st.peer_port)
+            print("   the peer: %s on node %s, %d node:cluster processes (as many as responders), behind the "
+                  "same nginx at %s" % (peer.versions(peer_dir), subprocess.run(["node", "--version"],
+                                        capture_output=True, text=True).stdout.strip(), WORKERS, peer.PEER_PATH),
+                  flush=True)
         b = Bench(st)
         b.connect_clients()
         fresh = {}
         for batch in BATCHES if FRESH else []:
-            runs = {"sql": [], "serial": [], "units": [], "push": []}
+            runs = {"sql": [], "serial": [], "units": [], "push": [], "limit": []}
+            if peer_dir is not None:
+                runs["peer"] = []
             for _ in range(ROUNDS):
                 runs["sql"].append(b.plain_sql(batch))
                 runs["serial"].append(b.plain_sql(batch, "serial"))
                 runs["units"].append(b.plain_sql(batch, "units"))
                 runs["push"].append(b.push_fresh(batch))
+                if peer_dir is not None:
+                    runs["peer"].append(b.push_fresh(batch, "peer"))
+                b.use_trivial(peer.LIMIT_SQL, body_param=True)
+                runs["limit"].append(b.push_fresh(batch, "limit"))
+                b.use_synchro()
             m = {k: median(v) for k, v in runs.items()}
             print("-- fresh-row batches of %d insert(s) into item" % batch, flush=True)
             show("plain SQL, pipelined (the baseline)", m["sql"])
             show("plain SQL, a round trip per statement", m["serial"], m["sql"])
             show("plain SQL, pipelined, a savepoint per row", m["units"], m["sql"])
+            show("trivial + same writes (the limit)", m["limit"], m["sql"])
+            if "peer" in m:
+                show("the peer, express + pg (its own table)", m["peer"], m["sql"])
             show("/v3/push through nginx", m["push"], m["sql"])
             fresh[batch] = m
         replay_batches = [x for x in (1, 100) if x in BATCHES] or [1]
         phases = {batch: b.next_phase() for batch in replay_batches}
         rp = {batch: {"push": [], "trivial": []} for batch in replay_batches}
+        if peer_dir is not None:
+            for batch in replay_batches:
+                rp[batch]["peer"] = []
         first = replay_batches[0]
         roundtrip = []
         sized = {batch: [] for batch in replay_batches if batch > 1}
@@ -379,6 +444,8 @@ def main():
         for _ in range(ROUNDS):
             for batch in replay_batches:
                 rp[batch]["push"].append(b.replay(batch, phases[batch]))
+                if peer_dir is not None:
+                    rp[batch]["peer"].append(b.replay(batch, phases[batch], kind="peer"))
                 if batch in sized and batch not in answer:
                     # The size of the stored response the replays answer (the newest batch).
                     answer[batch] = int(b.st.psql("SELECT length(response) FROM synchro.batches"
@@ -407,6 +474,8 @@ def main():
             if batch in sized:
                 show("trivial, answering %d bytes as the replay" % answer[batch], median(sized[batch]),
                      m["trivial"], unit="req/s")
+            if "peer" in m:
+                show("the peer's repeated key, %d mutation(s)" % batch, m["peer"], m["trivial"], unit="req/s")
             show("/v3/push exact replay, %d-mutation batch" % batch, m["push"], m["trivial"], unit="req/s")
             replays[batch] = m
 
@@ -429,6 +498,23 @@ def main():
                      t["req_per_s"], t["p50_ms"], t["p99_ms"], 1e6 * t["server_cpu"] / t["requests"],
                      100 * r["req_per_s"] / t["req_per_s"],
                      100 * (t["server_cpu"] / t["requests"]) / (r["server_cpu"] / r["requests"])))
+        for batch, m in fresh.items():
+            for kind, what in (("limit", "trivial + same writes"), ("peer", "the peer")):
+                if kind in m:
+                    x = m[kind]
+                    print("fresh %4d: %s %9.1f mutations/s (%7.1f req/s, p50 %.2f ms, p99 %.2f ms, %.0f us server CPU "
+                          "per mutation); push/%s %.2fx (throughput), %.2fx (CPU efficiency)"
+                          % (batch, what, x["rows_per_s"], x["req_per_s"], x["p50_ms"], x["p99_ms"],
+                             1e6 * x["server_cpu"] / x["rows"], kind, m["push"]["rows_per_s"] / x["rows_per_s"],
+                             (x["server_cpu"] / x["rows"]) / (m["push"]["server_cpu"] / m["push"]["rows"])))
+        for batch, m in replays.items():
+            if "peer" in m:
+                x = m["peer"]
+                print("replay %3d: the peer's repeated key %9.1f req/s (p50 %.2f ms, p99 %.2f ms, %.0f us server CPU "
+                      "per request); push/peer %.2fx (throughput), %.2fx (CPU efficiency)"
+                      % (batch, x["req_per_s"], x["p50_ms"], x["p99_ms"], 1e6 * x["server_cpu"] / x["requests"],
+                         m["push"]["req_per_s"] / x["req_per_s"],
+                         (x["server_cpu"] / x["requests"]) / (m["push"]["server_cpu"] / m["push"]["requests"])))
         targets = {1: 0.30, 100: 0.70, 1000: 0.70}
         for batch, m in fresh.items():
             if batch in targets:
@@ -452,6 +538,28 @@ def main():
                   "trivial responder's req/s; the replay reaches %.1f%% of it"
                   % (answer[100], 100 * big["req_per_s"] / replays[100]["trivial"]["req_per_s"],
                      100 * replays[100]["push"]["req_per_s"] / big["req_per_s"]))
+        for batch, m in fresh.items():
+            if "peer" in m:
+                ratio = m["push"]["rows_per_s"] / m["peer"]["rows_per_s"]
+                if batch in (1, 100):
+                    print("target: %d-mutation pushes >= 1.5x the peer's mutations/s: %.2fx %s"
+                          % (batch, ratio, "MET" if ratio >= 1.5 else "MISSED"))
+                else:
+                    print("reference: %d-mutation pushes against the peer: %.2fx" % (batch, ratio))
+        for batch, m in fresh.items():
+            ratio = m["push"]["rows_per_s"] / m["limit"]["rows_per_s"]
+            if batch == 1:
+                print("target: 1-mutation pushes >= 60%% of trivial + same writes: %.1f%% %s"
+                      % (100 * ratio, "MET" if ratio >= 0.6 else "MISSED"))
+            else:
+                print("reference: %d-mutation pushes against trivial + same writes: %.1f%%" % (batch, 100 * ratio))
+        for batch, m in replays.items():
+            if "peer" in m:
+                ratio = m["push"]["req_per_s"] / m["peer"]["req_per_s"]
+                print("target: %d-mutation exact replays >= 2x the peer's repeated-key answers: %.2fx %s"
+                      % (batch, ratio, "MET" if ratio >= 2 else "MISSED"))
+        if peer_dir is None:
+            print("SKIP the peer's targets: %s" % why)
         print("load average at the end: %.2f" % os.getloadavg()[0])
         if b.invalid:
             print("INVALID RUNS (figures above are not trustworthy):")

@@ -6,7 +6,8 @@
 --           "replay": every request the same batch (bench.py executed it once before).
 --   batch, phase (keeps ids of different runs apart), schema {version, hash}, auth (the
 --   Authorization header), clients {{id, generation}, ...} (one per thread),
---   check_replay (a 200 must carry Synchro-Replay: batch).
+--   check_replay (a 200 must carry the header replay_header, "Synchro-Replay: batch" unless
+--   set otherwise), path (the URL path; /v3/push unless set: the peer's is /peer/push).
 -- Rows are those of plain_sql.c's make_row(): id = phase * 10^12 + thread * 10^9 + n.
 -- done() prints one line "BENCH {json}" with the counts and the latency percentiles.
 
@@ -23,6 +24,9 @@ end
 local fmt = string.format
 local floor = math.floor
 local mode, batch, phase = conf.mode, conf.batch, conf.phase
+local path = conf.path or "/v3/push"
+local replay_header = conf.replay_header or "Synchro-Replay"
+local replay_value = conf.replay_value or "batch"
 local headers = {
 	["Authorization"] = conf.auth,
 	["Synchro-Protocol"] = "3",
@@ -59,7 +63,7 @@ function init(args)
 	n, batches = 0, 0
 	ok, bad, rejected, notreplay = 0, 0, 0, 0
 	if mode == "replay" then
-		fixed = wrk.format("POST", "/v3/push", headers, body_of(0, 0))
+		fixed = wrk.format("POST", path, headers, body_of(0, 0))
 	end
 end
 
@@ -70,7 +74,7 @@ function request()
 	local b = body_of(n, batches)
 	n = n + batch
 	batches = batches + 1
-	return wrk.format("POST", "/v3/push", headers, b)
+	return wrk.format("POST", path, headers, b)
 end
 
 function response(status, hdrs, body)
@@ -89,8 +93,8 @@ function response(status, hdrs, body)
 		end
 	end
 	if conf.check_replay then
-		local r = hdrs["Synchro-Replay"] or hdrs["synchro-replay"]
-		if r ~= "batch" then
+		local r = hdrs[replay_header] or hdrs[replay_header:lower()]
+		if r ~= replay_value then
 			notreplay = notreplay + 1
 		end
 	end

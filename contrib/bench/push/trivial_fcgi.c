@@ -6,12 +6,17 @@
  * parameters: the web stack plus one database round trip, the least an exact replay can cost
  * (the ADR checks retirement in the database first). With TRIVIAL_ANSWER_BYTES=N in the
  * environment the answer is padded to N bytes (a reference for replays whose stored response
- * is that large: the web stack moving the same bytes). */
+ * is that large: the web stack moving the same bytes). With TRIVIAL_BODY_PARAM=1 the statement's
+ * parameters are instead the request body ($1) and the answer ($2): the web stack plus the
+ * push's row writes and a ledger row in one round trip (a statement that fails answers 409
+ * with its SQLSTATE only, and the responder goes on; a request without a body, /healthz, is
+ * answered without the statement). A bench reference: it trusts the bench's bodies. */
 #include "config.h"
 
 #include <fcgiapp.h>
 #include <libpq-fe.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +59,53 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
+/* TRIVIAL_BODY_PARAM: the body read whole into *in (grown as needed), the statement run with
+ * it and the answer as parameters, the answer sent (or 409 with the SQLSTATE). False when
+ * memory runs out. */
+static bool serve_writes(FCGX_Request *rq, PGconn *pg, char **in, size_t *cap,
+                         const char *answer_body, int answer_len)
+{
+	size_t len = 0;
+	for (;;) {
+		if (*cap - len < 65537) {
+			size_t ncap = *cap == 0 ? 131072 : *cap * 2;
+			char *n = realloc(*in, ncap);
+			if (n == NULL)
+				return false;
+			*in = n;
+			*cap = ncap;
+		}
+		int got = FCGX_GetStr(*in + len, 65536, rq->in);
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	(*in)[len] = '\0';
+	if (len == 0) { /* /healthz: no body, no statement */
+		FCGX_FPrintF(rq->out, "Status: 200 OK\r\nContent-Type: text/plain\r\n\r\nok\n");
+		return true;
+	}
+	const char *values[2] = {*in, answer_body};
+	PGresult *r = PQexecPrepared(pg, "q", 2, values, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		FCGX_FPrintF(rq->out,
+		             "Status: 200 OK\r\nContent-Type: application/json\r\n"
+		             "Content-Length: %d\r\n\r\n",
+		             answer_len);
+		FCGX_PutStr(answer_body, answer_len, rq->out);
+	} else {
+		const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+		FCGX_FPrintF(rq->out,
+		             "Status: 409 Conflict\r\nContent-Type: application/json\r\n\r\n"
+		             "{\"error\":{\"code\":\"batch_rejected\",\"message\":\"SQLSTATE %s\","
+		             "\"retryable\":false}}",
+		             state != NULL ? state : "?");
+	}
+	PQclear(r);
+	return true;
+}
+
 static void serve(int fd, const char *sql, int nparams, char **params)
 {
 	FCGX_Request rq;
@@ -76,7 +128,17 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 	const char *body = padded_answer(&answer_len);
 	if (FCGX_InitRequest(&rq, fd, 0) != 0)
 		_exit(1);
+	const char *env = getenv("TRIVIAL_BODY_PARAM");
+	bool body_param = pg != NULL && env != NULL && strcmp(env, "1") == 0;
+	char *in = NULL;
+	size_t in_cap = 0;
 	while (!stopping && FCGX_Accept_r(&rq) >= 0) {
+		if (body_param) {
+			if (!serve_writes(&rq, pg, &in, &in_cap, body, answer_len))
+				_exit(1);
+			FCGX_Finish_r(&rq);
+			continue;
+		}
 		/* Read the whole body, as a real responder does before it answers. */
 		while (FCGX_GetStr(buf, sizeof buf, rq.in) > 0)
 			;
@@ -95,14 +157,18 @@ static void serve(int fd, const char *sql, int nparams, char **params)
 		FCGX_PutStr(body, answer_len, rq.out);
 		FCGX_Finish_r(&rq);
 	}
+	free(in);
+	if (pg != NULL)
+		PQfinish(pg);
 	_exit(0);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [SELECT_STATEMENT "
-		      "[PARAMETER...]]\n",
+		fputs("usage: trivial_fcgi SOCKET_PATH PROCESSES [STATEMENT [PARAMETER...]]\n"
+		      "  (TRIVIAL_BODY_PARAM=1: STATEMENT's parameters are the body and the "
+		      "answer)\n",
 		      stderr);
 		return 2;
 	}
