@@ -7,3 +7,7 @@ EXTRA_DIST += tests/unit/hacking_map.sh doc/hacking.md
 TESTS += tests/unit/metrics_contrib.sh
 EXTRA_DIST += tests/unit/metrics_contrib.sh contrib/prometheus/synchro-alerts.yml \
 	contrib/grafana/synchro-dashboard.json
+
+# doc/performance.md's commands: make targets of contrib/ and settings their benches read.
+TESTS += tests/unit/performance_doc.sh
+EXTRA_DIST += tests/unit/performance_doc.sh
