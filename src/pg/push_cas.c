@@ -256,9 +256,10 @@ bool sp_lock_and_classify(sp_push *x, size_t k)
 	sp_row row;
 	/*
 	 * An insert compares no version: it needs the identity's state (its fence, and the row
-	 * under the same snapshot when there is a fence: read_insert_state), and its write reserves an absent identity itself (the unique key; a
-	 * deleted fence refuses it with SY006). A conflict or a refusal writes nothing, so
-	 * nothing needs a lock. Update and delete lock row and fence before the comparison.
+	 * under the same snapshot when there is a fence: read_insert_state), and its write
+	 * reserves an absent identity itself (the unique key; a deleted fence refuses it with
+	 * SY006). A conflict or a refusal writes nothing, so nothing needs a lock. Update and
+	 * delete lock row and fence before the comparison.
 	 */
 	if (x->req->mutations[k].op == SY_OP_INSERT) {
 		read_insert_state(x, k, &row);
