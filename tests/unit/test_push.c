@@ -431,6 +431,63 @@ static void test_body_limits(void)
 	sy_buf_free(&d);
 }
 
+/*
+ * Above a sixth of the limit the form is written only when the body's numbers could make
+ * it exceed the limit (each grows by less than SY_JCS_NUMBER_MAX octets, nothing else
+ * grows): the bound holds for the densest growth, a body of few numbers is accepted
+ * unwritten, and a number that overflows still gets the writer's refusal.
+ */
+static void test_canonical_bound(void)
+{
+	sy_error err;
+	sy_buf d = SY_BUF_INIT, canon = SY_BUF_INIT;
+	numbers_body(&d, 16, 2000);
+	sy_push_request *req = sy_push_parse(d.data, d.len, &err);
+	CU_ASSERT_PTR_NOT_NULL(req);
+	if (req != NULL) {
+		CU_ASSERT_TRUE(sy_jcs_write(&canon, sy_json_doc_root(req->doc), &err));
+		CU_ASSERT(canon.len <= d.len + (size_t)16 * 2000 * SY_JCS_NUMBER_MAX);
+	}
+	sy_push_request_free(req);
+	sy_buf_free(&canon);
+	sy_buf_free(&d);
+
+	/* 10 mutations of a 30,000-octet string and one number each: about 300 KB */
+	for (int overflow = 0; overflow <= 1; overflow++) {
+		sy_buf o = SY_BUF_INIT, tail = SY_BUF_INIT;
+		CU_ASSERT_TRUE(sy_buf_printf(
+		        &tail, "\"operation\":\"insert\",\"columns\":{\"n\":%s,\"t\":\"",
+		        overflow ? "1e999" : "1e20"));
+		CU_ASSERT_TRUE(sy_buf_reserve(&tail, 30000));
+		memset(tail.data + tail.len, 'a', 30000);
+		tail.len += 30000;
+		CU_ASSERT_TRUE(sy_buf_puts(&tail, "\"}"));
+		CU_ASSERT_TRUE(sy_buf_puts(&o, "{" ENVELOPE ",\"mutations\":["));
+		for (unsigned i = 0; i < 10; i++) {
+			char pk[16];
+			snprintf(pk, sizeof pk, "%u", i);
+			if (i > 0)
+				CU_ASSERT_TRUE(sy_buf_putc(&o, ','));
+			put_mutation(&o, i, "item", pk, tail.data);
+		}
+		CU_ASSERT_TRUE(sy_buf_puts(&o, "]}"));
+		CU_ASSERT(o.len > SY_PUSH_MAX_BODY / 6);
+		sy_error_clear(&err);
+		req = sy_push_parse(o.data, o.len, &err);
+		if (overflow) {
+			CU_ASSERT_PTR_NULL(req);
+			CU_ASSERT_EQUAL(err.code, SY_ERR_INVALID_REQUEST);
+			CU_ASSERT_STRING_EQUAL(err.message,
+			                       "mutations[0].columns[\"n\"]: number out of range");
+		} else {
+			CU_ASSERT_PTR_NOT_NULL(req);
+		}
+		sy_push_request_free(req);
+		sy_buf_free(&tail);
+		sy_buf_free(&o);
+	}
+}
+
 /* A compact request without escapes has raw length == JCS length: fill it to the limit. */
 static void test_canonical_boundary(void)
 {
@@ -660,6 +717,7 @@ int main(void)
 	        {"normalized mutation limit", test_normalized_limit},
 	        {"raw and canonical body limits", test_body_limits},
 	        {"canonical limit boundary", test_canonical_boundary},
+	        {"canonical form measured only when it could exceed", test_canonical_bound},
 	        {"pk against the current schema", test_check_schema},
 	        {"each allocation fails in turn", test_allocation_failures},
 	        {NULL, NULL},
