@@ -11,15 +11,16 @@
  * The plpgsql function turned both whole rows into jsonb and read its columns back with
  * ->>. Here only the columns the fence names are converted, each through PostgreSQL's own
  * to_jsonb and jsonb's own text (so every type, domain and setting gives the text ->>
- * gave), except for key and owner values of the types whose conversion is the type's output
- * function itself (text, varchar, uuid, integers). One difference remains by design: a row
+ * gave; under the search_path the plpgsql function pinned, which a regclass's text shows),
+ * except for key and owner values of the types whose conversion is the type's output function
+ * itself (text, varchar, uuid, integers). One difference remains by design: a row
  * whose other columns cannot be turned into jsonb (a cast to json that fails, a row over
  * jsonb's size limit) is no longer refused for them.
  *
  * The function is SECURITY DEFINER (it runs as synchro_owner, which alone writes the fences)
  * but pins no search_path, which would cost a GUC save and restore per row (migration 17
- * does the same): its one statement names every schema, function and operator, and nothing
- * else here looks a name up.
+ * does the same): its one statement names every schema, function and operator; only the
+ * to_jsonb of a value of another type than those above runs under the pinned path.
  */
 #include "postgres.h"
 
@@ -125,9 +126,16 @@ static fence_cache *cache_for(FunctionCallInfo fcinfo, TriggerData *td)
 	return fc;
 }
 
+/* to_jsonb of the value under the search_path the plpgsql function pinned: an output function
+ * may print what that path shows (a regclass names its schema unless the path sees it). */
 static Jsonb *col_jsonb(fence_col *c, Datum d)
 {
-	return DatumGetJsonbP(FunctionCall1(&c->json, d));
+	int level = NewGUCNestLevel();
+	(void)set_config_option("search_path", "pg_catalog, synchro, pg_temp", PGC_USERSET,
+	                        PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	Jsonb *jb = DatumGetJsonbP(FunctionCall1(&c->json, d));
+	AtEOXact_GUC(true, level);
+	return jb;
 }
 
 /* The text of a jsonb value as ->> gives it from an object: NULL for null, a string's

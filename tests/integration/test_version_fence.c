@@ -102,6 +102,10 @@ static const char *const o_date[] = {"NULL", "'2026-02-28'", "'infinity'", "'000
 static const char *const o_ts[] = {"NULL", "'2026-02-28 01:02:03.456'", "'-infinity'", NULL};
 static const char *const o_pair[] = {"NULL", "ROW(1, 'x')::fence_pair",
                                      "ROW(NULL, 'q\"')::fence_pair", NULL};
+/* a regclass prints its schema unless the search_path sees it: the plpgsql function's
+ * pinned path did not see public */
+static const char *const o_regclass[] = {"NULL", "'pg_class'", "'public.k_plain'",
+                                         "'synchro.row_fences'", NULL};
 static const char *const s_tstz[] = {"NULL", "NULL", "'2026-03-01 00:00+00'", NULL};
 static const char *const s_jsonb[] = {"NULL", "'null'", "'1'", "'{}'", NULL};
 
@@ -124,6 +128,7 @@ static const kind kinds[] = {
         {"k_pair", "integer", "fence_pair", true, NULL, pk_int, o_pair, s_tstz},
         {"k_plain", "text", "text", false, NULL, pk_text, o_text, s_tstz},
         {"k_softjson", "integer", "text", true, "jsonb", pk_int, o_text, s_jsonb},
+        {"k_regclass", "integer", "regclass", true, NULL, pk_int, o_regclass, s_tstz},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
