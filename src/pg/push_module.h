@@ -20,6 +20,7 @@
  *   push_ledger.c       the response, the ledger rows and the accepted-write epoch
  *   ledger_insert.c     ledger rows through the table and index access methods
  *   ledger_guards.c     the ledger's row rules and triggers (migration 17)
+ *   version_fence.c     the version-fence trigger of every synced table (migration 20)
  *
  * Rules of the house: the core (libsynchro) is called outside PG_TRY and never sees an
  * ereport (its allocator returns NULL); module code reports every operational failure
