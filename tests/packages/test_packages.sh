@@ -154,9 +154,13 @@ for p in $pkgs; do
 done
 
 getent passwd synchro >/dev/null || fail "no system user synchro after install"
-[ -f /etc/synchro/synchro.conf.sample ] || fail "no /etc/synchro/synchro.conf.sample"
-dpkg-query -W -f='${Conffiles}\n' synchro-server | grep -q ' /etc/synchro/synchro.conf.sample ' ||
-	fail "/etc/synchro/synchro.conf.sample is not a conffile"
+# The samples: conffiles, and each one a configuration the programs accept.
+for f in synchro.conf.sample walsync.conf.sample synchroctl.conf.sample; do
+	dpkg-query -W -f='${Conffiles}\n' synchro-server | grep -q " /etc/synchro/$f " ||
+		fail "/etc/synchro/$f is not a conffile"
+	synchro-fcgi -t -c "/etc/synchro/$f" >/dev/null 2>"$tmp/err" ||
+		fail "/etc/synchro/$f is refused: $(cat "$tmp/err")"
+done
 for f in /etc/synchro/synchro.conf /etc/synchro/walsync.conf /etc/synchro/synchroctl.conf; do
 	[ ! -e "$f" ] || fail "$f exists before the administrator writes it"
 done
@@ -191,10 +195,10 @@ CONF
 
 # The administrator's files (synchro.conf(5)), one per program and login role.
 conffiles_written=yes
-cat >/etc/synchro/synchroctl.conf <<CONF
-[database]
-conninfo = host=$run port=5432 dbname=app user=postgres
-CONF
+# synchroctl's and walsync's from their samples, as the administrator would (conninfo, and
+# this test's writer_id); synchro-fcgi's written whole.
+sed -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=postgres|" \
+	/etc/synchro/synchroctl.conf.sample >/etc/synchro/synchroctl.conf
 cat >/etc/synchro/synchro.conf <<CONF
 [database]
 conninfo = host=$run port=5432 dbname=app user=synchro_fcgi
@@ -205,13 +209,9 @@ listen_group = www-data
 listen_mode = 0660
 workers = 2
 CONF
-cat >/etc/synchro/walsync.conf <<CONF
-[database]
-conninfo = host=$run port=5432 dbname=app user=synchro_ws
-
-[walsync]
-writer_id = packages-test
-CONF
+sed -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=synchro_ws|" \
+	-e "s|^writer_id = .*|writer_id = packages-test|" \
+	/etc/synchro/walsync.conf.sample >/etc/synchro/walsync.conf
 chgrp synchro /etc/synchro/synchro.conf /etc/synchro/walsync.conf
 chmod 0640 /etc/synchro/synchro.conf /etc/synchro/walsync.conf /etc/synchro/synchroctl.conf
 
