@@ -132,10 +132,14 @@ PGconn *sy_ctl_open_db(const sy_cfg *cfg, int *code)
 {
 	sy_error err = {0};
 	PGconn *c = sy_store_connect(sy_cfg_str(cfg, "database", "conninfo"), "synchroctl", &err);
-	if (!c)
-		*code = fail_line(err.code == SY_ERR_INVALID_REQUEST ? SY_CTL_EXIT_USAGE
-		                                                     : SY_CTL_EXIT_CONNECT,
-		                  "%s", err.message);
+	/* libpq's own hint ("Is the server running...") is on a line the message leaves out. */
+	if (!c && err.code == SY_ERR_INVALID_REQUEST)
+		*code = fail_line(SY_CTL_EXIT_USAGE, "%s", err.message);
+	else if (!c)
+		*code = fail_line(SY_CTL_EXIT_CONNECT,
+		                  "%s (is PostgreSQL running, and does [database] conninfo name it? "
+		                  "nothing was changed)",
+		                  err.message);
 	return c;
 }
 
@@ -143,8 +147,9 @@ static int cmd_migrate(PGconn *c, bool roles)
 {
 	sy_error err = {0};
 	size_t applied = 0;
-	sy_store_status st = SY_STORE_OK;
-	if (roles)
+	/* Refusals come before the roles are created: a refused init changes nothing. */
+	sy_store_status st = sy_store_migrate_preflight(c, &err);
+	if (roles && st == SY_STORE_OK)
 		st = sy_store_create_roles(c, print_note, NULL, &err);
 	if (st == SY_STORE_OK)
 		st = sy_store_migrate(c, print_note, NULL, &applied, &err);

@@ -35,7 +35,8 @@ tests_unit_test_config_LDADD = src/store/libsystore.la $(UNIT_LDADD) $(LIBPQ_LIB
 
 dist_man_MANS += doc/synchroctl.1 doc/synchro.conf.5
 sysconfexampledir = $(docdir)/examples
-dist_sysconfexample_DATA = conf/synchro.conf.sample
+dist_sysconfexample_DATA = conf/synchro.conf.sample conf/walsync.conf.sample \
+	conf/synchroctl.conf.sample
 
 # synchroctl against a throwaway PostgreSQL (tests/integration/with-pg).
 if HAVE_PG_SERVER

@@ -195,6 +195,63 @@ static sy_store_status apply_one(PGconn *c, const sy_sql_migration *m, bool *app
 	return st;
 }
 
+/* Whether migration m creates functions of the server module (AS 'synchro', 'symbol'). */
+static bool needs_module(const sy_sql_migration *m)
+{
+	return strstr(m->sql, "AS 'synchro',") != NULL;
+}
+
+/*
+ * Before the first migration is applied: when one still to apply (version above max_version)
+ * creates C functions of the server module, the caller must be a superuser and this server
+ * must load synchro.so (present along dynamic_library_path and built for its major). Else
+ * the earlier migrations would be applied and the run would stop half way at that one: this
+ * refuses first, and nothing is changed. LOAD reads the module into this session only.
+ */
+static sy_store_status check_module(PGconn *c, const sy_sql_migration *list, size_t count,
+                                    int max_version, sy_error *err)
+{
+	const sy_sql_migration *m = NULL;
+	for (size_t i = 0; i < count && !m; i++)
+		if (list[i].version > max_version && needs_module(&list[i]))
+			m = &list[i];
+	if (!m)
+		return SY_STORE_OK;
+	sy_store_status st;
+	PGresult *r = sy_store_exec(
+	        c,
+	        "SELECT r.rolsuper, current_setting('server_version_num')::int / 10000"
+	        " FROM pg_catalog.pg_roles r WHERE r.rolname = current_user",
+	        0, NULL, PGRES_TUPLES_OK, "superuser lookup", NULL, &st, err);
+	if (!r)
+		return st;
+	bool super = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	int major = PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 1)) : 0;
+	PQclear(r);
+	if (!super)
+		return sy_store_fail(err, SY_STORE_FAILED,
+		                     "migration %d (%s) creates C functions of the server module "
+		                     "and must run as a superuser; nothing was applied",
+		                     m->version, m->name);
+	r = PQexec(c, "LOAD 'synchro'");
+	if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
+		PQclear(r);
+		return SY_STORE_OK;
+	}
+	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+	/* The reason last: a message longer than SY_ERROR_MESSAGE_MAX loses its tail. */
+	sy_store_fail(err, st,
+	              "migration %d (%s) needs the server module: install postgresql-%d-synchro, "
+	              "the module built for this PostgreSQL %d server; nothing was applied "
+	              "(%.200s%s%.200s)",
+	              m->version, m->name, major, major, primary ? primary : PQerrorMessage(c),
+	              detail ? " " : "", detail ? detail : "");
+	PQclear(r);
+	return st;
+}
+
 sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list, size_t count,
                                       sy_store_note_fn note, void *arg, size_t *applied,
                                       sy_error *err)
@@ -202,6 +259,8 @@ sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list, s
 	int max_version;
 	size_t n = 0;
 	sy_store_status st = check_recorded(c, list, count, &max_version, err);
+	if (st == SY_STORE_OK)
+		st = check_module(c, list, count, max_version, err);
 	for (size_t i = 0; st == SY_STORE_OK && i < count; i++) {
 		bool done = false;
 		st = apply_one(c, &list[i], &done, err);
@@ -223,6 +282,16 @@ sy_store_status sy_store_migrate(PGconn *c, sy_store_note_fn note, void *arg, si
 {
 	return sy_store_migrate_list(c, sy_sql_migrations, sy_sql_migration_count, note, arg,
 	                             applied, err);
+}
+
+sy_store_status sy_store_migrate_preflight(PGconn *c, sy_error *err)
+{
+	int max_version;
+	sy_store_status st =
+	        check_recorded(c, sy_sql_migrations, sy_sql_migration_count, &max_version, err);
+	if (st == SY_STORE_OK)
+		st = check_module(c, sy_sql_migrations, sy_sql_migration_count, max_version, err);
+	return st;
 }
 
 sy_store_status sy_store_migration_state(PGconn *c, int *version, size_t *pending, sy_error *err)

@@ -24,7 +24,9 @@ SY_MUST_CHECK sy_store_status sy_store_create_roles(PGconn *c, sy_store_note_fn 
  * advisory lock so concurrent runners apply each once. note (may be NULL) receives
  * "applied migration N (name)" per migration; *applied (may be NULL) their number.
  * Refuses (SY_STORE_FAILED) a database that records a migration this list does not
- * have, or under another name. Stops at the first failure (earlier ones stay applied).
+ * have, or under another name. When a migration still to apply creates functions of the
+ * server module, refuses before applying any unless the caller is a superuser and the server
+ * loads the module. Stops at the first failure (earlier ones stay applied).
  */
 SY_MUST_CHECK sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list,
                                                     size_t count, sy_store_note_fn note, void *arg,
@@ -32,6 +34,13 @@ SY_MUST_CHECK sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migr
 /* sy_store_migrate_list() with the embedded migrations (sy_sql_migrations). */
 SY_MUST_CHECK sy_store_status sy_store_migrate(PGconn *c, sy_store_note_fn note, void *arg,
                                                size_t *applied, sy_error *err);
+
+/*
+ * What sy_store_migrate() checks before it applies anything (the database's record against
+ * the embedded list, and the server module where a pending migration needs it), for a caller
+ * that changes something first (synchroctl init creates the roles): fails as it would.
+ */
+SY_MUST_CHECK sy_store_status sy_store_migrate_preflight(PGconn *c, sy_error *err);
 
 /*
  * The highest recorded migration version in *version (0 when schema synchro or its

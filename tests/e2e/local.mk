@@ -79,3 +79,10 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_bench_push.pgt
 endif
 EXTRA_DIST += tests/e2e/test_bench_push.pgt
+
+# Every command README shows, run as printed (contrib/quickstart with make check's build, the
+# examples it prints, README's lines after it, the offline tools).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_readme.sh
+endif
+EXTRA_DIST += tests/e2e/test_readme.sh
