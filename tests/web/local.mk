@@ -3,4 +3,4 @@
 if HAVE_PG_SERVER
 TESTS += tests/web/test_web.pgt
 endif
-EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.html
+EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.html tests/web/no-opfs-worker.js

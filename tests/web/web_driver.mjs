@@ -33,6 +33,18 @@ async function page() {
 
 const opts = { name: user + ".db", pollIntervalMs: 600000 };
 try {
+  // 0. a browser without OPFS sync access handles: a clear error at open.
+  let p0 = await page();
+  out.noOpfs = await p0.evaluate(async ({ base, user, password }) => {
+    try {
+      await window.Synchro.open(base, user, password, { name: "none.db", workerUrl: "/web/no-opfs-worker.js" });
+      return { opened: true };
+    } catch (e) {
+      return { rc: e.rc, message: e.message };
+    }
+  }, { base, user, password });
+  await p0.close();
+
   // 1. alice connects, writes two to-dos in one transaction, syncs.
   let p = await page();
   out.first = await p.evaluate(async ({ base, user, password, opts }) => {
