@@ -10,6 +10,7 @@ if ENABLE_WEB
 WEB_INPUTS = $(src_core_libsycore_la_SOURCES) $(src_client_libsyclient_la_SOURCES) $(WEB_C)
 all-local: src/web/dist/.built
 src/web/dist/.built: $(WEB_INPUTS) $(WEB_TS) $(WEB_NPM) src/web/build.sh config.h
+	@echo "  WEB      src/web/dist"; \
 	EMCC="$(EMCC)" NPM="$(NPM)" NODE="$(NODE)" WARN_CFLAGS="$(WARN_CFLAGS)" BUILDDIR="$(abs_builddir)" \
 	  $(SHELL) $(srcdir)/src/web/build.sh $(srcdir) src/web $(WEB_INPUTS)
 	touch $@
