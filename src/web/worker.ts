@@ -267,7 +267,12 @@ function closeFiles(): void {
 
 async function open(a: OpenArgs): Promise<Status> {
   if (client) throw new SynchroError({ rc: "estate", message: "already open" });
-  await openFiles(a.name);
+  try {
+    await openFiles(a.name);
+  } catch (e) {
+    closeFiles(); // the handles opened before the failure: their files stay unlocked
+    throw e;
+  }
   base = a.url.replace(/\/+$/, "");
   authorization = basicAuth(a.user, a.password);
   requestTimeoutMs = a.requestTimeoutMs;
