@@ -6,36 +6,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client_json.h"
 #include "synchro/alloc.h"
 
-static void jstr(sy_buf *b, const char *s)
-{
-	if (s == NULL)
-		sy_buf_puts(b, "null");
-	else if (!sy_jcs_write_string(b, s, strlen(s)))
-		b->failed = true;
-}
-
-/* A member "key":"value" (or null), with its leading comma unless first. */
-static void jmember(sy_buf *b, bool *first, const char *key, const char *value)
-{
-	if (!*first)
-		sy_buf_putc(b, ',');
-	*first = false;
-	jstr(b, key);
-	sy_buf_putc(b, ':');
-	jstr(b, value);
-}
-
-static void jraw(sy_buf *b, bool *first, const char *key, const char *raw)
-{
-	if (!*first)
-		sy_buf_putc(b, ',');
-	*first = false;
-	jstr(b, key);
-	sy_buf_putc(b, ':');
-	sy_buf_puts(b, raw ? raw : "null");
-}
+/* The JSON helpers and forms are the library's (client_json.c), shared with the browser API. */
+#define jstr sy_cl_json_str
+#define jmember sy_cl_json_member
+#define jraw sy_cl_json_raw
 
 static void put(sy_buf *b)
 {
@@ -55,33 +32,8 @@ static int cmd_status(sy_client *c, bool json)
 	}
 	sy_buf b = SY_BUF_INIT;
 	if (json) {
-		bool f = true;
-		char num[32];
-		sy_buf_putc(&b, '{');
-		jmember(&b, &f, "client_id", s.client_id);
-		snprintf(num, sizeof num, "%llu", (unsigned long long)s.generation);
-		jraw(&b, &f, "client_generation", num);
-		snprintf(num, sizeof num, "%llu", (unsigned long long)s.schema_version);
-		jraw(&b, &f, "schema_version", num);
-		jmember(&b, &f, "schema_hash", s.schema_hash[0] ? s.schema_hash : NULL);
-		jmember(&b, &f, "phase", sy_client_phase_name(s.phase));
-		jmember(&b, &f, "cursor", s.has_cursor ? s.cursor : NULL);
-		jraw(&b, &f, "rebuilding", s.rebuilding ? "true" : "false");
-		jraw(&b, &f, "frozen", s.frozen ? "true" : "false");
-		jraw(&b, &f, "retired", s.retired ? "true" : "false");
-		jmember(&b, &f, "last_error", s.last_error[0] ? s.last_error : NULL);
-		jraw(&b, &f, "last_error_retryable", s.last_error_retryable ? "true" : "false");
-		snprintf(num, sizeof num, "%lld", (long long)s.next_attempt_ms);
-		jraw(&b, &f, "next_attempt_ms", num);
-		snprintf(num, sizeof num, "%zu", s.unsettled_batches);
-		jraw(&b, &f, "unsettled_batches", num);
-		sy_buf_puts(&b, ",\"counts\":{");
-		bool g = true;
-		for (int i = 0; i < SY_INTENT__COUNT; i++) {
-			snprintf(num, sizeof num, "%zu", s.counts[i]);
-			jraw(&b, &g, sy_client_intent_state_name((sy_intent_state)i), num);
-		}
-		sy_buf_puts(&b, "}}\n");
+		sy_cl_status_json(&b, &s);
+		sy_buf_putc(&b, '\n');
 	} else {
 		sy_buf_printf(&b, "client:      %s\ngeneration:  %llu\nschema:      v%llu %s\n",
 		              s.client_id, (unsigned long long)s.generation,
@@ -104,31 +56,7 @@ static int cmd_status(sy_client *c, bool json)
 	return 0;
 }
 
-static void intent_json(sy_buf *b, const sy_client_intent *i)
-{
-	bool f = true;
-	char num[32];
-	sy_buf_putc(b, '{');
-	jmember(b, &f, "mutation_id", i->mutation_id);
-	jmember(b, &f, "state", sy_client_intent_state_name(i->state));
-	jmember(b, &f, "table", i->table);
-	jraw(b, &f, "pk", i->pk_json);
-	jmember(b, &f, "operation", i->op);
-	jraw(b, &f, "columns", i->columns_json);
-	jmember(b, &f, "base_version", i->base_version);
-	jmember(b, &f, "client_version", i->client_version);
-	snprintf(num, sizeof num, "%llu", (unsigned long long)i->schema_version);
-	jraw(b, &f, "schema_version", num);
-	snprintf(num, sizeof num, "%lld", (long long)i->local_order);
-	jraw(b, &f, "local_order", num);
-	jraw(b, &f, "normalized", i->normalized ? "true" : "false");
-	jraw(b, &f, "atomic", i->atomic ? "true" : "false");
-	jmember(b, &f, "link", i->link);
-	jmember(b, &f, "batch_id", i->batch_id);
-	jmember(b, &f, "code", i->code);
-	jraw(b, &f, "outcome", i->outcome_json);
-	sy_buf_putc(b, '}');
-}
+#define intent_json sy_cl_intent_json
 
 typedef struct {
 	sy_buf *b;

@@ -55,8 +55,13 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 	if (opts->transport != NULL) {
 		c->tr = *opts->transport;
 	} else if (opts->url != NULL) {
+#ifdef SY_WEB
+		rc = sy_cl_fail(err, SY_CLIENT_EINVAL,
+		                "no transport: this build has no libcurl (src/web passes fetch's)");
+#else
 		rc = sy_cl_curl_transport(opts->url, opts->user, opts->password,
 		                          opts->request_timeout_s, &c->tr, err);
+#endif
 	}
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_store_open(c, path, err);

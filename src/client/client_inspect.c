@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +13,7 @@
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 #include "synchro/fingerprint.h"
+#include "synchro/sha256.h"
 
 #define INTENT_COLUMNS                                                                             \
 	"i.mutation_id, i.ord, i.normalized, i.txn, t.atomic, i.tbl, i.pk, i.op, i.columns,"       \
@@ -419,13 +419,11 @@ static void verify_batches(sy_client *c, sy_buf *rep, size_t *bad)
 		return;
 	}
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		unsigned char md[32];
-		unsigned int n = 0;
+		uint8_t md[SY_SHA256_LEN];
 		char hex[65];
-		EVP_Digest(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), md, &n,
-		           EVP_sha256(), NULL);
+		bool ok = sy_sha256(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), md);
 		sy_fp_hex(md, hex);
-		if (n != 32 || strcmp(hex, (const char *)sqlite3_column_text(st, 2)) != 0) {
+		if (!ok || strcmp(hex, (const char *)sqlite3_column_text(st, 2)) != 0) {
 			(*bad)++;
 			sy_buf_printf(rep, "batch %s: bytes do not match their SHA-256\n",
 			              (const char *)sqlite3_column_text(st, 0));

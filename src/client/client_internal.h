@@ -262,7 +262,11 @@ SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char
                                          const sy_json *pk, const sy_json *row,
                                          const char *checksum, char *why, size_t whylen);
 
-/* client_transport.c */
+/* The Retry-After header's value in seconds (0 to 86399), -1 when it is not that
+ * (client_sync.c; every transport parses it here). */
+int sy_cl_retry_after(const char *value, size_t len);
+
+/* client_transport.c (not in the WebAssembly build, whose transport is fetch) */
 SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,
                                                 const char *password, unsigned timeout_s,
                                                 sy_client_transport *out, sy_client_error *err);

@@ -15,13 +15,14 @@
 #include "config.h"
 
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_internal.h"
 #include "synchro/alloc.h"
 #include "synchro/fingerprint.h"
+#include "synchro/sha256.h"
 #include "synchro/jcs.h"
 
 /* Room left for the envelope around the mutations when the body limit is checked. */
@@ -167,9 +168,8 @@ static char *local_outcome(const char *code, const char *message)
 
 static void sha256_hex(const char *p, size_t n, char hex[65])
 {
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	if (EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+	uint8_t md[SY_SHA256_LEN];
+	if (!sy_sha256(p, n, md))
 		memset(md, 0, sizeof md);
 	sy_fp_hex(md, hex);
 }

@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef SY_WEB
+#include <stdlib.h>
+#include <unistd.h>
+#else
 #include <uuid/uuid.h>
+#endif
 
 #include "client_internal.h"
 #include "synchro/alloc.h"
@@ -115,13 +120,38 @@ int64_t sy_cl_now(const sy_client *c)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Random (v4): never derived from time or a sequence a second device could repeat. */
+#ifdef SY_WEB
+/*
+ * The WebAssembly build (no libuuid): getentropy() is crypto.getRandomValues() there,
+ * which the worker checks before it opens a store (src/web/worker.ts); an id never
+ * falls back to a weaker source.
+ */
+void sy_cl_new_uuid(char out[SY_UUID_LEN + 1])
+{
+	unsigned char u[16];
+	if (getentropy(u, sizeof u) != 0)
+		abort();
+	u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
+	u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+	static const char hex[] = "0123456789abcdef";
+	char *o = out;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*o++ = '-';
+		*o++ = hex[u[i] >> 4];
+		*o++ = hex[u[i] & 15];
+	}
+	*o = '\0';
+}
+#else
 void sy_cl_new_uuid(char out[SY_UUID_LEN + 1])
 {
 	uuid_t u;
-	/* Random (v4): never derived from time or a sequence a second device could repeat. */
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, out);
 }
+#endif
 
 void sy_cl_client_version(const sy_client *c, char out[SY_SERVER_TIME_LEN + 1])
 {
@@ -344,6 +374,16 @@ sy_client_rc sy_cl_store_open(sy_client *c, const char *path, sy_client_error *e
 	 * and a checkpoint only copies frames already durable (a crash in one is
 	 * recovered from the WAL).
 	 */
+#ifdef SY_WEB
+	/*
+	 * The browser's store (src/web/web_vfs.c): one connection per store, its files
+	 * locked by their OPFS handles; in EXCLUSIVE locking mode SQLite keeps the WAL
+	 * index in memory and needs no shared-memory file.
+	 */
+	sy_client_rc rc0 = sy_cl_exec(c, "PRAGMA locking_mode = EXCLUSIVE", err);
+	if (rc0 != SY_CLIENT_OK)
+		return rc0;
+#endif
 	sy_client_rc rc = sy_cl_exec(c,
 	                             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;"
 	                             " PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;"

@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -553,6 +554,18 @@ static sy_client_rc seal_ahead(sy_client *c, sy_client_error *err)
 		rc = sy_cl_seal_next(c, &sealed, err);
 	}
 	return rc;
+}
+
+int sy_cl_retry_after(const char *value, size_t len)
+{
+	char tmp[32];
+	if (len >= sizeof tmp)
+		len = sizeof tmp - 1;
+	memcpy(tmp, value, len);
+	tmp[len] = '\0';
+	char *end;
+	long v = strtol(tmp, &end, 10);
+	return end != tmp && v >= 0 && v < 86400 ? (int)v : -1;
 }
 
 sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)

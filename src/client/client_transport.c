@@ -44,16 +44,9 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	size_t len = size * n;
 	static const char name[] = "retry-after:";
 	if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
-		char tmp[32];
-		size_t k = len - (sizeof name - 1);
-		if (k >= sizeof tmp)
-			k = sizeof tmp - 1;
-		memcpy(tmp, p + sizeof name - 1, k);
-		tmp[k] = '\0';
-		char *end;
-		long v = strtol(tmp, &end, 10);
-		if (end != tmp && v >= 0 && v < 86400)
-			t->retry_after = (int)v;
+		int v = sy_cl_retry_after(p + sizeof name - 1, len - (sizeof name - 1));
+		if (v >= 0)
+			t->retry_after = v;
 	}
 	return len;
 }

@@ -16,6 +16,8 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_sync.c \
 	src/client/client_inspect.c \
 	src/client/client_resolve.c \
+	src/client/client_json.h \
+	src/client/client_json.c \
 	src/client/client_transport.c
 src_client_libsyclient_la_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(CURL_CFLAGS) \
 	$(UUID_CFLAGS) $(CRYPTO_CFLAGS)

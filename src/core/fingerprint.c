@@ -3,8 +3,6 @@
 #include "config.h"
 
 #include <inttypes.h>
-#include <openssl/evp.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +11,7 @@
 #include "synchro/fingerprint.h"
 #include "synchro/jcs.h"
 #include "synchro/octets.h"
-#include "sha256_md.h"
+#include "synchro/sha256.h"
 
 /*
  * Where preimage bytes go: a buffer (preimages for vectors and diagnostics)
@@ -23,7 +21,7 @@
  */
 typedef struct {
 	sy_buf *buf;
-	EVP_MD_CTX *md;
+	sy_sha256_ctx md; /* when buf is NULL */
 } sink;
 
 static bool nomem(sy_error *err)
@@ -35,47 +33,16 @@ static bool sink_put(sink *s, const void *p, size_t n, sy_error *err)
 {
 	if (s->buf != NULL)
 		return sy_buf_append(s->buf, p, n) || nomem(err);
-	if (EVP_DigestUpdate(s->md, p, n) != 1)
+	if (!sy_sha256_add(&s->md, p, n))
 		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
 	return true;
 }
 
-/*
- * The SHA-256 implementation, fetched once per process. With OpenSSL 3, initializing a
- * digest from EVP_sha256() fetches the implementation again each time (a locked lookup
- * in the provider store), which cost more than hashing a whole mutation; a request
- * hashes one digest per mutation.
- */
-const EVP_MD *sy_core_sha256(void)
-{
-#if OPENSSL_VERSION_NUMBER >= 0x30000000L
-	static _Atomic(EVP_MD *) fetched;
-	EVP_MD *md = atomic_load(&fetched);
-	if (md != NULL)
-		return md;
-	md = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (md == NULL)
-		return EVP_sha256();
-	EVP_MD *none = NULL;
-	if (!atomic_compare_exchange_strong(&fetched, &none, md)) {
-		EVP_MD_free(md);
-		return none;
-	}
-	return md;
-#else
-	return EVP_sha256();
-#endif
-}
-
-/* Starts SHA-256 over domain || 0x00; s->md, when set, is a context to use again. */
+/* Starts SHA-256 over domain || 0x00; s->md, when used before, is a context to use again. */
 static bool digest_begin(sink *s, const char *domain, sy_error *err)
 {
 	s->buf = NULL;
-	if (s->md == NULL)
-		s->md = EVP_MD_CTX_new();
-	if (s->md == NULL)
-		return nomem(err);
-	if (EVP_DigestInit_ex(s->md, sy_core_sha256(), NULL) != 1)
+	if (!sy_sha256_begin(&s->md))
 		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
 	/* strlen + 1 hashes the NUL terminator: the 0x00 separator */
 	return sink_put(s, domain, strlen(domain) + 1, err);
@@ -83,16 +50,14 @@ static bool digest_begin(sink *s, const char *domain, sy_error *err)
 
 static bool digest_end(sink *s, uint8_t digest[SY_FP_DIGEST_LEN], sy_error *err)
 {
-	unsigned int n = 0;
-	if (EVP_DigestFinal_ex(s->md, digest, &n) != 1 || n != SY_FP_DIGEST_LEN)
+	if (!sy_sha256_end(&s->md, digest))
 		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
 	return true;
 }
 
 static void digest_free(sink *s)
 {
-	EVP_MD_CTX_free(s->md);
-	s->md = NULL;
+	sy_sha256_release(&s->md);
 }
 
 static void fp_init(sy_fingerprint *fp, const char *domain)
@@ -215,14 +180,14 @@ static bool write_scope(sink *s, const sy_buf *pre, const sy_mutation *m, sy_err
 bool sy_fp_batch_preimage(const sy_push_request *req, const char *user, size_t user_len,
                           sy_buf *out, sy_error *err)
 {
-	sink s = {out, NULL};
+	sink s = {.buf = out};
 	return sy_fp_user_valid(user, user_len, err) && write_batch(&s, req, user, user_len, err);
 }
 
 bool sy_fp_mutation_preimage(const sy_push_request *req, const sy_mutation *m, const char *user,
                              size_t user_len, sy_buf *out, sy_error *err)
 {
-	sink s = {out, NULL};
+	sink s = {.buf = out};
 	sy_buf pre = SY_BUF_INIT;
 	bool ok = sy_fp_user_valid(user, user_len, err) &&
 	          scope_prefix(&pre, req, user, user_len, err) && write_scope(&s, &pre, m, err);
@@ -233,7 +198,7 @@ bool sy_fp_mutation_preimage(const sy_push_request *req, const sy_mutation *m, c
 bool sy_fp_batch(const sy_push_request *req, const char *user, size_t user_len, sy_fingerprint *out,
                  sy_error *err)
 {
-	sink s = {NULL, NULL};
+	sink s = {.buf = NULL};
 	bool ok = sy_fp_user_valid(user, user_len, err) &&
 	          digest_begin(&s, SY_FP_BATCH_DOMAIN, err) &&
 	          write_batch(&s, req, user, user_len, err) && digest_end(&s, out->digest, err);
@@ -258,7 +223,7 @@ bool sy_fp_mutation(const sy_push_request *req, const sy_mutation *m, const char
                     size_t user_len, sy_fingerprint *out, sy_error *err)
 {
 	sy_buf pre = SY_BUF_INIT;
-	sink s = {NULL, NULL};
+	sink s = {.buf = NULL};
 	bool ok = sy_fp_user_valid(user, user_len, err) &&
 	          scope_prefix(&pre, req, user, user_len, err) &&
 	          mutation_fp(&s, &pre, m, out, err);
@@ -278,7 +243,7 @@ bool sy_fp_mutations(const sy_push_request *req, const char *user, size_t user_l
                      sy_fingerprint *mutations, sy_error *err)
 {
 	sy_buf pre = SY_BUF_INIT;
-	sink s = {NULL, NULL};
+	sink s = {.buf = NULL};
 	bool ok = sy_fp_user_valid(user, user_len, err) &&
 	          scope_prefix(&pre, req, user, user_len, err);
 	/* One digest context for every mutation: a context costs an allocation and a free. */
@@ -406,7 +371,7 @@ bool sy_fp_row_checksum(const sy_schema_ref *outcome_schema, const char *table_i
                         const sy_json *server_row, char hex[SY_FP_HEX_LEN + 1], sy_error *err)
 {
 	sy_buf pre = SY_BUF_INIT;
-	sink s = {NULL, NULL};
+	sink s = {.buf = NULL};
 	uint8_t digest[SY_FP_DIGEST_LEN];
 	bool ok = sy_fp_row_preimage(outcome_schema, table_id, table_len, pk_field, pk_field_len,
 	                             pk_value, server_row, &pre, err) &&

@@ -14,6 +14,7 @@ src_core_libsycore_la_SOURCES = \
 	src/core/types.c \
 	src/core/manifest.c \
 	src/core/push_request.c \
+	src/core/sha256.c \
 	src/core/fingerprint.c \
 	src/core/request_digest.c \
 	src/core/matrix.c \
@@ -24,7 +25,7 @@ src_core_libsycore_la_SOURCES = \
 noinst_HEADERS += \
 	src/core/json_arena.h \
 	src/core/json_scan.h \
-	src/core/sha256_md.h \
+	src/include/synchro/sha256.h \
 	src/core/decimal.h \
 	src/core/outcome_common.h
 src_core_libsycore_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)

@@ -3,7 +3,6 @@
  * historical compatibility rule behind the schema_incompatible outcome. */
 #include "config.h"
 
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "synchro/json.h"
 #include "synchro/manifest.h"
 #include "synchro/octets.h"
+#include "synchro/sha256.h"
 
 /* Room for "tables[<size_t>]", and for that followed by ".fields[<size_t>]". */
 #define TABLE_PATH_CAP 32
@@ -449,8 +449,7 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 static bool seal(sy_manifest *m, const sy_json *root, sy_error *err)
 {
 	static const char domain[] = SY_MANIFEST_HASH_DOMAIN;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
+	uint8_t md[SY_SHA256_LEN];
 	sy_buf b = SY_BUF_INIT;
 
 	/* sizeof includes the NUL: exactly the 0x00 separator. */
@@ -458,9 +457,9 @@ static bool seal(sy_manifest *m, const sy_json *root, sy_error *err)
 		goto nomem;
 	if (!sy_jcs_write(&b, root, err))
 		goto fail;
-	if (EVP_Digest(b.data, b.len, md, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32)
+	if (!sy_sha256(b.data, b.len, md))
 		goto nomem;
-	sy_hex_encode(m->hash, md, md_len);
+	sy_hex_encode(m->hash, md, sizeof md);
 	m->hash[SY_HASH_HEX_LEN] = '\0';
 	size_t total;
 	char *data = sy_buf_steal(&b, &total);

@@ -7,32 +7,29 @@
  */
 #include "config.h"
 
-#include <openssl/evp.h>
 #include <string.h>
 
 #include "synchro/octets.h"
 #include "synchro/request_digest.h"
+#include "synchro/sha256.h"
 #include "json_scan.h"
-#include "sha256_md.h"
 
 bool sy_request_digest(const char *user, size_t user_len, const char *body, size_t len,
                        uint8_t out[SY_FP_DIGEST_LEN], sy_error *err)
 {
 	unsigned char ulen[4];
-	unsigned int n = 0;
+	sy_sha256_ctx md = SY_SHA256_INIT;
 	bool ok = false;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
 
 	if (user_len > UINT32_MAX)
 		return sy_error_set(err, SY_ERR_AUTH_REQUIRED, "authenticated user id too long");
 	sy_be_put(ulen, user_len, 4);
 	/* sizeof includes the NUL terminator: the 0x00 after the domain */
-	ok = md != NULL && EVP_DigestInit_ex(md, sy_core_sha256(), NULL) == 1 &&
-	     EVP_DigestUpdate(md, SY_REQUEST_DIGEST_DOMAIN, sizeof SY_REQUEST_DIGEST_DOMAIN) == 1 &&
-	     EVP_DigestUpdate(md, ulen, sizeof ulen) == 1 &&
-	     EVP_DigestUpdate(md, user, user_len) == 1 && EVP_DigestUpdate(md, body, len) == 1 &&
-	     EVP_DigestFinal_ex(md, out, &n) == 1 && n == SY_FP_DIGEST_LEN;
-	EVP_MD_CTX_free(md);
+	ok = sy_sha256_begin(&md) &&
+	     sy_sha256_add(&md, SY_REQUEST_DIGEST_DOMAIN, sizeof SY_REQUEST_DIGEST_DOMAIN) &&
+	     sy_sha256_add(&md, ulen, sizeof ulen) && sy_sha256_add(&md, user, user_len) &&
+	     sy_sha256_add(&md, body, len) && sy_sha256_end(&md, out);
+	sy_sha256_release(&md);
 	if (!ok)
 		return sy_error_set(err, SY_ERR_NOMEM, "SHA-256 digest failed");
 	return true;

@@ -1,7 +1,10 @@
 # CUnit suites owned by the push work; included from Makefile.am.
-UNIT_TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
-check_PROGRAMS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
-TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest
+UNIT_TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest \
+	tests/unit/test_sha256
+check_PROGRAMS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest \
+	tests/unit/test_sha256
+TESTS += tests/unit/test_push tests/unit/test_fingerprint tests/unit/test_request_digest \
+	tests/unit/test_sha256
 tests_unit_test_push_SOURCES = tests/unit/test_push.c
 tests_unit_test_push_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_push_LDADD = $(UNIT_LDADD)
@@ -11,6 +14,10 @@ tests_unit_test_fingerprint_LDADD = $(UNIT_LDADD)
 tests_unit_test_request_digest_SOURCES = tests/unit/test_request_digest.c
 tests_unit_test_request_digest_CFLAGS = $(UNIT_CFLAGS) $(CRYPTO_CFLAGS)
 tests_unit_test_request_digest_LDADD = $(UNIT_LDADD)
+# The portable SHA-256 of the WebAssembly build, natively, against the same vectors.
+tests_unit_test_sha256_SOURCES = tests/unit/test_sha256.c
+tests_unit_test_sha256_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sha256_LDADD = $(UNIT_LDADD)
 
 # synchroctl canonicalize / fingerprint over the vectors (needs the built synchroctl).
 TESTS += tests/unit/ctl_offline.sh

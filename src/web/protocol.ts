@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The messages between the page (synchro.ts) and the worker that owns the client
+// (worker.ts), and the records both hand to the app. Each request carries an id; the
+// worker answers it once, with a value or an error.
+
+/** A libsynchro-client error: rc is its code ("einval", "enotfound", "estore", ...). */
+export interface ErrorInfo {
+  rc: string;
+  message: string;
+}
+
+/** The status, as `synchro-cli status --json` prints it. */
+export interface Status {
+  client_id: string;
+  client_generation: number;
+  schema_version: number;
+  schema_hash: string | null;
+  phase: "idle" | "connecting" | "schema" | "pushing" | "pulling" | "rebuilding" | "backoff" | "stopped";
+  cursor: string | null;
+  rebuilding: boolean;
+  frozen: boolean;
+  retired: boolean;
+  last_error: string | null;
+  last_error_retryable: boolean;
+  next_attempt_ms: number;
+  unsettled_batches: number;
+  counts: Record<string, number>;
+}
+
+/** An intent, as `synchro-cli show --json` prints it. */
+export interface Intent {
+  mutation_id: string;
+  state: string;
+  table: string;
+  pk: unknown;
+  operation: "insert" | "update" | "delete";
+  columns: Record<string, unknown> | null;
+  base_version: string | null;
+  client_version: string;
+  schema_version: number;
+  local_order: number;
+  normalized: boolean;
+  atomic: boolean;
+  link: string | null;
+  batch_id: string | null;
+  code: string | null;
+  outcome: unknown;
+}
+
+/** A row's visible state: the server's row overlaid with the unsettled intents. */
+export interface Row {
+  pk: unknown;
+  state: "synced" | "pending" | "conflict" | "blocked";
+  row: Record<string, unknown> | null;
+}
+
+export type Write =
+  | { op: "insert"; table: string; pk: unknown; columns: Record<string, unknown> }
+  | { op: "update"; table: string; pk: unknown; columns: Record<string, unknown> }
+  | { op: "delete"; table: string; pk: unknown };
+
+export interface OpenArgs {
+  name: string;
+  url: string;
+  user: string;
+  password: string;
+  pollIntervalMs: number;
+  requestTimeoutMs: number;
+}
+
+export type Request =
+  | { id: number; op: "open"; args: OpenArgs }
+  | { id: number; op: "transaction"; atomic: boolean; writes: Write[] }
+  | { id: number; op: "get"; table: string; pk: unknown }
+  | { id: number; op: "rows"; table: string }
+  | { id: number; op: "status" }
+  | { id: number; op: "pending"; all: boolean }
+  | { id: number; op: "explain"; mutationId: string }
+  | { id: number; op: "sync"; timeoutMs: number }
+  | { id: number; op: "close" };
+
+export type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: ErrorInfo };

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The WebAssembly build's private interface between its C files (src/web). */
+#ifndef SY_WEB_H
+#define SY_WEB_H
+
+#include "synchro/client.h"
+
+/* web_transport.c: the transport over the worker's fetch (Module.syFetch). */
+sy_client_transport sy_web_transport(void);
+
+/* web_api.c: the exports the worker calls (see there). */
+int sy_web_error_rc(void);
+const char *sy_web_error_name(void);
+const char *sy_web_error_message(void);
+void sy_web_free(void *p);
+sy_client *sy_web_open(const char *path, const char *url, unsigned poll_interval_ms);
+void sy_web_close(sy_client *c);
+int sy_web_step(sy_client *c);
+double sy_web_next_due(void);
+void sy_web_kick(sy_client *c);
+sy_client_txn *sy_web_begin(sy_client *c, int atomic);
+const char *sy_web_write(sy_client_txn *t, int op, const char *table, const char *pk_json,
+                         const char *columns_json);
+int sy_web_commit(sy_client_txn *t);
+void sy_web_rollback(sy_client_txn *t);
+char *sy_web_get(sy_client *c, const char *table, const char *pk_json);
+char *sy_web_rows(sy_client *c, const char *table);
+char *sy_web_intents(sy_client *c, int all);
+char *sy_web_status(sy_client *c);
+char *sy_web_explain(sy_client *c, const char *mutation_id);
+
+#endif

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The dedicated Worker that owns one store: it opens the store's OPFS files (sync access
+// handles exist only in a worker, and createSyncAccessHandle is asynchronous, so they are
+// opened before the C code runs; web_vfs.c uses them), loads libsynchro-client compiled to
+// WebAssembly, runs the HTTP round trips with fetch for the C transport (web_transport.c)
+// and schedules sy_client_step with setTimeout at the time each step returns: the worker
+// never blocks. It answers the page's requests (protocol.ts) one at a time.
+
+import type { ErrorInfo, OpenArgs, Reply, Request, Status, Write } from "./protocol.js";
+
+interface SyncHandle {
+  read(buf: Uint8Array, opts: { at: number }): number;
+  write(buf: Uint8Array, opts: { at: number }): number;
+  truncate(size: number): void;
+  getSize(): number;
+  flush(): void;
+  close(): void;
+}
+
+interface Core {
+  ccall(name: string, ret: string | null, types: string[], args: unknown[]): number;
+  UTF8ToString(p: number): string;
+  _sy_web_step(c: number): number;
+  _sy_web_next_due(): number;
+  _sy_web_kick(c: number): void;
+  _sy_web_begin(c: number, atomic: number): number;
+  _sy_web_commit(t: number): number;
+  _sy_web_rollback(t: number): void;
+  _sy_web_status(c: number): number;
+  _sy_web_intents(c: number, all: number): number;
+  _sy_web_close(c: number): void;
+  _sy_web_free(p: number): void;
+  _sy_web_error_name(): number;
+  _sy_web_error_message(): number;
+}
+
+class SynchroError extends Error {
+  constructor(readonly info: ErrorInfo) {
+    super(info.message);
+  }
+}
+
+const scope = self as unknown as {
+  postMessage(m: unknown): void;
+  onmessage: ((e: MessageEvent) => void) | null;
+};
+
+// The store's files: the database, its WAL and its rollback journal (web_vfs.c).
+const SUFFIXES = ["", "-wal", "-journal"];
+// How long to wait for a store another worker still holds (a tab closing), in ms.
+const LOCK_WAIT_MS = 10000;
+
+let core: Core | null = null;
+let client = 0;
+const files: Record<string, SyncHandle> = {};
+const opfs = { files, flushes: 0, lastError: "" };
+
+// --- the transport: one fetch at a time, read by web_transport.c ----------------------
+
+interface Current {
+  done: boolean;
+  status: number;
+  body: Uint8Array | null;
+  retryAfter: string | null;
+  abort: AbortController;
+}
+
+let base = "";
+let authorization = "";
+let requestTimeoutMs = 60000;
+let sealedAhead = false;
+
+const syFetch = {
+  current: null as Current | null,
+  start(method: string, path: string, body: Uint8Array | null): boolean {
+    const cur: Current = { done: false, status: 0, body: null, retryAfter: null, abort: new AbortController() };
+    syFetch.current = cur;
+    sealedAhead = false;
+    const timer = setTimeout(() => cur.abort.abort(), requestTimeoutMs);
+    fetch(base + path, {
+      method,
+      body: body as BodyInit | null,
+      headers: { "Synchro-Protocol": "3", "Content-Type": "application/json", Authorization: authorization },
+      signal: cur.abort.signal,
+      cache: "no-store",
+      credentials: "omit",
+      redirect: "error",
+    })
+      .then(async (r) => {
+        const bytes = new Uint8Array(await r.arrayBuffer());
+        cur.status = r.status;
+        cur.body = bytes;
+        cur.retryAfter = r.headers.get("Retry-After");
+      })
+      .catch(() => {
+        // no response: status 0, as libcurl's transport reports it
+        cur.status = 0;
+        cur.body = null;
+      })
+      .finally(() => {
+        clearTimeout(timer);
+        cur.done = true;
+        if (syFetch.current === cur) schedule(0);
+      });
+    return true;
+  },
+  clear(): void {
+    const cur = syFetch.current;
+    syFetch.current = null;
+    if (cur && !cur.done) cur.abort.abort();
+  },
+};
+
+function basicAuth(user: string, password: string): string {
+  // RFC 7617 with UTF-8, as libcurl sends the bytes it is given
+  const bytes = new TextEncoder().encode(user + ":" + password);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return "Basic " + btoa(bin);
+}
+
+// --- calls into the C face (web_api.c) ------------------------------------------------
+
+function lastError(): ErrorInfo {
+  const c = core!;
+  return { rc: c.UTF8ToString(c._sy_web_error_name()), message: c.UTF8ToString(c._sy_web_error_message()) };
+}
+
+function fail(): never {
+  throw new SynchroError(lastError());
+}
+
+/** A new C string result as text (freed here); fails with the call's error when NULL. */
+function text(p: number): string {
+  if (p === 0) fail();
+  const s = core!.UTF8ToString(p);
+  core!._sy_web_free(p);
+  return s;
+}
+
+function status(): Status {
+  return JSON.parse(text(core!._sy_web_status(client))) as Status;
+}
+
+// --- stepping ----------------------------------------------------------------------
+
+let timer: ReturnType<typeof setTimeout> | null = null;
+let stepError: ErrorInfo | null = null;
+interface Waiter {
+  resolve(s: Status): void;
+  reject(e: SynchroError): void;
+  deadline: ReturnType<typeof setTimeout> | null;
+}
+let waiters: Waiter[] = [];
+
+function schedule(delayMs: number): void {
+  if (!client) return;
+  if (timer !== null) clearTimeout(timer);
+  timer = setTimeout(step, Math.max(0, delayMs));
+}
+
+function settle(fn: (w: Waiter) => void): void {
+  const ws = waiters;
+  waiters = [];
+  for (const w of ws) {
+    if (w.deadline !== null) clearTimeout(w.deadline);
+    fn(w);
+  }
+}
+
+function step(): void {
+  timer = null;
+  if (!client) return;
+  const c = core!;
+  const rc = c._sy_web_step(client);
+  const due = c._sy_web_next_due();
+  if (rc !== 0) {
+    stepError = lastError();
+    const e = new SynchroError(stepError);
+    settle((w) => w.reject(e));
+  }
+  const cur = syFetch.current;
+  if (cur && !cur.done) {
+    // One more step while the request is on the wire seals the next batch ahead
+    // (as sy_client_sync does); then the fetch's settling steps again.
+    if (!sealedAhead) {
+      sealedAhead = true;
+      schedule(0);
+    }
+    return;
+  }
+  if (cur && cur.done) {
+    schedule(0);
+    return;
+  }
+  if (waiters.length > 0) {
+    const s = status();
+    if (s.phase === "idle") {
+      if (s.frozen) {
+        const e = new SynchroError({ rc: "efrozen", message: "the queue is frozen: nothing more is sent" });
+        settle((w) => w.reject(e));
+      } else {
+        settle((w) => w.resolve(s));
+      }
+    }
+  }
+  if (due < 8.64e15) schedule(due - Date.now());
+}
+
+function sync(timeoutMs: number): Promise<Status> {
+  return new Promise((resolve, reject) => {
+    const w: Waiter = { resolve, reject, deadline: null };
+    if (timeoutMs > 0)
+      w.deadline = setTimeout(() => {
+        waiters = waiters.filter((x) => x !== w);
+        const s = status();
+        reject(new SynchroError({ rc: "etimeout", message: "sync: out of time" + (s.last_error ? " (" + s.last_error + ")" : "") }));
+      }, timeoutMs);
+    waiters.push(w);
+    core!._sy_web_kick(client);
+    schedule(0);
+  });
+}
+
+// --- the store's files ----------------------------------------------------------------
+
+async function openFiles(name: string): Promise<void> {
+  const storage = (navigator as unknown as { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } }).storage;
+  const proto = (globalThis as unknown as { FileSystemFileHandle?: { prototype: object } }).FileSystemFileHandle?.prototype;
+  if (!storage?.getDirectory || !proto || !("createSyncAccessHandle" in proto))
+    throw new SynchroError({
+      rc: "estore",
+      message: "no Origin Private File System with sync access handles here: the store cannot be kept (it is never kept in memory instead)",
+    });
+  if (!globalThis.crypto?.getRandomValues)
+    throw new SynchroError({ rc: "estore", message: "no crypto.getRandomValues: identities cannot be generated" });
+  const dir = await storage.getDirectory();
+  for (const suffix of SUFFIXES) {
+    const fh = (await dir.getFileHandle(name + suffix, { create: true })) as unknown as {
+      createSyncAccessHandle(): Promise<SyncHandle>;
+    };
+    const started = Date.now();
+    for (;;) {
+      try {
+        files[name + suffix] = await fh.createSyncAccessHandle();
+        break;
+      } catch (e) {
+        // NoModificationAllowedError: a worker of a closing tab still holds the store
+        if (Date.now() - started > LOCK_WAIT_MS)
+          throw new SynchroError({ rc: "estore", message: "the store " + name + " is open in another tab or worker: " + String(e) });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+}
+
+function closeFiles(): void {
+  for (const k of Object.keys(files)) {
+    try {
+      files[k].close();
+    } catch {
+      // already closed
+    }
+    delete files[k];
+  }
+}
+
+async function open(a: OpenArgs): Promise<Status> {
+  if (client) throw new SynchroError({ rc: "estate", message: "already open" });
+  try {
+    await openFiles(a.name);
+  } catch (e) {
+    closeFiles(); // the handles opened before the failure: their files stay unlocked
+    throw e;
+  }
+  base = a.url.replace(/\/+$/, "");
+  authorization = basicAuth(a.user, a.password);
+  requestTimeoutMs = a.requestTimeoutMs;
+  if (!core) {
+    const factory = (await import(new URL("./synchro-core.mjs", import.meta.url).href)).default;
+    core = (await factory({ syOpfs: opfs, syFetch })) as Core;
+  }
+  client = core.ccall("sy_web_open", "number", ["string", "string", "number"], [a.name, base, a.pollIntervalMs]);
+  if (!client) {
+    const e = lastError();
+    closeFiles();
+    throw new SynchroError(e);
+  }
+  schedule(0);
+  return status();
+}
+
+function transaction(atomic: boolean, writes: Write[]): string[] {
+  const c = core!;
+  const t = c._sy_web_begin(client, atomic ? 1 : 0);
+  if (!t) fail();
+  const ids: string[] = [];
+  for (const w of writes) {
+    const op = w.op === "insert" ? 105 : w.op === "update" ? 117 : 100;
+    const columns = w.op === "delete" ? null : JSON.stringify(w.columns);
+    const id = c.ccall("sy_web_write", "number", ["number", "number", "string", "string", "string"], [
+      t,
+      op,
+      w.table,
+      JSON.stringify(w.pk),
+      columns,
+    ]);
+    if (!id) {
+      const e = lastError();
+      c._sy_web_rollback(t);
+      throw new SynchroError(e);
+    }
+    ids.push(c.UTF8ToString(id));
+  }
+  if (c._sy_web_commit(t) !== 0) fail();
+  schedule(0); // the commit made a step due
+  return ids;
+}
+
+async function handle(r: Request): Promise<unknown> {
+  if (r.op === "open") return open(r.args);
+  if (!client) throw new SynchroError({ rc: "estate", message: "the store is not open" });
+  const c = core!;
+  switch (r.op) {
+    case "transaction":
+      return transaction(r.atomic, r.writes);
+    case "get": {
+      const p = c.ccall("sy_web_get", "number", ["number", "string", "string"], [client, r.table, JSON.stringify(r.pk)]);
+      if (p === 0 && lastError().rc === "enotfound") return undefined;
+      return JSON.parse(text(p));
+    }
+    case "rows":
+      return JSON.parse(text(c.ccall("sy_web_rows", "number", ["number", "string"], [client, r.table])));
+    case "status":
+      return status();
+    case "pending":
+      return JSON.parse(text(c._sy_web_intents(client, r.all ? 1 : 0)));
+    case "explain":
+      return text(c.ccall("sy_web_explain", "number", ["number", "string"], [client, r.mutationId]));
+    case "sync":
+      return sync(r.timeoutMs);
+    case "close":
+      if (timer !== null) clearTimeout(timer);
+      settle((w) => w.reject(new SynchroError({ rc: "estate", message: "closed" })));
+      c._sy_web_close(client);
+      client = 0;
+      closeFiles();
+      return undefined;
+  }
+}
+
+// One request at a time, in arrival order: a transaction never interleaves with a step's
+// answer to the page.
+let queue: Promise<void> = Promise.resolve();
+// A sync is answered when it ends, without holding the requests behind it.
+function answer(id: number, value: Promise<unknown>): Promise<void> {
+  return value.then(
+    (v) => scope.postMessage({ id, ok: true, value: v } as Reply),
+    (err) => {
+      const info = err instanceof SynchroError ? err.info : { rc: "einval", message: String(err) };
+      scope.postMessage({ id, ok: false, error: info } as Reply);
+    },
+  );
+}
+
+scope.onmessage = (e: MessageEvent) => {
+  const r = e.data as Request;
+  queue = queue.then(() => {
+    const value = (async () => handle(r))();
+    if (r.op === "sync") {
+      void answer(r.id, value);
+      return;
+    }
+    return answer(r.id, value);
+  });
+};
