@@ -21,6 +21,11 @@
  * but pins no search_path, which would cost a GUC save and restore per row (migration 17
  * does the same): its one statement names every schema, function and operator; only the
  * to_jsonb of a value of another type than those above runs under the pinned path.
+ *
+ * Also the fence table's row rules (migration 21): synchro.row_fence_rules, the one CHECK of
+ * synchro.row_fences, holds exactly the rules of the two CHECKs it replaced and names the
+ * broken one in its refusal (SQLSTATE 23514), as the ledger's do (ledger_guards.c): PostgreSQL
+ * reads every CHECK's expression back from its text at each execution of the fence's upsert.
  */
 #include "postgres.h"
 
@@ -404,4 +409,46 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	char *text = JsonbToCString(NULL, &msg->root, VARSIZE(msg));
 	(void)LogLogicalMessage("synchro", text, strlen(text), true);
 	return PointerGetDatum(NULL);
+}
+
+/* --- the fence table's row rules (migration 21) ----------------------------------------- */
+
+static void refuse_fence_row(const char *constraint)
+{
+	ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION),
+	                errmsg("new row for relation \"row_fences\" violates check constraint \"%s\"",
+	                       constraint)));
+}
+
+PG_FUNCTION_INFO_V1(synchro_row_fence_rules);
+
+/*
+ * synchro.row_fence_rules(state, version), the one CHECK of synchro.row_fences: true, or the
+ * refusal of the first of the two CHECKs of migrations 1 and 8 the row breaks, in their order
+ * (PostgreSQL checks a table's constraints by name): state IN ('live', 'deleted')
+ * (row_fences_state_check); octet_length(version) BETWEEN 1 AND 128 AND version ~ '^[!-~]+$'
+ * (row_fences_version_check: 1 to 128 printable ASCII octets, no space). A NULL passes, as it
+ * passes a CHECK (the columns are NOT NULL).
+ */
+Datum synchro_row_fence_rules(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(0)) {
+		text *t = PG_GETARG_TEXT_PP(0);
+		size_t len = VARSIZE_ANY_EXHDR(t);
+		const char *s = VARDATA_ANY(t);
+		if (!((len == 4 && memcmp(s, "live", 4) == 0) ||
+		      (len == 7 && memcmp(s, "deleted", 7) == 0)))
+			refuse_fence_row("row_fences_state_check");
+	}
+	if (!PG_ARGISNULL(1)) {
+		text *t = PG_GETARG_TEXT_PP(1);
+		size_t len = VARSIZE_ANY_EXHDR(t);
+		const unsigned char *s = (const unsigned char *)VARDATA_ANY(t);
+		bool ok = len >= 1 && len <= 128;
+		for (size_t k = 0; ok && k < len; k++)
+			ok = s[k] >= '!' && s[k] <= '~';
+		if (!ok)
+			refuse_fence_row("row_fences_version_check");
+	}
+	PG_RETURN_BOOL(true);
 }

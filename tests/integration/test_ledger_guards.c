@@ -4,7 +4,9 @@
  * replace refused (the old expressions evaluated beside the new functions over thousands of
  * edge rows), each refusal names its rule, the accepted-epoch message keeps migration 5's
  * bytes, and no search_path of the caller changes what the triggers read. (Their refusals of
- * retired clients, identity changes and orphan mutation rows are in test_sql.) */
+ * retired clients, identity changes and orphan mutation rows are in test_sql.) Also the row
+ * rules of the fence table (migration 21): synchro.row_fence_rules beside the two CHECKs it
+ * replaced, over every character and length, and its refusals by the old names. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>
@@ -314,6 +316,67 @@ static void test_search_path_proof(void)
 	pgt_exec(db, "RESET search_path; DROP SCHEMA blind CASCADE");
 }
 
+/* The CHECKs of synchro.row_fences of migrations 1 and 8, as pg_get_constraintdef printed
+ * them, over the candidate columns (migration 21 replaced them by synchro.row_fence_rules). */
+static const char old_fence_ok[] =
+        "(st = ANY (ARRAY['live', 'deleted'])) IS NOT FALSE"
+        " AND (octet_length(v) >= 1 AND octet_length(v) <= 128 AND v ~ '^[!-~]+$')"
+        " IS NOT FALSE";
+
+static void test_fence_rules_equal(void)
+{
+	/* Every state candidate beside every version candidate: each character from 1 to 400
+	 * alone and between others, every length from 0 to 130, and 128 characters of 129
+	 * octets. */
+	pgt_exec(db,
+	         "CREATE TEMP TABLE cf AS"
+	         " SELECT * FROM (VALUES ('live'), ('deleted'), ('Live'), ('live '), ('dead'),"
+	         "  (''), (NULL)) st(st)"
+	         " CROSS JOIN (SELECT chr(c) FROM generate_series(1, 400) c"
+	         "  UNION ALL SELECT 'a' || chr(c) || 'b' FROM generate_series(1, 400) c"
+	         "  UNION ALL SELECT repeat('x', n) FROM generate_series(0, 130) n"
+	         "  UNION ALL SELECT repeat('~', 127) || 'é' UNION ALL SELECT repeat('!', 127) || 'é'"
+	         "  UNION ALL SELECT NULL) v(v);"
+	         "CREATE FUNCTION pg_temp.f_new(st text, v text) RETURNS boolean LANGUAGE plpgsql"
+	         " AS $f$ BEGIN RETURN synchro.row_fence_rules(st, v);"
+	         " EXCEPTION WHEN check_violation THEN RETURN false; END $f$");
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+	         "SELECT count(*) FROM cf WHERE pg_temp.f_new(st, v) IS DISTINCT FROM (%s)",
+	         old_fence_ok);
+	CU_ASSERT_EQUAL(count_where(sql), 0);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM cf WHERE %s", old_fence_ok);
+	long long ok = count_where(sql);
+	long long all = count_where("SELECT count(*) FROM cf");
+	CU_ASSERT(ok > 500);
+	CU_ASSERT(all - ok > 2000);
+	/* Of the old CHECKs the table keeps none, and the state rule answers first. */
+	CU_ASSERT_EQUAL(count_where("SELECT count(*) FROM pg_catalog.pg_constraint"
+	                            " WHERE conrelid = 'synchro.row_fences'::regclass"
+	                            " AND contype = 'c' AND conname <> 'row_fences_row_rules'"),
+	                0);
+	refused_as("SELECT synchro.row_fence_rules('dead', 'a b')", "row_fences_state_check");
+}
+
+/* A write of the fence table breaking a rule is refused as the old CHECK refused it. */
+static void test_fence_refusals(void)
+{
+	static const char ins[] = "INSERT INTO synchro.row_fences (table_id, pk, state, version,"
+	                          " source_xid) VALUES ('guards', '1', %s, %s, pg_current_xact_id())";
+	char sql[512];
+	snprintf(sql, sizeof sql, ins, "'gone'", "'v1'");
+	refused_as(sql, "row_fences_state_check");
+	snprintf(sql, sizeof sql, ins, "'live'", "'v 1'");
+	refused_as(sql, "row_fences_version_check");
+	snprintf(sql, sizeof sql, ins, "'live'", "repeat('v', 129)");
+	refused_as(sql, "row_fences_version_check");
+	snprintf(sql, sizeof sql, ins, "'deleted'", "repeat('~', 128)");
+	pgt_exec(db, sql);
+	pgt_fails(db, "UPDATE synchro.row_fences SET version = '' WHERE table_id = 'guards'", "23514");
+	pgt_exec(db, "UPDATE synchro.row_fences SET source_lsn = '0/1' WHERE table_id = 'guards'");
+	pgt_exec(db, "DELETE FROM synchro.row_fences WHERE table_id = 'guards'");
+}
+
 /* A client's identity never changes, whichever identity column a statement touches; an
  * update of anything else passes. */
 static void test_client_identity(void)
@@ -351,6 +414,8 @@ int main(void)
 	        {"the accepted-epoch message keeps its bytes", test_epoch_message},
 	        {"no search_path of the caller blinds a trigger", test_search_path_proof},
 	        {"a client's identity never changes", test_client_identity},
+	        {"fence row rules refuse what the 2 CHECKs refused", test_fence_rules_equal},
+	        {"a fence row breaking a rule is refused by its name", test_fence_refusals},
 	        {NULL, NULL},
 	};
 	sy_test_add_suite("ledger guards", tests);
