@@ -191,12 +191,7 @@ def main():
                   % (fence, label, ratio, " ".join("%.2f" % r for r in rounds),
                      ("  target <= %.1fx: %s" % (TARGET, met)) if fence == "c" else ""))
         print("load average at the end: %.2f" % os.getloadavg()[0])
-        if b.invalid:
-            print("INVALID RUNS (figures above are not trustworthy):")
-            for x in b.invalid:
-                print("  " + x)
-            return 1
-        return 0
+        return push_bench.report_invalid(b.invalid)
     finally:
         st.stop()
 

@@ -622,12 +622,7 @@ def main():
                                            "(<= 250 ms)" if max(steady["cl_p99"], steady["pull_p99"]) <= 250
                                            else "(> 250 ms)"))
         print("load average at the end: %.2f" % os.getloadavg()[0])
-        if b.invalid or b.pb.invalid:
-            print("INVALID RUNS (figures above are not trustworthy):")
-            for x in b.invalid + b.pb.invalid:
-                print("  " + x)
-            return 1
-        return 0
+        return pushbench.report_invalid(b.invalid + b.pb.invalid)
     finally:
         for name in list(st.procs):
             if name.startswith("walsync"):

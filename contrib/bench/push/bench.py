@@ -345,6 +345,17 @@ class Bench:
         self.st.restart_fcgi()
 
 
+def report_invalid(invalid):
+    """Prints the runs whose figures cannot be trusted (a count that did not add up, a process
+    that failed); returns the bench's exit status, 1 when there was any."""
+    if not invalid:
+        return 0
+    print("INVALID RUNS (figures above are not trustworthy):")
+    for x in invalid:
+        print("  " + x)
+    return 1
+
+
 def lua_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -561,12 +572,7 @@ def main():
         if peer_dir is None:
             print("SKIP the peer's targets: %s" % why)
         print("load average at the end: %.2f" % os.getloadavg()[0])
-        if b.invalid:
-            print("INVALID RUNS (figures above are not trustworthy):")
-            for x in b.invalid:
-                print("  " + x)
-            return 1
-        return 0
+        return report_invalid(b.invalid)
     finally:
         st.stop()
 
