@@ -77,6 +77,28 @@ export type Request =
   | { id: number; op: "pending"; all: boolean }
   | { id: number; op: "explain"; mutationId: string }
   | { id: number; op: "sync"; timeoutMs: number }
+  | { id: number; op: "query"; sql: string; params: unknown[] }
+  | { id: number; op: "live"; liveId: number; sql: string; params: unknown[] }
+  | { id: number; op: "unlive"; liveId: number }
+  | { id: number; op: "resolve"; how: ResolveHow; mutationId: string; columns: Record<string, unknown> | null }
+  | { id: number; op: "verify" }
   | { id: number; op: "close" };
 
-export type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: ErrorInfo };
+/** How resolve() settles an intent, as synchro-cli resolve. */
+export type ResolveHow = "discard" | "accept" | "rebase" | "remap";
+
+/** What verify() finds, as synchro-cli verify --json: ok, or the report of what failed. */
+export interface VerifyResult {
+  ok: boolean;
+  report: string | null;
+}
+
+/** What query() resolves to: the rows, each an object of the statement's columns. */
+export type QueryRow = Record<string, unknown>;
+
+/** The worker's own message to a live query: its new result, or why it could not run. */
+export type LiveEvent = { live: number; rows: QueryRow[] } | { live: number; error: ErrorInfo };
+
+export type Reply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: ErrorInfo };

@@ -3,9 +3,21 @@
 // that owns the store, and every call is one message to it, answered once. The writes of
 // a transaction go in one message and are committed in one SQLite transaction there.
 
-import type { ErrorInfo, Intent, Reply, Request, Row, Status, Write } from "./protocol.js";
+import type {
+  ErrorInfo,
+  Intent,
+  LiveEvent,
+  QueryRow,
+  Reply,
+  Request,
+  ResolveHow,
+  Row,
+  Status,
+  VerifyResult,
+  Write,
+} from "./protocol.js";
 
-export type { ErrorInfo, Intent, Row, Status, Write } from "./protocol.js";
+export type { ErrorInfo, Intent, QueryRow, ResolveHow, Row, Status, VerifyResult, Write } from "./protocol.js";
 
 /** A libsynchro-client error; rc is its code ("einval", "enotfound", "estore", ...). */
 export class SynchroError extends Error {
@@ -43,14 +55,27 @@ export class Transaction {
 }
 
 type Pending = { resolve(v: unknown): void; reject(e: SynchroError): void };
+
+/** A live query's callback: its result whenever it changed, or the error of a re-run. */
+export type LiveCallback = (rows: QueryRow[], error?: SynchroError) => void;
 type Body<T> = T extends unknown ? Omit<T, "id"> : never;
 
 export class Synchro {
   private next = 1;
   private readonly calls = new Map<number, Pending>();
+  private readonly lives = new Map<number, LiveCallback>();
 
   private constructor(private readonly worker: Worker) {
     worker.onmessage = (e: MessageEvent) => {
+      if ("live" in e.data) {
+        const l = e.data as LiveEvent;
+        const cb = this.lives.get(l.live);
+        if (cb) {
+          if ("rows" in l) cb(l.rows);
+          else cb([], new SynchroError(l.error));
+        }
+        return;
+      }
       const r = e.data as Reply;
       const p = this.calls.get(r.id);
       if (!p) return;
@@ -121,6 +146,36 @@ export class Synchro {
     return this.call<Row[]>({ op: "rows", table });
   }
 
+  /**
+   * Runs one read-only SQL statement over the visible rows of the synced tables: each
+   * manifest table is a table of that name with its primary key's and its fields' columns
+   * and `_state` ("synced", "pending", "conflict", "blocked"); deleted rows are absent.
+   * params are bound in order (?). A write, ATTACH or PRAGMA fails with rc "einval":
+   * the store changes only through transaction().
+   */
+  query(sql: string, params: unknown[] = []): Promise<QueryRow[]> {
+    return this.call<QueryRow[]>({ op: "query", sql, params });
+  }
+
+  /**
+   * A live query: callback gets the result at once, then again whenever a local write or a
+   * sync changed a table the statement reads and the result differs (once per step or
+   * commit, not per row). Resolves, after the first result, to the function that ends it.
+   */
+  async live(sql: string, params: unknown[], callback: LiveCallback): Promise<() => void> {
+    const liveId = this.next++;
+    this.lives.set(liveId, callback);
+    try {
+      await this.call<void>({ op: "live", liveId, sql, params });
+    } catch (e) {
+      this.lives.delete(liveId);
+      throw e;
+    }
+    return () => {
+      if (this.lives.delete(liveId)) void this.call<void>({ op: "unlive", liveId }).catch(() => undefined);
+    };
+  }
+
   /** Pushes every sendable intent and pulls until caught up; resolves to the status. */
   sync(timeoutMs = 60000): Promise<Status> {
     return this.call<Status>({ op: "sync", timeoutMs });
@@ -139,6 +194,21 @@ export class Synchro {
   /** Why an intent is in its state, in one paragraph. */
   explain(mutationId: string): Promise<string> {
     return this.call<string>({ op: "explain", mutationId });
+  }
+
+  /**
+   * Settles a conflicted, rejected, blocked or schema-incompatible intent, as synchro-cli
+   * resolve: "discard" it, "accept" the server's row (a conflict), "rebase" it onto the
+   * server's current row (with columns, or its own), or "remap" it under the current schema
+   * (columns required). Resolves to the successor's mutation id, or null (discard, accept).
+   */
+  resolve(how: ResolveHow, mutationId: string, columns?: Record<string, unknown>): Promise<string | null> {
+    return this.call<string | null>({ op: "resolve", how, mutationId, columns: columns ?? null });
+  }
+
+  /** Checks the store (SQLite's integrity, row checksums, batch SHA-256s, links), as synchro-cli verify. */
+  verify(): Promise<VerifyResult> {
+    return this.call<VerifyResult>({ op: "verify" });
   }
 
   /** Closes the store (an in-flight request is abandoned; its batch goes again later). */

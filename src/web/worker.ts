@@ -6,7 +6,7 @@
 // and schedules sy_client_step with setTimeout at the time each step returns: the worker
 // never blocks. It answers the page's requests (protocol.ts) one at a time.
 
-import type { ErrorInfo, OpenArgs, Reply, Request, Status, Write } from "./protocol.js";
+import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, Write } from "./protocol.js";
 
 interface SyncHandle {
   read(buf: Uint8Array, opts: { at: number }): number;
@@ -32,6 +32,8 @@ interface Core {
   _sy_web_free(p: number): void;
   _sy_web_error_name(): number;
   _sy_web_error_message(): number;
+  _sy_web_changed(): number;
+  _sy_web_verify(c: number): number;
 }
 
 class SynchroError extends Error {
@@ -142,6 +144,51 @@ function status(): Status {
   return JSON.parse(text(core!._sy_web_status(client))) as Status;
 }
 
+// --- queries and live queries --------------------------------------------------------
+
+interface Result {
+  tables: string[];
+  rows: QueryRow[];
+}
+
+function query(sql: string, params: unknown[]): Result {
+  if (!Array.isArray(params)) throw new SynchroError({ rc: "einval", message: "query: params must be an array" });
+  const p = core!.ccall("sy_web_query", "number", ["number", "string", "string"], [client, sql, JSON.stringify(params)]);
+  return JSON.parse(text(p)) as Result;
+}
+
+interface Live {
+  sql: string;
+  params: unknown[];
+  tables: string[];
+  last: string; // the last result posted, as JSON: an unchanged result is not posted again
+}
+const lives = new Map<number, Live>();
+
+function runLive(id: number, l: Live): void {
+  try {
+    const r = query(l.sql, l.params);
+    l.tables = r.tables;
+    const json = JSON.stringify(r.rows);
+    if (json === l.last) return;
+    l.last = json;
+    scope.postMessage({ live: id, rows: r.rows } as LiveEvent);
+  } catch (e) {
+    const info = e instanceof SynchroError ? e.info : { rc: "einval", message: String(e) };
+    l.last = "";
+    scope.postMessage({ live: id, error: info } as LiveEvent);
+  }
+}
+
+/** After a step or a commit: re-runs the live queries that read a table whose rows changed. */
+function refreshLives(): void {
+  if (!client) return;
+  const changed = JSON.parse(text(core!._sy_web_changed())) as string[];
+  if (changed.length === 0 || lives.size === 0) return;
+  const all = changed.includes("*");
+  for (const [id, l] of lives) if (all || l.tables.some((t) => changed.includes(t))) runLive(id, l);
+}
+
 // --- stepping ----------------------------------------------------------------------
 
 let timer: ReturnType<typeof setTimeout> | null = null;
@@ -174,6 +221,7 @@ function step(): void {
   const c = core!;
   const rc = c._sy_web_step(client);
   const due = c._sy_web_next_due();
+  refreshLives();
   if (rc !== 0) {
     stepError = lastError();
     const e = new SynchroError(stepError);
@@ -314,6 +362,7 @@ function transaction(atomic: boolean, writes: Write[]): string[] {
   }
   if (c._sy_web_commit(t) !== 0) fail();
   schedule(0); // the commit made a step due
+  refreshLives();
   return ids;
 }
 
@@ -339,9 +388,33 @@ async function handle(r: Request): Promise<unknown> {
       return text(c.ccall("sy_web_explain", "number", ["number", "string"], [client, r.mutationId]));
     case "sync":
       return sync(r.timeoutMs);
+    case "query":
+      return query(r.sql, r.params).rows;
+    case "live": {
+      const l: Live = { sql: r.sql, params: r.params, tables: [], last: "" };
+      query(r.sql, r.params); // a bad statement fails live() itself
+      lives.set(r.liveId, l);
+      runLive(r.liveId, l);
+      return undefined;
+    }
+    case "resolve": {
+      const columns = r.columns === null ? null : JSON.stringify(r.columns);
+      const p = c.ccall("sy_web_resolve", "number", ["number", "string", "string", "string"], [client, r.how, r.mutationId, columns]);
+      if (!p) fail();
+      const nid = c.UTF8ToString(p);
+      schedule(0); // a successor is due to be sent
+      refreshLives();
+      return nid === "" ? null : nid;
+    }
+    case "verify":
+      return JSON.parse(text(c._sy_web_verify(client)));
+    case "unlive":
+      lives.delete(r.liveId);
+      return undefined;
     case "close":
       if (timer !== null) clearTimeout(timer);
       settle((w) => w.reject(new SynchroError({ rc: "estate", message: "closed" })));
+      lives.clear();
       c._sy_web_close(client);
       client = 0;
       closeFiles();

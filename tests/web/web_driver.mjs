@@ -99,6 +99,117 @@ try {
   }, { base, user, password, opts, id: out.committed.id, mid: out.committed.mid });
   await p.screenshot({ path: logDir + "/web-todos.png" });
   out.screenshot = logDir + "/web-todos.png";
+
+  // 5. query: read-only SQL over the visible rows; writes, ATTACH and PRAGMA refused.
+  out.query = await p.evaluate(async () => {
+    const s = window.s;
+    const open = await s.query("SELECT id, title, done, _state FROM todo WHERE done = ? ORDER BY title", [false]);
+    const refused = {};
+    for (const sql of ["DELETE FROM todo", "UPDATE todo SET title = 'x'", "ATTACH 'alice.db' AS store",
+                       "PRAGMA table_info(todo)", "SELECT 1; DELETE FROM todo", "SELECT * FROM intents"]) {
+      try {
+        await s.query(sql);
+        refused[sql] = null;
+      } catch (e) {
+        refused[sql] = { rc: e.rc, message: e.message };
+      }
+    }
+    const count = await s.query("SELECT count(*) AS n FROM todo");
+    return { open, refused, count, rows: (await s.rows("todo")).length };
+  });
+
+  // 6. a live query on the todos: it fires after a local insert, and after a sync brings
+  // the row another device (a second browser profile of the same user) pushed.
+  await p.evaluate(async () => {
+    window.liveSeen = [];
+    window.liveStop = await window.s.live("SELECT title FROM todo WHERE title LIKE ? ORDER BY title", ["web%"],
+      (rows, err) => window.liveSeen.push(err ? "error: " + err.message : rows.map((r) => r.title)));
+  });
+  const liveCount = () => p.evaluate(() => window.liveSeen.length);
+  const liveInsert = await p.evaluate(async () => {
+    const id = crypto.randomUUID();
+    await window.s.transaction((tx) => tx.insert("todo", id, { title: "web live", done: false }));
+    return id;
+  });
+  await p.waitForFunction(() => window.liveSeen.length >= 2, null, { timeout: 20000 });
+  const other = await chromium.launchPersistentContext(profile + "-b", {
+    executablePath: "/usr/bin/chromium", headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
+  });
+  try {
+    const q = await other.newPage();
+    q.on("console", (m) => out.console.push("device b " + m.type() + ": " + m.text()));
+    await q.goto(url);
+    await q.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
+    out.deviceB = await q.evaluate(async ({ base, user, password, opts }) => {
+      const s = await window.Synchro.open(base, user, password, opts);
+      await s.sync(30000);
+      const id = crypto.randomUUID();
+      await s.transaction((tx) => tx.insert("todo", id, { title: "web other device", done: false }));
+      const status = await s.sync(30000);
+      await s.close();
+      return { id, status };
+    }, { base, user, password, opts });
+  } finally {
+    await other.close();
+  }
+  const beforeSync = await liveCount();
+  await p.evaluate(() => window.s.sync(30000));
+  await p.waitForFunction((n) => window.liveSeen.length > n, beforeSync, { timeout: 20000 });
+  out.live = await p.evaluate(async () => {
+    window.liveStop();
+    const n = window.liveSeen.length;
+    const id = crypto.randomUUID();
+    await window.s.transaction((tx) => tx.insert("todo", id, { title: "web after stop", done: false }));
+    await window.s.sync(30000);
+    return { seen: window.liveSeen, afterStop: window.liveSeen.length - n };
+  });
+  out.live.localId = liveInsert;
+
+  // 7. a conflict: device b changes "web one" and syncs; this device, which has not pulled
+  // since, changes it too from its stale copy and syncs: the server refuses it (conflict).
+  // explain() shows the server's row; resolve() rebases it onto that row; verify() is clean.
+  const other2 = await chromium.launchPersistentContext(profile + "-b", {
+    executablePath: "/usr/bin/chromium", headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
+  });
+  try {
+    const q = await other2.newPage();
+    q.on("console", (m) => out.console.push("device b " + m.type() + ": " + m.text()));
+    await q.goto(url);
+    await q.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
+    out.deviceB2 = await q.evaluate(async ({ base, user, password, opts, id }) => {
+      const s = await window.Synchro.open(base, user, password, opts);
+      await s.sync(30000);
+      const [mid] = await s.transaction((tx) => tx.update("todo", id, { title: "web one, by device b" }));
+      const status = await s.sync(30000);
+      const intent = (await s.pending(true)).find((i) => i.mutation_id === mid);
+      await s.close();
+      return { status, intent };
+    }, { base, user, password, opts, id: out.first.ids[0] });
+  } finally {
+    await other2.close();
+  }
+  out.conflict = await p.evaluate(async ({ id }) => {
+    const s = window.s;
+    const [mid] = await s.transaction((tx) => tx.update("todo", id, { title: "web one, by device a" }));
+    await s.sync(30000);
+    const intent = (await s.pending(true)).find((i) => i.mutation_id === mid);
+    const row = await s.get("todo", id);
+    const explained = await s.explain(mid);
+    let bad = null;
+    try {
+      await s.resolve("sideways", mid);
+    } catch (e) {
+      bad = { rc: e.rc, message: e.message };
+    }
+    const successor = await s.resolve("rebase", mid);
+    const status = await s.sync(30000);
+    const resolved = (await s.pending(true)).find((i) => i.mutation_id === mid);
+    const next = (await s.pending(true)).find((i) => i.mutation_id === successor);
+    const verify = await s.verify();
+    return { mid, intent, row, explained, bad, successor, status, resolved, next, after: await s.get("todo", id), verify };
+  }, { id: out.first.ids[0] });
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 } finally {
