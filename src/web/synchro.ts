@@ -2,9 +2,12 @@
 // The page's side of the browser client: a Synchro owns a dedicated Worker (worker.ts)
 // that owns the store, and every call is one message to it, answered once. The writes of
 // a transaction go in one message and are committed in one SQLite transaction there.
+// Tabs of one origin share a store: the tab holding its Web Lock owns the worker; the
+// others' calls reach it through a BroadcastChannel until they take the lock over.
 
 import type {
   ErrorInfo,
+  OpenArgs,
   Intent,
   LiveEvent,
   QueryRow,
@@ -54,75 +57,211 @@ export class Transaction {
   }
 }
 
-type Pending = { resolve(v: unknown): void; reject(e: SynchroError): void };
+type Pending = { resolve(v: unknown): void; reject(e: SynchroError): void; msg: Request };
 
 /** A live query's callback: its result whenever it changed, or the error of a re-run. */
 export type LiveCallback = (rows: QueryRow[], error?: SynchroError) => void;
 type Body<T> = T extends unknown ? Omit<T, "id"> : never;
 
+// Between the tabs of one origin on one store (BroadcastChannel "synchro:" + name):
+// a call from a tab that does not own the store, and the owner's answer to it.
+type TabMessage =
+  | { to: "owner"; from: string; msg: Request }
+  | { to: string; msg: Reply | LiveEvent };
+
+// Calls that change the store: never sent twice after a handover (their outcome is unknown).
+const WRITES = new Set(["transaction", "resolve"]);
+
 export class Synchro {
   private next = 1;
   private readonly calls = new Map<number, Pending>();
-  private readonly lives = new Map<number, LiveCallback>();
+  private readonly lives = new Map<number, { callback: LiveCallback; msg: Request }>();
+  private worker: Worker | null = null;
+  private readonly tab = crypto.randomUUID();
+  private readonly channel: BroadcastChannel;
+  // The owner's side: a forwarded call's or live query's id -> the tab and its own id.
+  private readonly forwarded = new Map<number, { tab: string; id: number }>();
+  private readonly forwardedLives = new Map<number, { tab: string; id: number }>();
+  private releaseLock: () => void = () => undefined;
+  private closed = false;
 
-  private constructor(private readonly worker: Worker) {
-    worker.onmessage = (e: MessageEvent) => {
-      if ("live" in e.data) {
-        const l = e.data as LiveEvent;
-        const cb = this.lives.get(l.live);
-        if (cb) {
-          if ("rows" in l) cb(l.rows);
-          else cb([], new SynchroError(l.error));
-        }
+  private constructor(private readonly args: OpenArgs, private readonly workerUrl: string | URL) {
+    this.channel = new BroadcastChannel("synchro:" + args.name);
+    this.channel.onmessage = (e: MessageEvent) => this.fromTab(e.data as TabMessage);
+  }
+
+  /** The store's owner (this tab holds the Web Lock): its worker answers. */
+  get owner(): boolean {
+    return this.worker !== null;
+  }
+
+  private fromWorker(data: Reply | LiveEvent): void {
+    if ("live" in data) {
+      const f = this.forwardedLives.get(data.live);
+      if (f) {
+        this.channel.postMessage({ to: f.tab, msg: { ...data, live: f.id } } as TabMessage);
         return;
       }
-      const r = e.data as Reply;
-      const p = this.calls.get(r.id);
-      if (!p) return;
-      this.calls.delete(r.id);
-      if (r.ok) p.resolve(r.value);
-      else p.reject(new SynchroError(r.error));
-    };
-    worker.onerror = (e: ErrorEvent) => {
+    } else {
+      const f = this.forwarded.get(data.id);
+      if (f) {
+        this.forwarded.delete(data.id);
+        this.channel.postMessage({ to: f.tab, msg: { ...data, id: f.id } } as TabMessage);
+        return;
+      }
+    }
+    this.dispatch(data);
+  }
+
+  private dispatch(data: Reply | LiveEvent): void {
+    if ("live" in data) {
+      const l = this.lives.get(data.live);
+      if (l) {
+        if ("rows" in data) l.callback(data.rows);
+        else l.callback([], new SynchroError(data.error));
+      }
+      return;
+    }
+    const p = this.calls.get(data.id);
+    if (!p) return;
+    this.calls.delete(data.id);
+    if (data.ok) p.resolve(data.value);
+    else p.reject(new SynchroError(data.error));
+  }
+
+  private fromTab(m: TabMessage): void {
+    if (m.to === "owner") {
+      if (!this.worker) return;
+      const f = m as { from: string; msg: Request };
+      const id = this.next++;
+      this.forwarded.set(id, { tab: f.from, id: f.msg.id });
+      const msg = { ...f.msg, id } as Request;
+      if (msg.op === "live" || msg.op === "unlive") {
+        const liveId = this.next++;
+        if (msg.op === "live") this.forwardedLives.set(liveId, { tab: f.from, id: msg.liveId });
+        else
+          for (const [k, v] of this.forwardedLives)
+            if (v.tab === f.from && v.id === msg.liveId) {
+              this.forwardedLives.delete(k);
+              msg.liveId = k;
+            }
+        if (msg.op === "live") msg.liveId = liveId;
+      }
+      this.worker.postMessage(msg);
+    } else if (m.to === this.tab) {
+      this.dispatch(m.msg);
+    }
+  }
+
+  private send(msg: Request): void {
+    if (this.worker) this.worker.postMessage(msg);
+    else this.channel.postMessage({ to: "owner", from: this.tab, msg } as TabMessage);
+  }
+
+  private call<T>(r: Body<Request>): Promise<T> {
+    if (this.closed) return Promise.reject(new SynchroError({ rc: "estate", message: "closed" }));
+    const id = this.next++;
+    const msg = { ...r, id } as Request;
+    return new Promise<T>((resolve, reject) => {
+      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject, msg });
+      this.send(msg);
+    });
+  }
+
+  /** Becomes the owner: a worker of its own opens the store; the pending calls go to it. */
+  private async own(): Promise<void> {
+    const w = new Worker(this.workerUrl, { type: "module" });
+    w.onmessage = (e: MessageEvent) => this.fromWorker(e.data as Reply | LiveEvent);
+    w.onerror = (e: ErrorEvent) => {
       const err = new SynchroError({ rc: "estate", message: "the worker failed: " + e.message });
       for (const p of this.calls.values()) p.reject(err);
       this.calls.clear();
     };
-  }
-
-  private call<T>(r: Body<Request>): Promise<T> {
+    const handover = [...this.calls.entries()];
+    this.worker = w;
     const id = this.next++;
-    return new Promise<T>((resolve, reject) => {
-      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ ...r, id });
+    const opened = new Promise<unknown>((resolve, reject) => {
+      this.calls.set(id, { resolve, reject, msg: { id, op: "open", args: this.args } });
     });
+    w.postMessage({ id, op: "open", args: this.args } as Request);
+    // What the former owner had not answered: reads again, writes refused (they may be done).
+    for (const [cid, p] of handover) {
+      if (WRITES.has(p.msg.op)) {
+        this.calls.delete(cid);
+        p.reject(new SynchroError({
+          rc: "estate",
+          message: "the tab that owned the store closed before answering: pending() says whether it was committed",
+        }));
+      } else if (p.msg.op !== "live") {
+        w.postMessage(p.msg);
+      }
+    }
+    for (const [liveId, l] of this.lives) w.postMessage({ ...l.msg, id: this.next++, liveId } as Request);
+    await opened;
   }
 
   /**
    * Opens (creating when absent) the store and starts synchronizing with the server at
    * url as user. Fails with rc "estore" where the browser has no OPFS sync access handles:
-   * the store is never kept in memory instead.
+   * the store is never kept in memory instead. Tabs of one origin share a store: the tab
+   * holding its Web Lock owns it (its worker syncs); the others' calls go to it through a
+   * BroadcastChannel, and one of them takes over when it closes.
    */
   static async open(url: string, user: string, password: string, options: OpenOptions = {}): Promise<Synchro> {
-    const worker = new Worker(options.workerUrl ?? new URL("./worker.js", import.meta.url), { type: "module" });
-    const s = new Synchro(worker);
-    try {
-      await s.call<Status>({
-        op: "open",
-        args: {
-          name: options.name ?? "synchro.db",
-          url: new URL(url, location.href).href,
-          user,
-          password,
-          pollIntervalMs: options.pollIntervalMs ?? 30000,
-          requestTimeoutMs: options.requestTimeoutMs ?? 60000,
-        },
+    const args: OpenArgs = {
+      name: options.name ?? "synchro.db",
+      url: new URL(url, location.href).href,
+      user,
+      password,
+      pollIntervalMs: options.pollIntervalMs ?? 30000,
+      requestTimeoutMs: options.requestTimeoutMs ?? 60000,
+    };
+    const s = new Synchro(args, options.workerUrl ?? new URL("./worker.js", import.meta.url));
+    const locks = (navigator as unknown as { locks?: LockManager }).locks;
+    if (!locks) {
+      await s.own().catch((e) => {
+        s.stop();
+        throw e;
       });
-    } catch (e) {
-      worker.terminate();
-      throw e;
+      return s;
     }
+    const lock = "synchro:" + args.name;
+    const held = new Promise<void>((release) => (s.releaseLock = release));
+    let first: (owned: boolean) => void = () => undefined;
+    const decided = new Promise<boolean>((r) => (first = r));
+    // Try at once; without it, wait in line: the grant is the handover.
+    void locks.request(lock, { ifAvailable: true }, async (l) => {
+      if (!l) {
+        first(false);
+        return;
+      }
+      first(true);
+      await held;
+    });
+    if (await decided) {
+      try {
+        await s.own();
+      } catch (e) {
+        s.stop();
+        throw e;
+      }
+      return s;
+    }
+    void locks.request(lock, async () => {
+      if (s.closed) return;
+      await s.own().catch(() => undefined);
+      await held;
+    });
+    await s.call<Status>({ op: "status" }); // the owner answers: the store is open there
     return s;
+  }
+
+  private stop(): void {
+    this.closed = true;
+    this.worker?.terminate();
+    this.worker = null;
+    this.channel.close();
+    this.releaseLock();
   }
 
   /**
@@ -164,7 +303,7 @@ export class Synchro {
    */
   async live(sql: string, params: unknown[], callback: LiveCallback): Promise<() => void> {
     const liveId = this.next++;
-    this.lives.set(liveId, callback);
+    this.lives.set(liveId, { callback, msg: { id: 0, op: "live", liveId, sql, params } });
     try {
       await this.call<void>({ op: "live", liveId, sql, params });
     } catch (e) {
@@ -211,12 +350,16 @@ export class Synchro {
     return this.call<VerifyResult>({ op: "verify" });
   }
 
-  /** Closes the store (an in-flight request is abandoned; its batch goes again later). */
+  /**
+   * Closes the store (an in-flight request is abandoned; its batch goes again later). In a
+   * tab that does not own the store, this tab only stops; in the owner, another tab of the
+   * store takes it over.
+   */
   async close(): Promise<void> {
     try {
-      await this.call<void>({ op: "close" });
+      if (this.worker) await this.call<void>({ op: "close" });
     } finally {
-      this.worker.terminate();
+      this.stop();
     }
   }
 }

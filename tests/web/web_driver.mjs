@@ -210,6 +210,32 @@ try {
     const verify = await s.verify();
     return { mid, intent, row, explained, bad, successor, status, resolved, next, after: await s.get("todo", id), verify };
   }, { id: out.first.ids[0] });
+
+  // 8. two tabs on one store: the second tab's calls go to the first (which owns it); the
+  // first tab closed, the second takes the store over and syncs.
+  const p2 = await page();
+  out.tabs = await p2.evaluate(async ({ base, user, password, opts }) => {
+    const s = await window.Synchro.open(base, user, password, opts);
+    window.s = s;
+    const id = crypto.randomUUID();
+    const [mid] = await s.transaction((tx) => tx.insert("todo", id, { title: "web from tab two", done: false }));
+    return { owner: s.owner, id, mid, row: await s.get("todo", id) };
+  }, { base, user, password, opts });
+  out.tabs.firstSees = await p.evaluate(async (id) => {
+    await window.s.sync(30000);
+    return { owner: window.s.owner, row: await window.s.get("todo", id) };
+  }, out.tabs.id);
+  const cdp1 = await context.newCDPSession(p);
+  const t1 = await cdp1.send("Target.getTargetInfo");
+  await cdp1.send("Target.closeTarget", { targetId: t1.targetInfo.targetId }).catch(() => p.close());
+  await p2.waitForFunction(() => window.s.owner === true, null, { timeout: 20000 });
+  out.tabs.after = await p2.evaluate(async ({ id, mid }) => {
+    const id2 = crypto.randomUUID();
+    await window.s.transaction((tx) => tx.insert("todo", id2, { title: "web after handover", done: false }));
+    const status = await window.s.sync(30000);
+    const mine = (await window.s.pending(true)).filter((i) => i.mutation_id === mid);
+    return { owner: window.s.owner, id2, status, row: await window.s.get("todo", id), row2: await window.s.get("todo", id2), mine };
+  }, { id: out.tabs.id, mid: out.tabs.mid });
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 } finally {
