@@ -77,3 +77,12 @@ bench-push-statements: src/ctl/synchroctl src/pg/synchro.la
 bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
 	$(top_srcdir)/contrib/bench/push/instructions.sh $(abs_top_builddir)
 .PHONY: bench-push bench-pull bench-push-statements bench-push-instructions
+
+# The push bench's peer runs from a copy under the build directory, with the node_modules that
+# npm ci installs there (contrib/bench/push/peer.py): make clean removes them, and the copy
+# itself when the build is out of the source tree.
+clean-local: clean-bench-peer
+clean-bench-peer:
+	rm -rf contrib/bench/push/peer/node_modules contrib/bench/push/peer/.npm-cache
+	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer; fi
+.PHONY: clean-bench-peer

@@ -14,8 +14,8 @@ src/web/dist/.built: $(WEB_INPUTS) $(WEB_TS) $(WEB_NPM) src/web/build.sh config.
 	EMCC="$(EMCC)" NPM="$(NPM)" NODE="$(NODE)" WARN_CFLAGS="$(WARN_CFLAGS)" BUILDDIR="$(abs_builddir)" \
 	  $(SHELL) $(srcdir)/src/web/build.sh $(srcdir) src/web $(WEB_INPUTS)
 	touch $@
-clean-local: clean-web
 endif
+clean-local: clean-web
 clean-web:
 	rm -rf src/web/obj src/web/dist
 .PHONY: clean-web
