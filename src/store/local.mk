@@ -38,9 +38,16 @@ sysconfexampledir = $(docdir)/examples
 dist_sysconfexample_DATA = conf/synchro.conf.sample conf/walsync.conf.sample \
 	conf/synchroctl.conf.sample
 
-# synchroctl against a throwaway PostgreSQL (tests/integration/with-pg).
+# synchroctl against a throwaway PostgreSQL (tests/integration/with-pg). The stub module
+# stands in for an earlier release's server module (synchro_module_abi answers 19).
 if HAVE_PG_SERVER
 TESTS += tests/integration/test_ctl.pgt
+check_LTLIBRARIES += tests/integration/module_abi_stub.la
+tests_integration_module_abi_stub_la_SOURCES = tests/integration/module_abi_stub.c
+tests_integration_module_abi_stub_la_CPPFLAGS = -D_GNU_SOURCE -isystem $(PG_INCLUDEDIR_SERVER)
+tests_integration_module_abi_stub_la_CFLAGS = $(WARN_CFLAGS)
+tests_integration_module_abi_stub_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir) \
+	-Wl,--allow-shlib-undefined
 endif
 EXTRA_DIST += tests/integration/test_ctl.pgt
 

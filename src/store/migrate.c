@@ -201,6 +201,66 @@ static bool needs_module(const sy_sql_migration *m)
 	return strstr(m->sql, "AS 'synchro',") != NULL;
 }
 
+/* The first migration that declares synchro.module_abi(): a module older than it lacks the
+ * symbol. */
+#define FIRST_ABI_MIGRATION 18
+
+/*
+ * The module loads: is it new enough for the newest migration still to apply that declares
+ * its functions? From migration 18 on, the module answers the newest migration it serves
+ * (synchro_module_abi) and each such migration refuses an older one, but only when its turn
+ * comes, after the earlier ones were applied. This asks first, through a function created
+ * in this session's temporary schema inside a transaction that is rolled back.
+ */
+static sy_store_status check_module_abi(PGconn *c, const sy_sql_migration *list, size_t count,
+                                        int max_version, int major, sy_error *err)
+{
+	const sy_sql_migration *hi = NULL;
+	for (size_t i = 0; i < count; i++)
+		if (list[i].version > max_version && list[i].version >= FIRST_ABI_MIGRATION &&
+		    needs_module(&list[i]) && (!hi || list[i].version > hi->version))
+			hi = &list[i];
+	if (!hi)
+		return SY_STORE_OK;
+	sy_store_status st = sy_store_command(c, "BEGIN", "begin", err);
+	if (st != SY_STORE_OK)
+		return st;
+	PGresult *r = PQexec(c, "CREATE FUNCTION pg_temp.synchro_module_abi() RETURNS integer"
+	                        " LANGUAGE C STRICT AS 'synchro', 'synchro_module_abi'");
+	int abi = -1; /* -1: the module has no such symbol */
+	bool created = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+	const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	if (!created && !(code && strcmp(code, "42883") == 0)) { /* undefined_function */
+		st = PQstatus(c) == CONNECTION_BAD ? SY_STORE_CONNECTION : SY_STORE_FAILED;
+		sy_store_fail(err, st, "asking the server module which migrations it serves: %.200s",
+		              r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+		PQclear(r);
+		return finish(c, st);
+	}
+	PQclear(r);
+	if (created) {
+		r = sy_store_exec(c, "SELECT pg_temp.synchro_module_abi()", 0, NULL, PGRES_TUPLES_OK,
+		                  "module level", NULL, &st, err);
+		if (!r)
+			return finish(c, st);
+		abi = PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : 0;
+		PQclear(r);
+	}
+	st = sy_store_command(c, "ROLLBACK", "rollback", err);
+	if (st != SY_STORE_OK || abi >= hi->version)
+		return st;
+	char serves[64];
+	if (abi < 0)
+		snprintf(serves, sizeof serves, "is older than migration %d", FIRST_ABI_MIGRATION);
+	else
+		snprintf(serves, sizeof serves, "serves migrations up to %d", abi);
+	return sy_store_fail(err, SY_STORE_FAILED,
+	                     "migration %d (%s) needs a newer server module: the installed synchro "
+	                     "module %s; install postgresql-%d-synchro of this release first; "
+	                     "nothing was applied",
+	                     hi->version, hi->name, serves, major);
+}
+
 /*
  * Before the first migration is applied: when one still to apply (version above max_version)
  * creates C functions of the server module, the caller must be a superuser and this server
@@ -236,7 +296,7 @@ static sy_store_status check_module(PGconn *c, const sy_sql_migration *list, siz
 	r = PQexec(c, "LOAD 'synchro'");
 	if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
 		PQclear(r);
-		return SY_STORE_OK;
+		return check_module_abi(c, list, count, max_version, major, err);
 	}
 	const char *primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *detail = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL) : NULL;
