@@ -214,6 +214,9 @@ void test_conflict_before_write(void);
 
 void test_pk_race(void);
 
+/* A row without a fence (the trigger bypassed) fails the statement, never a write over it. */
+void test_fenceless_row(void);
+
 /* ---- 9. a backend killed mid-push ---- */
 
 PGconn *connect_app(void);

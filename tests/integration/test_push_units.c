@@ -588,6 +588,8 @@ int main(void)
 	        {"7 an insert over a live or deleted row conflicts before its write",
 	         test_conflict_before_write},
 	        {"7 a racing direct insert, ordinary and DEFERRABLE pk", test_pk_race},
+	        {"7 an insert or update of a row without a fence fails, writing nothing",
+	         test_fenceless_row},
 	        {"9 pg_terminate_backend mid-push leaves nothing", test_terminated},
 	        {"9 kill -9 mid-push leaves nothing", test_killed},
 	        {"10 the responders' role writes only through synchro_push", test_grants},

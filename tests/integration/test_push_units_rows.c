@@ -525,3 +525,60 @@ void test_conflict_before_write(void)
 	fence_version("u_unit", u.id, v);
 	CU_ASSERT_STRING_EQUAL(v, vu);
 }
+
+/*
+ * A row written with the fence trigger bypassed (session_replication_role = replica) has no
+ * fence. An insert of its identity reads only the fence (an insert needs the row only when
+ * there is one): its write meets the row's key, at once (u_who) or at the unit's end (u_dpk,
+ * a DEFERRABLE pk), and the read after that refusal fails the push as a read first would:
+ * 503 temporary_unavailable, the server log names the cause ("a synced row has no version
+ * fence"), nothing of the request is kept (nor the other mutation's row), the row is as it
+ * was, still without a fence. An update of it fails the same way at its lock.
+ */
+static void fenceless_push(const char *table, const rspec *rs, const char *op)
+{
+	ukey k, other;
+	char ids[2][SY_UUID_LEN + 1], sql[256];
+	fresh_key(&k, "nofence");
+	fresh_key(&other, "nofence");
+	snprintf(sql, sizeof sql,
+	         "BEGIN; SET LOCAL session_replication_role = replica;"
+	         " INSERT INTO %s (id, val) VALUES ('%s', 'bypassed'); COMMIT",
+	         table, k.id);
+	pgt_exec(db, sql);
+	char v[160];
+	fence_version(table, k.id, v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	mspec ms[2] = {
+	        {.table = table, .pk = other.json, .op = "insert", .cols = "{\"val\":\"fine\"}"},
+	        {.table = table,
+	         .pk = k.json,
+	         .op = op,
+	         .base = strcmp(op, "update") == 0 ? "v1:1" : NULL,
+	         .cols = "{\"val\":\"pushed\"}"},
+	};
+	char *json = build(rs, ms, 2, ids);
+	result *r = push_on(app, json);
+	expect_error(r, SY_ERR_TEMPORARY_UNAVAILABLE);
+	result_free(r);
+	CU_ASSERT_TRUE(server_log_has("SQLSTATE XX000, a synced row has no version fence"));
+	no_ledger(json, ids, 2);
+	absent(table, other.id);
+	char *val = row_field(table, k.id, "val");
+	CU_ASSERT_STRING_EQUAL(val ? val : "<no row>", "bypassed");
+	free(val);
+	fence_version(table, k.id, v);
+	CU_ASSERT_STRING_EQUAL(v, "");
+	free(json);
+}
+
+void test_fenceless_row(void)
+{
+	const rspec atomic = {.atomic = true};
+	fenceless_push("u_who", NULL, "insert");
+	fenceless_push("u_who", &atomic, "insert");
+	fenceless_push("u_dpk", NULL, "insert");
+	fenceless_push("u_dpk", &atomic, "insert");
+	fenceless_push("u_who", NULL, "update");
+	fenceless_push("u_dpk", &atomic, "update");
+}
