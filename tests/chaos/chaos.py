@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
 import threading
 import time
@@ -28,7 +27,7 @@ import synchro_e2e as e2e  # noqa: E402
 from chaos_checker import Checker  # noqa: E402
 from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
 from chaos_faults import Faults  # noqa: E402
-from chaos_stack import ChaosStack  # noqa: E402
+from chaos_topology import TOPOLOGIES, make_stack, missing, pick  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 
 CLI = os.environ.get("SYNCHRO_E2E_CLI") or os.path.join(e2e.BUILD, "src/client/synchro-cli")
@@ -41,6 +40,8 @@ def parse(argv):
     ap.add_argument("--minutes", type=float, default=None, help="minutes of workload and faults")
     ap.add_argument("--seconds", type=float, default=None, help="seconds of workload and faults (CI size)")
     ap.add_argument("--devices", type=int, default=6, help="simulated devices (default 6), spread over 3 users")
+    ap.add_argument("--topology", default="nginx", choices=TOPOLOGIES + ("seed",),
+                    help="the deployment (tests/chaos/chaos_topology.py; default nginx); seed: one picked from the seed")
     ap.add_argument("--workers", type=int, default=4, help="synchro-fcgi responders (default 4)")
     ap.add_argument("--no-faults", action="store_true", help="workload and checker only")
     ap.add_argument("--fault-every", type=float, default=3.0, help="mean seconds between faults (default 3)")
@@ -51,6 +52,8 @@ def parse(argv):
     a = ap.parse_args(argv)
     if a.seed is None:
         a.seed = int(time.time() * 1000) % 1000000007
+    if a.topology == "seed":
+        a.topology = pick(a.seed)
     a.duration = a.seconds if a.seconds is not None else 60.0 * (a.minutes if a.minutes is not None else 1.0)
     return a
 
@@ -111,11 +114,11 @@ def device_loop(dev, deadline, faults, errors):
 
 
 def run(a):
-    print("chaos: seed %d, %.0f s, %d devices, %d responders, faults %s"
-          % (a.seed, a.duration, a.devices, a.workers, "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
+    print("chaos: topology %s, seed %d, %.0f s, %d devices, %d responders, faults %s"
+          % (a.topology, a.seed, a.duration, a.devices, a.workers, "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
           flush=True)
     rng = random.Random("%d/main" % a.seed)
-    stack = ChaosStack(workers=a.workers)
+    stack = make_stack(a.topology, a.workers)
     proxy = None
     faults = None
     errors = []
@@ -163,6 +166,8 @@ def run(a):
         expect = sabotage(stack, a.sabotage.split(",")) if a.sabotage else []
         checker.check()
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
+        fig["topology"] = a.topology
+        fig.update(stack.topology_figures())
         fig["walsync_exits"] = list(stack.walsync_exits)
         fig["events"] = len(stack.events)
         print("\nevents:\n" + "".join("  %6.1f s  %s\n" % e for e in stack.events), flush=True)
@@ -185,16 +190,17 @@ def run(a):
             print("\nchaos: %d VIOLATION(S) (seed %d):" % (len(checker.violations), a.seed), flush=True)
             for v in checker.violations[:60]:
                 print("  - " + v.replace("\n", "\n    "), flush=True)
-            print("\nreproduce the schedule with: contrib/chaos --seed %d --seconds %.0f --devices %d"
-                  % (a.seed, a.duration, a.devices), flush=True)
+            print("\nreproduce the schedule with: contrib/chaos --topology %s --seed %d --seconds %.0f --devices %d"
+                  % (a.topology, a.seed, a.duration, a.devices), flush=True)
             return 1
-        print("\nchaos: no violation (seed %d)" % a.seed, flush=True)
+        print("\nchaos: no violation (topology %s, seed %d)" % (a.topology, a.seed), flush=True)
         return 0
     except Exception:  # noqa: BLE001
         stack.keep = True
         traceback.print_exc()
-        print("\nchaos: the run failed (seed %d); reproduce with: contrib/chaos --seed %d --seconds %.0f --devices %d"
-              % (a.seed, a.seed, a.duration, a.devices), flush=True)
+        print("\nchaos: the run failed (topology %s, seed %d); reproduce with: contrib/chaos --topology %s"
+              " --seed %d --seconds %.0f --devices %d" % (a.topology, a.seed, a.topology, a.seed, a.duration, a.devices),
+              flush=True)
         stack.show_logs()
         return 1
     finally:
@@ -221,8 +227,9 @@ def main(argv):
         if not os.access(exe, os.X_OK):
             print("chaos: %s not built; skipping" % exe)
             return 77
-    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
-        print("chaos: nginx not installed; skipping")
+    absent = missing(a.topology)
+    if absent:
+        print("chaos: %s not installed (topology %s); skipping" % (absent, a.topology))
         return 77
     if "PGHOST" not in os.environ or "SYNCHRO_PG_DATA" not in os.environ:
         print("chaos: run inside tests/integration/with-pg (contrib/chaos does)", file=sys.stderr)

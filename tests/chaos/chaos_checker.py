@@ -22,6 +22,10 @@ replay     every 200 answer to one batch (each attempt a device recorded, each r
            no answer but 200, 409 (generation, retired), 422, 429, 503 or a lost response.
 replicas   after the final sync each device's replica is the server's rows of its user's
            scope (versions and values) and holds no row of another user.
+pulls      no pull answered 200 with a cursor older than the one its device sent (a read
+           replica behind the client, or any other server state older than what it had seen).
+topology   the topology's own checks (chaos_topology.py: a standby's changelog and fences are
+           the primary's once it replayed).
 logs       no hang, no crash and no sanitizer report (the devices' stderr; the stack's logs
            and PostgreSQL's are scanned by the harness)."""
 
@@ -146,6 +150,8 @@ class Checker:
             if not d.retired:
                 self.check_replica(d, self.stores[d.name])
         self.check_proxy()
+        self.check_pulls()
+        self.stack.check_topology(self)
 
     def check_intents(self, d, s):
         intents = s["intents"]
@@ -352,6 +358,13 @@ class Checker:
             if server is None or any(b != server[2] for b in bodies):
                 self.v("batch %s: a 200 the proxy saw (%d) differs from the ledger's response" % (bid, len(bodies)))
 
+    def check_pulls(self):
+        # cursors are "c1.<16 hex LSN>.<8 hex ordinal>": fixed width, so ordered as strings
+        for cid, sent, answered in self.proxy.pulls:
+            if answered < sent:
+                self.v("client %s: a pull answered cursor %s, older than the %s it sent" % (cid, answered, sent))
+        self.stats["pulls"] = len(self.proxy.pulls)
+
     # --- figures --------------------------------------------------------------------------
     def figures(self, faults, args, seconds):
         status = {}
@@ -374,7 +387,7 @@ class Checker:
             "requests_by_status": {str(k): v for k, v in sorted(self.proxy.statuses.items())},
             "faults": faults,
             "lost": self.stats.get("lost", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
-            "violations": len(self.violations),
+            "violations": len(self.violations), "pulls_answered": self.stats.get("pulls", 0),
             "changelog_compacted_entries": self.compacted,
             "rebuild_pages": self.proxy.routes.get(("/v3/rebuild", 200), 0),
             "pulls_cursor_expired": self.proxy.routes.get(("/v3/pull", 409), 0),

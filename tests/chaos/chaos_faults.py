@@ -17,6 +17,9 @@ interval --fault-every), each kind counted:
   device_retired                          a device retired with queued intents (each ten minutes,
                                           once at least)
 
+and the topology's own kinds (chaos_topology.py: PgBouncer restarted, its server connections
+terminated, the replica restarted or its replay paused), drawn with the random ones.
+
 The one-shot events happen at seeded random moments of the run (the publish near its middle);
 so does one fault of every random kind, so that each run has each kind at least once."""
 
@@ -40,7 +43,8 @@ class Faults:
         self.rng = random.Random("%d/faults" % seed)
         self.every = every
         self.device_kill_prob = DEVICE_KILL_PROB
-        self._counts = {k: 0 for k, _ in WEIGHTS}
+        self.weights = WEIGHTS + tuple(getattr(stack, "faults", ()))
+        self._counts = {k: 0 for k, _ in self.weights}
         self._counts.update({"schema_publish": 0, "generation_expiry": 0, "device_retired": 0,
                              "changelog_compact": 0})
         self.threads = []
@@ -57,7 +61,7 @@ class Faults:
         return c
 
     def _pick(self):
-        kinds = [k for k, w in WEIGHTS for _ in range(w)]
+        kinds = [k for k, w in self.weights for _ in range(w)]
         return self.rng.choice(kinds)
 
     def run_until(self, deadline):
@@ -73,7 +77,7 @@ class Faults:
         one_shots += [(start + span * self.rng.uniform(0.3, 0.9), "device_retired")
                       for _ in range(min(max(1, int(span / 600)), len(self.devices) // 3))]
         # every random kind at least once, whatever the draw
-        one_shots += [(start + span * self.rng.uniform(0.1, 0.85), "random:" + k) for k, _ in WEIGHTS]
+        one_shots += [(start + span * self.rng.uniform(0.1, 0.85), "random:" + k) for k, _ in self.weights]
         one_shots.sort()
         next_fault = start + self.rng.expovariate(1.0 / self.every)
         while True:
@@ -126,7 +130,7 @@ class Faults:
         elif kind == "postgres_restart_immediate":
             ok = st.restart_postgres()
         else:
-            raise AssertionError(kind)
+            ok = st.topology_fault(kind, self.rng)
         if ok:
             self._counts[kind] += 1
         return ok
