@@ -61,22 +61,116 @@ def make_stack(name, workers):
 
 
 class Topology(ChaosStack):
-    """nginx, the responders, PostgreSQL, two walsyncs: no fault of its own."""
+    """nginx, the responders, PostgreSQL, two walsyncs; the fault every topology has:
+
+    walsync_slot_dropped  the leading walsync's walsender terminated and its replication slot
+                          dropped: walsync creates it again and resolves the stream break
+                          (doc/operations.md "Slot continuity": every cursor expires, devices
+                          rebuild). The transactions committed in the gap never reach the
+                          changelog: right after the break the fault reads their xids from the
+                          WAL (pg_walinspect, between the break's materialized and slot
+                          positions), and the checker excuses exactly the accepted mutations of
+                          those transactions from "one transition" and their rows from the
+                          chain rule; the devices' replicas must still converge."""
     name = "nginx"
-    faults = ()  # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
+    # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
+    faults = (("walsync_slot_dropped", 1),)
+    SLOT = "synchro"
 
     def __init__(self, workers, **kw):
         super().__init__(workers=workers, **kw)
+        self.gap_xids = set()      # xids (32 bits) of transactions committed in a stream break's gap
+        self.breaks_seen = 0
+        self.break_threads = []
+
+    # each accepted mutation's transaction id (test instrumentation, as the changelog mirror)
+    XID_SQL = """
+ALTER SYSTEM SET wal_keep_size = '1GB';
+SELECT pg_reload_conf();
+CREATE EXTENSION IF NOT EXISTS pg_walinspect;
+CREATE TABLE public.chaos_mutation_xid (mutation_id uuid NOT NULL, xid bigint NOT NULL);
+CREATE FUNCTION public.chaos_mutation_xid() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog AS $$
+BEGIN
+	INSERT INTO public.chaos_mutation_xid VALUES (NEW.mutation_id, txid_current() % 4294967296);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
+	FOR EACH ROW EXECUTE FUNCTION public.chaos_mutation_xid();
+"""
+
+    def install_mirror(self):
+        super().install_mirror()
+        self.run_sql_file(self.XID_SQL)
 
     def topology_fault(self, kind, rng):
+        if kind == "walsync_slot_dropped":
+            return self.drop_slot()
         raise AssertionError("%s: no fault %s" % (self.name, kind))
+
+    def drop_slot(self):
+        with self.lock:
+            if self.break_threads and self.break_threads[-1].is_alive():
+                return False  # the last break is not resolved yet
+            before = int(self.q("SELECT count(*) FROM synchro.stream_breaks", check=False) or -1)
+            if before < 0:
+                return False
+            for _ in range(20):
+                r = self.q("SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots"
+                           " WHERE slot_name = '%s' AND active_pid IS NOT NULL" % self.SLOT, check=False)
+                r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-c",
+                                    "SELECT pg_drop_replication_slot('%s')" % self.SLOT], capture_output=True, text=True)
+                if r.returncode == 0:
+                    break
+                if "does not exist" in r.stderr:
+                    return False
+                time.sleep(0.05)
+            else:
+                return False
+            self.note("replication slot %s dropped" % self.SLOT)
+        t = threading.Thread(target=self._read_gap, args=(before,), daemon=True)
+        t.start()
+        self.break_threads.append(t)
+        return True
+
+    def _read_gap(self, before):
+        """Once walsync recorded the break: the xids committed between its materialized and
+        slot positions, from the WAL (still there: read right away)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            row = self.q("SELECT materialized_lsn, slot_lsn FROM synchro.stream_breaks ORDER BY break_id"
+                         " OFFSET %d LIMIT 1" % before, check=False)
+            if row:
+                lo, hi = row.split("|")
+                xids = self.q("SELECT string_agg(DISTINCT xid::text, ' ') FROM pg_get_wal_records_info('%s', '%s')"
+                              " WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%%'" % (lo, hi))
+                with self.lock:
+                    self.gap_xids.update(int(x) for x in xids.split())
+                    self.breaks_seen += 1
+                    self.note("stream break resolved: %s..%s, %d transaction(s) in the gap"
+                              % (lo, hi, len(xids.split())))
+                return
+            time.sleep(0.5)
+        self.note("no stream break recorded after the slot was dropped")
+
+    def continue_all(self):
+        super().continue_all()
+        for t in self.break_threads:
+            t.join(130)
+
+    def stream_gap_mutations(self):
+        """The mutation ids whose transactions committed in a stream break's gap."""
+        if not self.gap_xids:
+            return set()
+        rows = self.q("SELECT mutation_id, xid FROM public.chaos_mutation_xid").split("\n")
+        return {m for m, x in (r.split("|") for r in rows if r) if int(x) in self.gap_xids}
 
     def check_topology(self, checker):
         """After the final sync and the checker's own rules: the topology's (violations
         through checker.v)."""
 
     def topology_figures(self):
-        return {}
+        return {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
 
 
 class ApacheTopology(Topology):
@@ -96,7 +190,7 @@ class ApacheTopology(Topology):
 
 class PgBouncerTopology(Topology):
     name = "pgbouncer"
-    faults = (("pgbouncer_restart", 1), ("pgbouncer_server_terminate", 2))
+    faults = Topology.faults + (("pgbouncer_restart", 1), ("pgbouncer_server_terminate", 2))
 
     def __init__(self, workers):
         super().__init__(workers, pgbouncer=True, pgbouncer_pool_size=2)
@@ -145,12 +239,14 @@ class PgBouncerTopology(Topology):
         return True
 
     def topology_figures(self):
-        return {"pgbouncer_server_connections_terminated": self.server_connections_terminated}
+        fig = super().topology_figures()
+        fig["pgbouncer_server_connections_terminated"] = self.server_connections_terminated
+        return fig
 
 
 class ReplicaTopology(Topology):
     name = "replica"
-    faults = (("replica_restart", 1), ("replica_replay_pause", 2))
+    faults = Topology.faults + (("replica_restart", 1), ("replica_replay_pause", 2))
     REPLAY_PAUSE_S = (1.0, 6.0)
 
     def __init__(self, workers):
@@ -248,4 +344,6 @@ class ReplicaTopology(Topology):
     def topology_figures(self):
         reads = self.standby.psql("SELECT COALESCE(sum(seq_scan + COALESCE(idx_scan, 0)), 0)"
                                   " FROM pg_stat_user_tables WHERE schemaname = 'synchro'", check=False)
-        return {"replica_reads": int(reads) if reads and reads.isdigit() else None}
+        fig = super().topology_figures()
+        fig["replica_reads"] = int(reads) if reads and reads.isdigit() else None
+        return fig
