@@ -74,14 +74,21 @@ SABOTAGE = {
     # a row changes behind every device's back (its replicas diverge)
     "diverge": ("UPDATE public.item SET qty = qty + 1 WHERE id = (SELECT min(id) FROM public.item"
                 " WHERE deleted_at IS NULL)", "diverges"),
+    # a pull answered a cursor older than the one its device sent (as a replica behind the
+    # device would answer), recorded as the fault proxy records every pull
+    "stale_pull": (None, "older than the"),
 }
 
 
-def sabotage(stack, kinds):
+def sabotage(stack, kinds, proxy):
     expect = []
     for k in kinds:
         sql, needle = SABOTAGE[k]
-        stack.run_sql_file(sql + ";")
+        if sql is None:
+            cid, _, answered = proxy.pulls[-1]
+            proxy.pulls.append((cid, answered, "c1.0000000000000000.00000000"))
+        else:
+            stack.run_sql_file(sql + ";")
         expect.append((k, needle))
     time.sleep(3)  # walsync materializes the direct write
     return expect
@@ -163,7 +170,7 @@ def run(a):
         checker.wait_materialized()
         for d in devices:
             d.settle(rounds=3)
-        expect = sabotage(stack, a.sabotage.split(",")) if a.sabotage else []
+        expect = sabotage(stack, a.sabotage.split(","), proxy) if a.sabotage else []
         checker.check()
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
         fig["topology"] = a.topology
