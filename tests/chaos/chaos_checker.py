@@ -417,14 +417,13 @@ def _error_code(body):
 
 
 def _pk_text(pk):
-    """The ledger's primary key (its JSON) as the changelog names it."""
+    """The ledger's primary key (JSON: ["column", value] for the example's one-column keys)
+    as the changelog names the row (the value as text)."""
     try:
         v = json.loads(pk)
     except ValueError:
         return pk
-    if isinstance(v, list) and len(v) == 1:
-        v = v[0]
-    elif isinstance(v, dict) and len(v) == 1:
-        v = next(iter(v.values()))
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str):
+        v = v[1]
     return v if isinstance(v, str) else json.dumps(v)
 

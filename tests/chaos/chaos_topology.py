@@ -20,6 +20,13 @@ natural (chaos_faults.py draws them with the others and counts each kind):
              checker also reads the standby: once it replayed, its changelog and row fences
              are the primary's; and, as in every topology, no pull answered a cursor older
              than the one the device sent (fault_proxy.py records each).
+  failover   a synchronous streaming standby (synchronous_standby_names names it) and every
+             process (responders, both walsyncs, synchroctl) on a multi-host conninfo with
+             target_session_attrs=read-write (doc/operations.md "Failover"). Fault, once at
+             a random moment: primary_failover (the primary stopped in immediate mode, the
+             standby promoted; the processes reconnect to it, walsync finds no slot and
+             resolves the stream break, the devices rebuild; the run, its other faults
+             and the checker go on against the new primary).
 
 `contrib/chaos --topology NAME` runs one; `--topology seed` picks one from the seed (pick()),
 as the CI-size run (test_chaos.pgt) does with a seed that changes every day."""
@@ -33,9 +40,10 @@ import time
 
 import synchro_e2e as e2e
 from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S
-from pg_standby import Standby
+from failover_stack import FailoverStack, SyncStandby
+from pg_standby import Standby, _bin
 
-TOPOLOGIES = ("nginx", "apache", "pgbouncer", "replica")
+TOPOLOGIES = ("nginx", "apache", "pgbouncer", "replica", "failover")
 
 
 def pick(seed):
@@ -47,7 +55,7 @@ def pick(seed):
 def missing(name):
     """The program the topology `name` needs that is not installed, else None."""
     need = {"nginx": ["nginx"], "apache": ["apache2"], "pgbouncer": ["nginx", "pgbouncer"],
-            "replica": ["nginx", "pg_basebackup"]}[name]
+            "replica": ["nginx", "pg_basebackup"], "failover": ["nginx", "pg_basebackup"]}[name]
     pgbin = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
     for prog in need:
         if not (shutil.which(prog) or os.path.exists("/usr/sbin/" + prog) or os.path.exists(os.path.join(pgbin, prog))):
@@ -57,7 +65,7 @@ def missing(name):
 
 def make_stack(name, workers):
     return {"nginx": Topology, "apache": ApacheTopology, "pgbouncer": PgBouncerTopology,
-            "replica": ReplicaTopology}[name](workers)
+            "replica": ReplicaTopology, "failover": FailoverTopology}[name](workers)
 
 
 class Topology(ChaosStack):
@@ -346,4 +354,67 @@ class ReplicaTopology(Topology):
                                   " FROM pg_stat_user_tables WHERE schemaname = 'synchro'", check=False)
         fig = super().topology_figures()
         fig["replica_reads"] = int(reads) if reads and reads.isdigit() else None
+        return fig
+
+
+class FailoverTopology(Topology, FailoverStack):
+    """The primary, a synchronous standby, every conninfo naming both (FailoverStack);
+    primary_failover once (weight 0: never drawn, only the one run of each kind)."""
+    name = "failover"
+    faults = Topology.faults + (("primary_failover", 0),)
+
+    def __init__(self, workers):
+        super().__init__(workers, standby=None)
+        self.failovers = 0
+
+    def start_all(self):
+        self.standby = SyncStandby("chaos-failover").create().start()
+        super().start_all()
+        self.standby.make_synchronous()
+
+    def stop(self):
+        try:
+            super().stop()
+        finally:
+            if self.failed_over:
+                self.restore_environment()
+            if self.standby is not None:
+                if self.keep:
+                    self.standby.stop("immediate")
+                else:
+                    self.standby.destroy()
+
+    def topology_fault(self, kind, rng):
+        if kind != "primary_failover":
+            return super().topology_fault(kind, rng)
+        with self.lock:
+            if self.failed_over:
+                return True
+            before = int(self.q("SELECT count(*) FROM synchro.stream_breaks", check=False) or 0)
+            self.note("primary stop -m immediate")
+            self.fail_over("stop")
+            self.failovers += 1
+            self.note("standby promoted: the new primary")
+        t = threading.Thread(target=self._read_gap, args=(before,), daemon=True)
+        t.start()
+        self.break_threads.append(t)
+        return True
+
+    def restart_postgres(self):
+        """postgres_restart_immediate of whichever server is the primary."""
+        if not self.failed_over:
+            return super().restart_postgres()
+        with self.lock:
+            self.note("new primary stop -m immediate")
+            self.standby.stop("immediate")
+            time.sleep(0.5)
+            sb = self.standby
+            sb._as_owner([_bin("pg_ctl"), "-D", sb.data, "-l", sb.log, "-w", "-t", "60", "start"])
+            sb.running = True
+            self.note("new primary started")
+        return True
+
+    def topology_figures(self):
+        fig = super().topology_figures()
+        fig["failovers"] = self.failovers
         return fig
