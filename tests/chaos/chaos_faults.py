@@ -9,6 +9,8 @@ interval --fault-every), each kind counted:
   walsync_leader_sigkill                  the lease holder killed; the standby takes over
   walsync_leader_sigstop                  the lease holder stopped past its lease, then continued
   device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
+  device_store_full                       a device's sync with its store's disk full (a file size
+                                          limit a few kB past the store's files), then verify
   changelog_compact                       synchroctl changelog compact --before 2s (each five
                                           minutes, once at least): devices behind it rebuild
   schema_publish                          once: manifest v2 without todo.note
@@ -58,6 +60,7 @@ class Faults:
         c = dict(self._counts)
         c.update(self.proxy.counts)
         c["device_sigkill_mid_sync"] = sum(d.counts["killed_mid_sync"] for d in self.devices)
+        c["device_store_full"] = sum(d.counts["store_full"] for d in self.devices)
         return c
 
     def _pick(self):
