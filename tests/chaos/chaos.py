@@ -7,8 +7,9 @@ offline and online while faults are injected at random moments; then a final syn
 checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
-Run inside a throwaway PostgreSQL: contrib/chaos [--seed N] [--minutes M] [--devices D]
-(or tests/integration/with-pg tests/chaos/chaos.py ...); make check runs the CI-size run,
+Run inside a throwaway PostgreSQL: contrib/chaos [--topology NAME] [--seed N] [--minutes M]
+[--devices D] (or tests/integration/with-pg tests/chaos/chaos.py ...); the topologies are in
+tests/chaos/chaos_topology.py. make check runs the CI-size run,
 tests/chaos/test_chaos.pgt. Exit status 0: no violation; 1: a violation; 77: skipped."""
 
 import argparse
