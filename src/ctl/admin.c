@@ -128,21 +128,6 @@ static void print_note(void *arg, const char *line)
 	printf("%s\n", line);
 }
 
-PGconn *sy_ctl_open_db(const sy_cfg *cfg, int *code)
-{
-	sy_error err = {0};
-	PGconn *c = sy_store_connect(sy_cfg_str(cfg, "database", "conninfo"), "synchroctl", &err);
-	/* libpq's own hint ("Is the server running...") is on a line the message leaves out. */
-	if (!c && err.code == SY_ERR_INVALID_REQUEST)
-		*code = fail_line(SY_CTL_EXIT_USAGE, "%s", err.message);
-	else if (!c)
-		*code = fail_line(SY_CTL_EXIT_CONNECT,
-		                  "%s (is PostgreSQL running, and does [database] conninfo name it? "
-		                  "nothing was changed)",
-		                  err.message);
-	return c;
-}
-
 static int cmd_migrate(PGconn *c, bool roles)
 {
 	sy_error err = {0};
