@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store/changelog.h"
+#include "store/conn.h"
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 

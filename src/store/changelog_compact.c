@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/pull.h"
 #include "store/pull_internal.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/clients.h"
+#include "store/conn.h"
 
 sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_client_fn fn, void *arg,
                                      size_t *count, sy_error *err)

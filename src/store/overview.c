@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/migrate.h"
 #include "store/overview.h"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "store/conn.h"
 #include "store/pull_broken.h"
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/migrate.h"
 #include "store/schema.h"
 #include "store/schema_pull_effect.h"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/schema_pull_effect.h"
 #include "synchro/alloc.h"
 

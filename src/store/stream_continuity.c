@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/stream_continuity.h"
 
 static void copy_col(char *dst, size_t size, const PGresult *r, int col)
