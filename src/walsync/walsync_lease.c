@@ -19,47 +19,6 @@
 #include "store/stream_continuity.h"
 #include "walsync/walsync.h"
 
-/* Longest wait between two reconnection attempts. */
-#define BACKOFF_MAX_MS 10000
-
-void sy_ws_db_close(walsync *w)
-{
-	sy_store_disconnect(w->db);
-	w->db = NULL;
-	sy_store_disconnect(w->hb);
-	w->hb = NULL;
-}
-
-void sy_ws_backoff(walsync *w)
-{
-	w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 500;
-	if (w->backoff_ms > BACKOFF_MAX_MS)
-		w->backoff_ms = BACKOFF_MAX_MS;
-	w->retry_at_ms = sy_clock_ms() + w->backoff_ms;
-}
-
-void sy_ws_demote(walsync *w, const char *why)
-{
-	if (w->leader) {
-		sy_log(SY_LOG_WARNING, "lost the writer lease (epoch %lld): %s; back to standby",
-		       w->lease.epoch, why);
-		w->stats.lease_lost++;
-	}
-	w->leader = false;
-	sy_ws_stream_close(w);
-}
-
-void sy_ws_store_failed(walsync *w, sy_store_status st, const sy_error *err)
-{
-	sy_log(SY_LOG_ERR, "%s", err->message);
-	if (st == SY_STORE_CONNECTION || !sy_store_connection_usable(w->db)) {
-		sy_ws_db_close(w);
-		/* Nothing can be written without it; the stream restarts from the slot. */
-		sy_ws_stream_close(w);
-	}
-	sy_ws_backoff(w);
-}
-
 bool sy_ws_db_open(walsync *w)
 {
 	sy_error err = {0};
