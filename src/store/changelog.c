@@ -334,7 +334,7 @@ static sy_store_status wait_visible(PGconn *c, const sy_store_changes *b, sy_err
 /*
  * sy_store_exec() that keeps calling tick (every TICK_MS) while the statement runs: a write
  * that waits on a lock or takes long never starves walsync's heartbeat, which renews the
- * lease on a connection of its own (issue 16, item 5).
+ * lease on a connection of its own, whatever the transaction's size.
  */
 #define TICK_MS 200
 static PGresult *exec_ticking(PGconn *c, const char *sql, int n, const char *const *params,

@@ -662,7 +662,7 @@ static sy_store_status publish(PGconn *c, void *pub, sy_error *err)
 	out->created = !same;
 	if (same)
 		return SY_STORE_OK;
-	/* Issue 16: a publish that changes what pull delivers makes every client rebuild. */
+	/* A publish that changes what pull delivers makes every client rebuild. */
 	bool expired;
 	char why[SY_ERROR_MESSAGE_MAX], horizon[40];
 	if ((st = sy_store_schema_pull_effect(c, m, out->version, &expired, why, sizeof why,

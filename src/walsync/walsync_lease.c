@@ -93,7 +93,7 @@ static PGconn *hb_conn(walsync *w)
 }
 
 /* Between two statements of a changelog write: the heartbeat, on its own connection, so a
- * long write never lets the lease go stale (issue 16, item 5). Never demotes here: the
+ * long write never lets the lease go stale. Never demotes here: the
  * write's lease guard refuses what a lost lease must not write, and the caller demotes. */
 void sy_ws_lease_tick(void *arg)
 {
