@@ -3,6 +3,7 @@
  * synchro-cli: libsynchro-client on the command line, for people and tests.
  * Every command opens the store, does one thing, and closes it; exit codes are
  * in synchro-cli(1). The password is never printed or stored.
+ * Layer: top of src/client (doc/hacking.md).
  */
 #include "config.h"
 

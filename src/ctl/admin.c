@@ -4,6 +4,7 @@
  * publish / show (PROTOCOL §4), client list / retire (ADR "Ledger retention and
  * irreversible client retirement"), ledger inspect / purge-retired, lease status and
  * changelog compact (PROTOCOL §7); status is src/ctl/status.c.
+ * Layer: middle of src/ctl (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * synchroctl's connection to the database, as [database] conninfo says, for every database
- * command. Room layer: base (called by admin.c and status.c, calls neither).
+ * command (admin.c and status.c).
+ * Layer: base of src/ctl (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared request counters (metrics.h: per route and status, latency histograms, process
  * events; the protocol's counters are metrics_push.c) in one shared mapping, and their
- * Prometheus text exposition for /metrics. Room layer: concept (above metrics_push.c, whose
- * exposition it appends). */
+ * Prometheus text exposition for /metrics (it appends metrics_push.c's).
+ * Layer: middle of src/fcgi (doc/hacking.md). */
 #include "config.h"
 
 #include <stdatomic.h>

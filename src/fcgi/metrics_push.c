@@ -3,8 +3,8 @@
  * The protocol's counters of /metrics (metrics_push.h): what synchro_push decided (its
  * counts column, migration 18: no body is parsed to count), request-level errors by the
  * protocol's code, database errors by SQLSTATE class, lock failures and rebuilds, and their
- * Prometheus text. doc/operations.md "Metrics" explains each. Room layer: base (below
- * metrics.c; calls no other file of the adapter).
+ * Prometheus text. doc/operations.md "Metrics" explains each.
+ * Layer: base of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

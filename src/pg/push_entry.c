@@ -15,6 +15,7 @@
  * and answers 503, never committing part of a request; a deadlock or serialization failure
  * rolls it back and fails the statement with its SQLSTATE, for the adapter to run again in
  * a new transaction. Only the SQLSTATE and the step reach the server log, never a value.
+ * Layer: top of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -2,8 +2,8 @@
 /*
  * How every file of the push reports: a request-level error answer, an operational failure
  * of the whole request (an ERROR: the entry point rolls everything back and answers 503),
- * a failed allocation, and copies into the outcome arena. Room layer: base (called by every
- * file of the push, calls none of them).
+ * a failed allocation, and copies into the outcome arena.
+ * Layer: base of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

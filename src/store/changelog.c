@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchro.changelog, written by walsync alone: one multi-row INSERT per chunk of decoded
  * changes (arrays through unnest, so round trips stay far below one per change), fenced by
- * the writer lease in the same statement. */
+ * the writer lease in the same statement.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <inttypes.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings. */
+/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings.
+ * Layer: base of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

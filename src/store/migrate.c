@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 

@@ -4,7 +4,8 @@
  * current manifest run (built by pull_statements.c: changelog window of the caller's read
  * scope, latest entry per row, current source rows, gates and horizon, all in one statement
  * and one snapshot), the cursor gates (rebuild_required, cursor_expired), the ADR's
- * read-your-writes wait, and the page's 200 body. Room layer: the top of the read side.
+ * read-your-writes wait, and the page's 200 body.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 

@@ -3,8 +3,8 @@
  * The read side's statement text, built from a manifest's tables (store/pull_internal.h):
  * the page statement of POST /v3/pull, the two rebuild statements of each table, and the
  * helpers every statement builder of the read side shares (names no earlier statement had, a
- * column as text). Room layer: the base of the read side (pull_cache.c, pull_page.c,
- * pull_broken.c and rebuild.c call it; it calls none of them).
+ * column as text), called by pull_cache.c, pull_page.c, pull_broken.c and rebuild.c.
+ * Layer: base of src/store (doc/hacking.md).
  */
 #include "config.h"
 

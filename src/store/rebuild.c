@@ -6,6 +6,7 @@
  * any push accepted after it began invalidates it), and one page of rows per REPEATABLE READ
  * transaction, ordered by table_id bytes then primary key, the last carrying the cursor to
  * pull from.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 

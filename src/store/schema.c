@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl schema publish / show: manifests checked against the catalog, fences installed,
- * versions kept. */
+ * versions kept.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting. */
+/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting.
+ * Layer: base of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdarg.h>

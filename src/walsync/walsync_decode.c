@@ -2,7 +2,8 @@
 /* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
  * and accepted-epoch messages into the batch, and the check of every version-fence message
  * against the fence transitions of its own transaction (doc/operations.md "Forged
- * messages"). */
+ * messages").
+ * Layer: middle of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

@@ -6,6 +6,7 @@
  * as a standby, the heartbeat on a connection of its own (also between the statements of
  * a long write), demotion when the lease is found lost, and its release on stop. The SQL
  * is src/store/lease.c.
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

@@ -6,6 +6,7 @@
  * this instance holds it, the stream (walsync_materialize.c). What it does is synchro-walsync(8):
  * materialize the version-fence messages of the WAL into synchro.changelog in commit
  * order, as the single writer of the lease; standby instances wait to take over.
+ * Layer: top of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

@@ -9,6 +9,7 @@
  * slot only positions already durable (doc/operations.md "Slot continuity", "Large
  * transactions"). The frames are decoded in walsync_decode.c; the SQL is
  * src/store/changelog.c.
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

@@ -4,8 +4,8 @@
  * something fails or ends (walsync.h): the stop flag its signals set and the naps it cuts
  * short, closing the stream (and forgetting what was decoded but not written) or the SQL
  * connections, the backoff before the next attempt, a failed store call, and demotion to
- * standby. Room layer: base (walsync_main.c, walsync_lease.c, walsync_materialize.c and
- * walsync_stats.c call it; it calls none of them).
+ * standby.
+ * Layer: base of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

@@ -4,10 +4,20 @@
 file both calls and is called by another of its directory, directly or around a longer
 circle. Read from the built object files with nm: file A calls file B when an external name
 A's object needs is defined by B's object of the same directory. Every circle found is
-printed with the names that close it; the exit status is then 1.
+printed with the names that close it.
 
-Usage: rooms.py BUILD_DIR [ROOM ...] (rooms default to every directory of src/ with C
-objects; the WebAssembly objects of src/web are not ELF and are left out)."""
+Each source file's head comment says its layer, "Layer: top|middle|base of src/DIR": a top
+file (a program's entry point) is called by no other file of its directory, a base file
+(the helpers everything uses) calls only base files of its directory. A file without it, or
+whose calls contradict it, is printed too; so is a file that doc/hacking.md's map lists
+after a file it calls (the map lists each directory top to bottom). The exit status is 1
+when anything was printed as FAIL.
+
+Usage: rooms.py SRC_DIR BUILD_DIR [ROOM ...] (rooms default to every directory of src/ with
+C objects; the WebAssembly objects of src/web are not ELF and are left out; a source made in
+the build tree, such as src/store/sql_migrations.c, has no head comment to read)."""
+
+import re
 
 import os
 import subprocess
@@ -93,15 +103,77 @@ def room_circles(build, room):
                 graph[a].add(b)
                 why.setdefault((a, b), name)
     return len(objs), [(c, [(a, b, why[(a, b)]) for a in c for b in sorted(graph[a]) if b in c])
-                       for c in circles(graph)]
+                       for c in circles(graph)], graph
+
+
+LAYER = re.compile(r"Layer: (top|middle|base) of (src/[a-z]+) \(doc/hacking.md\)")
+
+
+def declared_layer(srcdir, room, name):
+    """The layer the head comment of room/name.c declares; None when the source is not in
+    the source tree; "" when its head says none (or names another directory)."""
+    path = os.path.join(srcdir, room, name + ".c")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        head = f.read().split("*/", 2)
+    m = LAYER.search(head[1] if len(head) > 2 else "")
+    return m.group(1) if m and m.group(2) == room else ""
+
+
+def layer_failures(srcdir, room, graph):
+    layers = {f: declared_layer(srcdir, room, f) for f in graph}
+    out = []
+    for f in sorted(graph):
+        layer = layers[f]
+        if layer == "":
+            out.append("%s/%s.c: its head comment does not say \"Layer: top|middle|base of %s"
+                       " (doc/hacking.md).\"" % (room, f, room))
+        elif layer == "top":
+            callers = sorted(g for g in graph if f in graph[g])
+            if callers:
+                out.append("%s/%s.c says top, but %s call it" % (room, f, ", ".join(c + ".c" for c in callers)))
+        elif layer == "base":
+            up = sorted(g for g in graph[f] if layers.get(g) not in ("base", None))
+            if up:
+                out.append("%s/%s.c says base, but calls %s (not base)" % (room, f, ", ".join(u + ".c" for u in up)))
+    return out
+
+
+def map_order(srcdir):
+    """Each directory's .c files in the order doc/hacking.md's map names them first."""
+    order, room = {}, None
+    with open(os.path.join(srcdir, "doc/hacking.md"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                m = re.match(r"### `(src/[a-z]+)/`", line)
+                room = m.group(1) if m else None
+                continue
+            if room is not None:
+                for name in re.findall(r"`([A-Za-z0-9_]+)\.c`", line):
+                    order.setdefault(room, [])
+                    if name not in order[room]:
+                        order[room].append(name)
+    return order
+
+
+def order_failures(room, graph, order):
+    listed = order.get(room, [])
+    out = []
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if a in listed and b in listed and listed.index(b) < listed.index(a):
+                out.append("doc/hacking.md lists %s/%s.c before %s.c, which calls it" % (room, b, a))
+    return out
 
 
 def main(argv):
-    build = argv[1]
-    rooms = argv[2:] or ROOMS
+    srcdir, build = argv[1], argv[2]
+    rooms = argv[3:] or ROOMS
     bad = 0
+    order = map_order(srcdir)
     for room in rooms:
-        n, found = room_circles(build, room)
+        n, found, graph = room_circles(build, room)
         if n == 0:
             print("rooms: %s: no objects in %s (not built here)" % (room, build))
             if room == "src/core":
@@ -112,7 +184,11 @@ def main(argv):
             print("FAIL: %s: a circle of %s" % (room, ", ".join(f + ".c" for f in files)))
             for a, b, name in edges:
                 print("    %s.c calls %s.c (%s)" % (a, b, name))
-        if not found:
+        more = layer_failures(srcdir, room, graph) + order_failures(room, graph, order)
+        for line in more:
+            bad += 1
+            print("FAIL: " + line)
+        if not found and not more:
             print("ok: %s: %d files, no circle" % (room, n))
     return 1 if bad else 0
 
