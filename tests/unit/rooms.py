@@ -14,8 +14,11 @@ after a file it calls (the map lists each directory top to bottom). The exit sta
 when anything was printed as FAIL.
 
 Usage: rooms.py SRC_DIR BUILD_DIR [ROOM ...] (rooms default to every directory of src/ with
-C objects; the WebAssembly objects of src/web are not ELF and are left out; a source made in
-the build tree, such as src/store/sql_migrations.c, has no head comment to read)."""
+C objects; the WebAssembly objects of src/web, built by configure --enable-web, are read
+with llvm-nm; a source made in the build tree, such as src/store/sql_migrations.c, has no
+head comment to read)."""
+
+import shutil
 
 import re
 
@@ -24,13 +27,23 @@ import subprocess
 import sys
 
 ROOMS = ("src/core", "src/common", "src/store", "src/fcgi", "src/walsync", "src/ctl", "src/pg",
-         "src/client")
+         "src/client", "src/web")
+# src/web/build.sh names its objects after their sources: obj/src_web_web_api.o.
+WEB_OBJECTS = "obj"
+WEB_PREFIX = "src_web_"
 
 
 def objects(build, room):
     """One object per source file of the room: libtool's (.libs) or the program's, named
     <target>-<source>.o; a source compiled for two targets defines the same names."""
     found = {}
+    if room == "src/web":
+        d = os.path.join(build, room, WEB_OBJECTS)
+        if os.path.isdir(d):
+            for f in sorted(os.listdir(d)):
+                if f.startswith(WEB_PREFIX) and f.endswith(".o"):
+                    found[f[len(WEB_PREFIX):-2]] = os.path.join(d, f)
+        return found
     for sub in (".libs", "."):
         d = os.path.join(build, room, sub)
         if not os.path.isdir(d):
@@ -41,8 +54,8 @@ def objects(build, room):
     return found
 
 
-def symbols(path):
-    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+def symbols(path, tool="nm"):
+    out = subprocess.run([tool, path], capture_output=True, text=True, check=True).stdout
     defined, needed = set(), set()
     for line in out.splitlines():
         p = line.split()
@@ -86,11 +99,11 @@ def circles(graph):
     return out
 
 
-def room_circles(build, room):
+def room_circles(build, room, tool="nm"):
     objs = objects(build, room)
     owner, needs = {}, {}
     for src, path in objs.items():
-        defined, needed = symbols(path)
+        defined, needed = symbols(path, tool)
         needs[src] = needed
         for name in defined:
             owner.setdefault(name, src)
@@ -173,7 +186,13 @@ def main(argv):
     bad = 0
     order = map_order(srcdir)
     for room in rooms:
-        n, found, graph = room_circles(build, room)
+        tool = "nm"
+        if room == "src/web":
+            tool = shutil.which("llvm-nm")
+            if tool is None:
+                print("rooms: src/web: no llvm-nm to read WebAssembly objects (not checked)")
+                continue
+        n, found, graph = room_circles(build, room, tool)
         if n == 0:
             print("rooms: %s: no objects in %s (not built here)" % (room, build))
             if room == "src/core":
