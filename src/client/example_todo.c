@@ -4,7 +4,6 @@
  * libsynchro-client. Usage: example_todo DB URL USER:PASSWORD TITLE
  * It syncs (connect, schema, rebuild or pull), adds one to-do, syncs again,
  * explains anything that did not apply, and prints the visible rows.
- * Layer: top of src/client (doc/hacking.md).
  */
 #include <stdio.h>
 #include <string.h>

@@ -122,11 +122,15 @@ def room_circles(build, room, tool="nm"):
 LAYER = re.compile(r"Layer: (top|middle|base) of (src/[a-z]+) \(doc/hacking.md\)")
 
 
+# Whole files a doc quotes verbatim for users to copy: their head says nothing of the tree.
+UNLABELLED = {("src/client", "example_todo")}  # doc/client.md's example program
+
+
 def declared_layer(srcdir, room, name):
     """The layer the head comment of room/name.c declares; None when the source is not in
     the source tree; "" when its head says none (or names another directory)."""
     path = os.path.join(srcdir, room, name + ".c")
-    if not os.path.exists(path):
+    if not os.path.exists(path) or (room, name) in UNLABELLED:
         return None
     with open(path, encoding="utf-8") as f:
         head = f.read().split("*/", 2)
