@@ -93,6 +93,14 @@ async function offline(on) {
 }
 
 const steps = {
+  async refused({ user, password }) {
+    await page.goto(appUrl);
+    await page.getByLabel("Name", { exact: true }).fill(user);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForSelector("#sign-in-error:not([hidden])");
+    return { error: await page.locator("#sign-in-error").textContent(), ...(await screen()) };
+  },
   async open({ user, password }) {
     await page.goto(appUrl);
     await page.getByLabel("Name", { exact: true }).fill(user);
@@ -101,10 +109,10 @@ const steps = {
     await page.waitForSelector("body[data-state=signed-in]");
     return until({ pending: 0 });
   },
-  async add({ title }) {
+  async add({ title, listed = true }) {
     await page.getByLabel("New to-do").fill(title);
     await page.getByLabel("New to-do").press("Enter");
-    return until({ present: [title] });
+    return listed ? until({ present: [title] }) : screen();
   },
   async edit({ from, to }) {
     await page.getByRole("button", { name: "Edit \u201c" + from + "\u201d", exact: true }).click();

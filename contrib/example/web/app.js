@@ -74,7 +74,9 @@ $("sign-in-form").addEventListener("submit", async (e) => {
         const st = await s.status();
         if (st.last_error && !st.last_error_retryable) {
           await s.close();
-          throw new Error("the server refused: " + st.last_error);
+          throw new Error(/auth/.test(st.last_error)
+            ? "wrong name or password (the server answered " + st.last_error + ")"
+            : "the server refused: " + st.last_error);
         }
       }
     }
