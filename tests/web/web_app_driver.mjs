@@ -99,6 +99,7 @@ const steps = {
     await page.getByLabel("Password", { exact: true }).fill(password);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForSelector("#sign-in-error:not([hidden])");
+    await page.screenshot({ path: logDir + "/web-app-sign-in.png" });
     return { error: await page.locator("#sign-in-error").textContent(), ...(await screen()) };
   },
   async open({ user, password }) {

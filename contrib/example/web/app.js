@@ -18,6 +18,7 @@ let lastSynced = null;
 let syncing = false;
 let refreshing = false;
 let problemsKey = "";
+let wasBusy = false;
 
 // --- small helpers -----------------------------------------------------------------------
 
@@ -225,7 +226,10 @@ function renderStatus({ status, waiting }) {
   banner.className = "banner" + (stopped ? " error" : "");
   document.body.dataset.offline = text ? "yes" : "no";
 
-  if (!failing && !stopped && status.phase === "idle" && waiting === 0) lastSynced ??= new Date();
+  // Caught up: idle without an error after sending or fetching something (or at first).
+  const busy = status.phase !== "idle" || waiting > 0 || failing || stopped;
+  if (!busy && (wasBusy || lastSynced === null)) lastSynced = new Date();
+  wasBusy = busy;
   const state = $("sync-state");
   state.dataset.pending = String(waiting);
   if (waiting > 0)
