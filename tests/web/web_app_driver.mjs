@@ -134,6 +134,12 @@ const steps = {
     await offline(on);
     return screen();
   },
+  async unreachable({ on }) {
+    // The browser online, the server not answering: the banner comes from the failed syncs.
+    if (on) await context.route("**/v3/**", (route) => route.abort("connectionrefused"));
+    else await context.unroute("**/v3/**");
+    return screen();
+  },
   async syncNow() {
     await page.getByRole("button", { name: "Sync now" }).click();
     return screen();
