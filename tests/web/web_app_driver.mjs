@@ -110,6 +110,11 @@ const steps = {
     await page.waitForSelector("body[data-state=signed-in]");
     return until({ pending: 0 });
   },
+  async signOut() {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForSelector("body[data-state=signed-out]");
+    return screen();
+  },
   async add({ title, listed = true }) {
     await page.getByLabel("New to-do").fill(title);
     await page.getByLabel("New to-do").press("Enter");

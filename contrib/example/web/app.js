@@ -56,6 +56,19 @@ const quote = (t) => "\u201c" + t + "\u201d";
 
 $("user").value = localStorage.getItem("todo-user") ?? "alice";
 
+/** The first sync's outcome: the status once it ended, or once a request of it failed
+ *  (an unreachable server need not hold the sign-in for the whole timeout). */
+async function firstSync(s) {
+  let ended = false;
+  const sync = s.sync(SYNC_TIMEOUT_MS).then(() => (lastSynced = new Date()), () => undefined);
+  sync.finally(() => (ended = true));
+  for (;;) {
+    await Promise.race([sync, new Promise((r) => setTimeout(r, 200))]);
+    const st = await s.status();
+    if (ended || st.last_error) return st;
+  }
+}
+
 $("sign-in-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const user = $("user").value.trim();
@@ -64,21 +77,18 @@ $("sign-in-form").addEventListener("submit", async (e) => {
   const error = $("sign-in-error");
   error.hidden = true;
   button.disabled = true;
+  button.textContent = "Signing in\u2026";
   try {
     const s = await signIn(user, password);
-    // Online, the first sync checks the password; offline, the store works as it is.
+    // Online, the first sync checks the password; offline or out of reach, the store works
+    // as it is and the banner says why it does not sync.
     if (navigator.onLine) {
-      try {
-        await s.sync(SYNC_TIMEOUT_MS);
-        lastSynced = new Date();
-      } catch {
-        const st = await s.status();
-        if (st.last_error && !st.last_error_retryable) {
-          await s.close();
-          throw new Error(/auth/.test(st.last_error)
-            ? "wrong name or password (the server answered " + st.last_error + ")"
-            : "the server refused: " + st.last_error);
-        }
+      const st = await firstSync(s);
+      if (st.last_error && !st.last_error_retryable) {
+        await s.close();
+        throw new Error(/auth/.test(st.last_error)
+          ? "wrong name or password (the server answered " + st.last_error + ")"
+          : "the server refused: " + st.last_error);
       }
     }
     store = s;
@@ -106,6 +116,7 @@ $("sign-in-form").addEventListener("submit", async (e) => {
     error.hidden = false;
   } finally {
     button.disabled = false;
+    button.textContent = "Sign in";
   }
 });
 
