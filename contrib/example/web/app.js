@@ -290,14 +290,16 @@ function problemItem({ intent, why, server }) {
   const actions = intent.state === "conflict"
     ? [choice("rebase", "Keep mine", "primary"), choice("accept", "Take the server\u2019s"), choice("discard", "Discard mine", "danger")]
     : [choice("discard", "Discard this change", "danger")];
+  const headingId = "problem-" + mid;
   return el("li", { className: "problem " + intent.state, dataset: { mid, state: intent.state, pk: String(intent.pk) } },
-    el("h3", {}, heading + (name !== undefined ? ": " + quote(String(name)) : "")),
+    el("h3", { id: headingId }, heading + (name !== undefined ? ": " + quote(String(name)) : "")),
     sides,
     // A conflict's heading and sides say it; the client's full explanation on request.
     intent.state === "conflict"
       ? el("details", {}, el("summary", {}, "Details"), el("p", { className: "why" }, why))
       : el("p", { className: "why" }, why),
-    el("div", { className: "choices", role: "group", ariaLabel: "Settle this change" }, ...actions));
+    // The choices' group is named by the heading: "Keep mine" says for which to-do.
+    el("div", { className: "choices", role: "group", "aria-labelledby": headingId }, ...actions));
 }
 
 function renderProblems(problems) {
