@@ -7,4 +7,5 @@ endif
 EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.html tests/web/no-opfs-worker.js \
 	tests/web/test_web_app.pgt tests/web/web_app_driver.mjs \
 	contrib/example/web/index.html contrib/example/web/app.js contrib/example/web/app.css \
-	contrib/example/web/todos.js contrib/example/web/nginx.conf
+	contrib/example/web/todos.js contrib/example/web/nginx.conf \
+	tests/web/web_browser.mjs tests/web/synchro_web.py
