@@ -298,7 +298,9 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 			return SY_CLIENT_OK;
 		}
 		if (rc == SY_CLIENT_OK) {
+			/* As after a push: status no longer reports an error the retry got past. */
 			c->backoff_ms = 0;
+			c->last_error[0] = '\0';
 			if (!rebuild && !more)
 				c->pull_caught_up = true;
 		}

@@ -439,6 +439,32 @@ static void test_schema_mismatch_and_incompatible(void)
 	stop();
 }
 
+/* A truncated pull answer: the error in status and nothing applied; the retry that gets
+ * past it completes the sync and clears the error (as a push's does). */
+static void test_broken_pull_error_cleared(void)
+{
+	start();
+	sync_ok();
+	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
+	fake_garble_next_pull(F);
+	sy_client_error e2 = {0};
+	CU_ASSERT_EQUAL(sy_client_sync(C, 200, &e2), SY_CLIENT_ETIMEOUT);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_STRING_EQUAL(s.last_error, "invalid_response");
+	CU_ASSERT_TRUE(s.last_error_retryable);
+	char *row = NULL;
+	CU_ASSERT_EQUAL(sy_client_get(C, "todo", "\"p\"", &row, NULL, &E), SY_CLIENT_ENOTFOUND);
+	sync_ok();
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_EQUAL(s.phase, SY_PHASE_IDLE);
+	CU_ASSERT_STRING_EQUAL(s.last_error, "");
+	OK(sy_client_get(C, "todo", "\"p\"", &row, NULL, &E));
+	CU_ASSERT(strstr(row, "theirs") != NULL);
+	sy_free(row);
+	stop();
+}
+
 static void test_idempotency_conflict_freezes(void)
 {
 	start();
@@ -673,6 +699,8 @@ int main(void)
 	         test_generation_expired_successor},
 	        {"422 schema_mismatch; schema_incompatible kept whole",
 	         test_schema_mismatch_and_incompatible},
+	        {"a broken pull answer: nothing applied; the error cleared once past it",
+	         test_broken_pull_error_cleared},
 	        {"idempotency_conflict freezes the queue", test_idempotency_conflict_freezes},
 	        {"client_retired makes the store read-only", test_retired_read_only},
 	        {"pull pages with their cursor; the echo creates nothing",
