@@ -59,6 +59,12 @@ async function served(arr, n, timeout = 60000) {
   }
 }
 
+/** What the page's window.pendingSync settled to, or "never answered" after 60 s. */
+function pendingSync(p) {
+  return p.evaluate(() =>
+    Promise.race([window.pendingSync, new Promise((r) => setTimeout(() => r("never answered"), 60000))]));
+}
+
 /** A one-shot gate: open() lets every waiter of wait() through. */
 function gate() {
   let open;
@@ -345,7 +351,7 @@ const cases = {
     await handled(pull, 2);
     out.afterPullTruncated = await look(p);
     out.afterPullTruncated.other = (await p.evaluate((id) => window.s.get("todo", id), out.other)) ?? null;
-    out.synced = await p.evaluate(() => window.pendingSync);
+    out.synced = await pendingSync(p);
     await ctx.unroute("**/v3/push");
     await ctx.unroute("**/v3/pull");
     out.final = await p.evaluate(async (ids) => {
@@ -393,11 +399,14 @@ const cases = {
         tx.insert("todo", id, { title: "handed over", done: false });
         tx.insert("todo", crypto.randomUUID(), { title: "handed over too", done: true });
       });
+      // a sync asked of the owner, which the tab that takes over answers
+      window.pendingSync = window.s.sync(60000).then(() => "ok", (e) => e.rc + ": " + e.message);
       return { id, mids, owner: window.s.owner };
     });
     await held.wait;
     await closeTab(ctx, p1);
     await until(p2, () => window.s.owner === true, null);
+    const handedSync = await pendingSync(p2);
     const after = await p2.evaluate(async () => {
       const s = window.s;
       const id = crypto.randomUUID();
@@ -407,7 +416,7 @@ const cases = {
     });
     await ctx.unroute("**/v3/push");
     await p2.close();
-    return { first, after, pushes };
+    return { first, handedSync, after, pushes };
   },
 
   // 5. A publish that removes a field while intents that use it are queued.
@@ -468,6 +477,12 @@ try {
       send({ result, console: log.splice(0) });
     } catch (e) {
       send({ error: String(e && e.stack ? e.stack : e), console: log.splice(0) });
+    } finally {
+      // what a failed case left behind does not reach the next one
+      for (const d of Object.values(devices)) {
+        await d.unrouteAll({ behavior: "ignoreErrors" }).catch(() => undefined);
+        await d.setOffline(false).catch(() => undefined);
+      }
     }
   }
 } catch (e) {
