@@ -116,7 +116,7 @@ const cases = {
       }, { shared, who });
     const a = await offline(pa, "a");
     const b = await offline(pb, "b");
-    const serverOffline = await ask("server_rows", { ids: [a.id, b.id] });
+    const serverOffline = await ask("server_rows", { ids: [a.id, b.id, shared] });
     await ca.setOffline(false);
     await cb.setOffline(false);
     const online = (p) =>
