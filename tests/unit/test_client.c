@@ -88,6 +88,27 @@ static void test_retry_after_same_bytes(void)
 	stop();
 }
 
+/* A gateway's 502 (or any 5xx the protocol does not give) for a push: retried with the
+ * same bytes after a backoff, like no answer; the queue is not frozen. */
+static void test_gateway_error_retried(void)
+{
+	start();
+	const char *mid = w('i', "\"a\"", "{\"title\":\"one\"}");
+	char keep[SY_UUID_LEN + 1];
+	snprintf(keep, sizeof keep, "%s", mid);
+	fake_fail_next_push(F, 502, "bad_gateway", -1);
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	size_t l0, l1;
+	const char *b0 = fake_push_body(F, 0, &l0), *b1 = fake_push_body(F, 1, &l1);
+	CU_ASSERT(l0 == l1 && memcmp(b0, b1, l0) == 0);
+	CU_ASSERT_EQUAL(state(keep), SY_INTENT_APPLIED);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_FALSE(s.frozen);
+	stop();
+}
+
 static void test_lost_response_replay(void)
 {
 	/* Run with the response dropped after the server committed, and without. */
@@ -682,6 +703,8 @@ int main(void)
 	        {"identities persisted before transmission", test_identity_persisted_before_send},
 	        {"429/503 retried after Retry-After with the same bytes",
 	         test_retry_after_same_bytes},
+	        {"a gateway's 502 for a push: the same bytes again, not frozen",
+	         test_gateway_error_retried},
 	        {"lost response: exact replay, state as without the loss",
 	         test_lost_response_replay},
 	        {"every response validated before it is applied", test_response_validated},
