@@ -370,6 +370,57 @@ const cases = {
     return out;
   },
 
+  // 6b. A gateway's error pages instead of the server's answer to a push (502, then 504,
+  // HTML): not the protocol's answer, so as no answer: retried with the same bytes, never
+  // a frozen queue; then the real server applies the batch once.
+  async gateway() {
+    const ctx = await device("a");
+    const p = await tab("a", "gateway.db");
+    await p.evaluate(() => window.s.sync(30000));
+    const push = [];
+    const pages = [
+      { status: 502, body: "<html><body><h1>502 Bad Gateway</h1></body></html>" },
+      { status: 504, body: "<html><body><h1>504 Gateway Time-out</h1></body></html>" },
+    ];
+    const next = gate();
+    await ctx.route("**/v3/push", async (route) => {
+      const n = push.length;
+      const entry = { request: route.request().postData() };
+      push.push(entry);
+      if (n === 1) await next.wait;
+      if (n < pages.length) {
+        await route.fulfill({ status: pages[n].status, contentType: "text/html", body: pages[n].body });
+        entry.served = pages[n].status;
+        return;
+      }
+      const resp = await route.fetch();
+      entry.status = resp.status();
+      await route.fulfill({ response: resp });
+      entry.served = "real";
+    });
+    const out = await p.evaluate(async () => {
+      const id = crypto.randomUUID();
+      const mids = await window.s.transaction((tx) => tx.insert("todo", id, { title: "past a gateway", done: false }));
+      window.pendingSync = window.s.sync(120000).then(() => "ok", (e) => e.rc + ": " + e.message);
+      return { id, mids };
+    });
+    await served(push, 1);
+    await until(p, async () => (await window.s.status()).phase !== "pushing", null);
+    out.after502 = await p.evaluate(async (ids) => ({
+      status: await window.s.status(),
+      intents: (await window.s.pending(true)).filter((i) => ids.includes(i.mutation_id)),
+    }), out.mids);
+    next.open();
+    out.synced = await pendingSync(p);
+    out.final = await p.evaluate(async (ids) => ({
+      status: await window.s.status(),
+      intents: (await window.s.pending(true)).filter((i) => ids.includes(i.mutation_id)),
+    }), out.mids);
+    out.push = push;
+    await p.close();
+    return out;
+  },
+
   // 7. The tab that owns the store closed while its push is on the wire (the server has it;
   // the answer never came): the other tab takes over and finishes, every intent once.
   async handover() {
