@@ -296,11 +296,6 @@ const cases = {
         await route.fulfill({ response: resp });
       }
     });
-    const look = (p) =>
-      p.evaluate(async (ids) => {
-        const s = window.s;
-        return { status: await s.status(), intents: (await s.pending(true)).filter((i) => ids.includes(i.mutation_id)) };
-      }, out.mids);
     const out = await p.evaluate(async () => {
       const id = crypto.randomUUID();
       const mids = await window.s.transaction((tx) => tx.insert("todo", id, { title: "through a broken server", done: false }));
@@ -308,6 +303,12 @@ const cases = {
       return { id, mids };
     });
     out.other = other;
+    // what the store says of the intent now
+    const look = (p) =>
+      p.evaluate(async (ids) => {
+        const s = window.s;
+        return { status: await s.status(), intents: (await s.pending(true)).filter((i) => ids.includes(i.mutation_id)) };
+      }, out.mids);
     // the answer served (route), then the client done with it: backing off, the error noted
     const handled = async (arr, n) => {
       await served(arr, n);
