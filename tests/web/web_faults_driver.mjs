@@ -235,7 +235,7 @@ const cases = {
       await window.s.close();
       return id;
     });
-    const out = await p.evaluate(async ({ base, alice }) => {
+    const out = await p.evaluate(async ({ base, alice, user, password }) => {
       const s = await window.Synchro.open(base, "bob", "bob", { name: "bob.db", pollIntervalMs: 600000 });
       await s.sync(30000);
       const seen = [];
@@ -243,14 +243,21 @@ const cases = {
       const id = crypto.randomUUID();
       await s.transaction((tx) => tx.insert("todo", id, { title: "bob's own", done: false }));
       await s.sync(30000);
+      // alice writes again while bob's live query runs; bob pulls after her
+      const a = await window.Synchro.open(base, user, password, { name: "iso-alice.db", pollIntervalMs: 600000 });
+      const later = crypto.randomUUID();
+      await a.transaction((tx) => tx.insert("todo", later, { title: "alice only, later", done: false }));
+      await a.sync(30000);
+      await a.close();
+      await s.sync(30000);
       const rows = await s.rows("todo");
       const query = await s.query("SELECT id, title FROM todo");
       const get = await s.get("todo", alice);
       stop();
       const status = await s.status();
       await s.close();
-      return { id, seen, rows, query, get: get ?? null, status };
-    }, { base, alice });
+      return { id, later, seen, rows, query, get: get ?? null, status };
+    }, { base, alice, user, password });
     out.alice = alice;
     await p.close();
     return out;
