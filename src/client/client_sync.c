@@ -257,7 +257,10 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		return SY_CLIENT_OK;
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
-	if (r->status == 429 || r->status == 503) {
+	if (r->status == 429 || r->status >= 500) {
+		/* 429/503: the ADR's retry. Any other 5xx is no answer of the protocol (a
+		 * gateway's 502/504 page, a server fault): as when none came, the same bytes
+		 * again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
@@ -298,7 +301,9 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 			return SY_CLIENT_OK;
 		}
 		if (rc == SY_CLIENT_OK) {
+			/* As after a push: status no longer reports an error the retry got past. */
 			c->backoff_ms = 0;
+			c->last_error[0] = '\0';
 			if (!rebuild && !more)
 				c->pull_caught_up = true;
 		}
