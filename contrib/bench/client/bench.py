@@ -213,12 +213,11 @@ def main_web():
     runs = lambda xs: ", ".join("%.0f" % x for x in xs)  # noqa: E731
     pct = lambda xs: ", ".join("%.0f%%" % (100 * x) for x in xs)  # noqa: E731
     print("load average at the end: %s; %d rounds of %d intents" % (load, ROUNDS, N))
-    print("native local writes, 1 per durable commit:    %8.0f writes/s" % w1["writes_per_s"])
-    print("native local writes, 100 per durable commit:  %8.0f writes/s" % w100["writes_per_s"])
-    for name, b in (("1", b1), ("100", b100)):
+    for who, name, b in (("native ", "1", w1), ("native ", "100", w100), ("browser", "1", b1), ("browser", "100", b100)):
         p50, p99, mx = lat(b)
-        print("browser local writes, %3s per OPFS commit:   %8.0f writes/s; commit latency p50 %.1f ms,"
-              " p99 %.1f ms, max %.1f ms (%d commits)" % (name, b["writes_per_s"], p50, p99, mx, len(b["latencies_ms"])))
+        print("%s local writes, %3s per durable commit: %7.0f writes/s; commit latency p50 %.1f ms,"
+              " p99 %.1f ms, max %.1f ms (%d commits)"
+              % (who, name, b["writes_per_s"], p50, p99, mx, len(b["latencies_ms"])))
     print("raw /v3/push, %d per batch:         %8.0f mutations/s  (runs: %s)" % (BATCH, statistics.median(raws), runs(raws)))
     print("native sync of %d intents, pushed: %8.0f intents/s    (runs: %s)"
           % (N, statistics.median(s["intents_per_s"] for s in syncs), runs(s["intents_per_s"] for s in syncs)))
@@ -238,7 +237,8 @@ def main_web():
     e2e_ratio = statistics.median(web_native)
     p99 = lat(b1)[1]
     print("target: browser end-to-end >= 70%% of the native client's rate: %.0f%%, %s" % (100 * e2e_ratio, met(e2e_ratio >= 0.7)))
-    print("target: a local write's commit p99 <= 10 ms: %.1f ms, %s" % (p99, met(p99 <= 10)))
+    print("target: a local write's commit p99 <= 10 ms: %.1f ms, %s (the native client's: %.1f ms)"
+          % (p99, met(p99 <= 10), lat(w1)[1]))
     print("target: .wasm + JS gzip -9 <= 1.5 MB: %.2f MB, %s" % (total / 1e6, met(total <= 1.5e6)))
     return 0
 

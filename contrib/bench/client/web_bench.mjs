@@ -38,6 +38,8 @@ async function page() {
   p.on("pageerror", (e) => log.push("pageerror: " + e.message));
   await p.goto(base + "/web/web_bench.html");
   await p.waitForFunction(() => window.ready === true, null, { timeout: 60000 });
+  // BENCH_WEB_CONSOLE=1: the page's and its worker's console on stderr (for profiling)
+  if (process.env.BENCH_WEB_CONSOLE === "1") p.on("console", (m) => process.stderr.write("browser | " + m.text() + "\n"));
   return { p, log };
 }
 
