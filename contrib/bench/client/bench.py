@@ -166,7 +166,7 @@ def web_missing():
 
 
 def met(ok):
-    return "met" if ok else "NOT met"
+    return "MET" if ok else "MISSED"
 
 
 def main_web():
