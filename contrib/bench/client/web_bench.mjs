@@ -4,8 +4,10 @@
 // browser client (src/web/dist) served by the bench's nginx under /web/ beside
 // web_bench.html. It reads one JSON command a line on stdin and answers each with one JSON
 // line on stdout, so that the browser's runs interleave with the native client's:
-//   {"op": "writes", "store": S, "n": N, "per": K}  N inserts, K per transaction(): writes/s
-//        and each commit's latency as the page sees it (transaction() called to resolved), ms
+//   {"op": "writes", "store": S, "n": N, "per": K, "offline": B}  N inserts, K per
+//        transaction(): writes/s and each commit's latency as the page sees it (transaction()
+//        called to resolved), ms; offline: with no sync running beside the writes (reopened
+//        after its first sync on a closed port), else pushing them as they come, as in an app
 //   {"op": "sync", "store": S, "n": N}  N intents queued (1000 per transaction), then one
 //        sync(): until the push is done (the status leaves "pushing") and until idle
 //   {"op": "quit"}
@@ -47,9 +49,15 @@ async function writes(c) {
   const { p, log } = await page();
   try {
     return await p.evaluate(async ({ base, user, password, c }) => {
-      const s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
+      let s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
       try {
         await s.sync(600000);
+        if (c.offline) {
+          // No sync beside the writes, as bench_client's: the store reopened on a closed port
+          // (its steps fail and back off; nothing is sent).
+          await s.close();
+          s = await window.Synchro.open("http://127.0.0.1:9", user, password, { name: c.store, pollIntervalMs: 3600000 });
+        }
         const lat = [];
         const t0 = performance.now();
         for (let i = 0; i < c.n;) {
