@@ -84,8 +84,60 @@ async function writes(c) {
   }
 }
 
+// BENCH_WEB_PROFILE=FILE: a CPU profile of the worker (CDP Profiler) over each timed sync,
+// written to FILE.N.cpuprofile (open it in Chrome's DevTools, Performance panel), N the run.
+// The page's CDP session attaches to the worker (Target.setAutoAttach, not flattened) and
+// talks to it with Target.sendMessageToTarget.
+let profiles = 0;
+async function workerProfiler(p) {
+  const cdp = await context.newCDPSession(p);
+  let next = 1;
+  const waiting = new Map();
+  let session = null;
+  const attached = new Promise((resolve) => {
+    cdp.on("Target.attachedToTarget", (e) => {
+      if (e.targetInfo.type === "worker" && session === null) resolve((session = e.sessionId));
+    });
+  });
+  cdp.on("Target.receivedMessageFromTarget", (e) => {
+    const m = JSON.parse(e.message);
+    const w = waiting.get(m.id);
+    if (w) {
+      waiting.delete(m.id);
+      if (m.error) w.reject(new Error(JSON.stringify(m.error)));
+      else w.resolve(m.result);
+    }
+  });
+  const send = (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      void cdp.send("Target.sendMessageToTarget", { sessionId: session, message: JSON.stringify({ id, method, params }) });
+    });
+  await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+  return {
+    async start() {
+      await attached;
+      await send("Profiler.enable");
+      await send("Profiler.setSamplingInterval", { interval: 200 });
+      await send("Profiler.start");
+    },
+    async stop(file) {
+      const { profile } = await send("Profiler.stop");
+      (await import("node:fs")).writeFileSync(file, JSON.stringify(profile));
+    },
+  };
+}
+
 async function sync(c) {
   const { p, log } = await page();
+  const profileTo = process.env.BENCH_WEB_PROFILE;
+  const prof = profileTo ? await workerProfiler(p) : null;
+  if (prof)
+    await p.exposeFunction("benchProfile", async (what) => {
+      if (what === "start") await prof.start();
+      else await prof.stop(profileTo + "." + ++profiles + ".cpuprofile");
+    });
   try {
     return await p.evaluate(async ({ base, user, password, c }) => {
       const s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
@@ -100,6 +152,7 @@ async function sync(c) {
         let pushing = false;
         let pushed = 0;
         let done = false;
+        if (window.benchProfile) await window.benchProfile("start");
         const t0 = performance.now();
         const whole = s.sync(900000).finally(() => (done = true));
         while (!done && pushed === 0) {
@@ -110,6 +163,7 @@ async function sync(c) {
         }
         const st = await whole;
         const end = performance.now();
+        if (window.benchProfile) await window.benchProfile("stop");
         if (pushed === 0) pushed = end; // it went idle between two looks
         if (st.counts.applied !== c.n) throw new Error(st.counts.applied + " of " + c.n + " applied");
         const push = (pushed - t0) / 1000;
