@@ -296,7 +296,11 @@ static int f_sector(sqlite3_file *f)
 static int f_characteristics(sqlite3_file *f)
 {
 	(void)f;
-	return 0; /* nothing assumed: no atomic or safe-append writes */
+	/* Powersafe overwrite, as SQLite's unix VFS (the native store's) assumes by default:
+	 * a write changes no byte outside its range. Without it, SQLite pads each commit's WAL
+	 * frames to a sector boundary with copies of the last frame. Nothing else is assumed
+	 * (no atomic or safe-append writes). */
+	return SQLITE_IOCAP_POWERSAFE_OVERWRITE;
 }
 
 static const sqlite3_io_methods opfs_methods = {

@@ -45,8 +45,20 @@ async function page() {
   return { p, log };
 }
 
+/** With BENCH_WEB_PROFILE, window.benchProfile("start"/"stop") in the page profiles its worker. */
+async function profiled(p) {
+  const profileTo = process.env.BENCH_WEB_PROFILE;
+  if (!profileTo) return;
+  const prof = await workerProfiler(p);
+  await p.exposeFunction("benchProfile", async (what) => {
+    if (what === "start") await prof.start();
+    else await prof.stop(profileTo + "." + ++profiles + ".cpuprofile");
+  });
+}
+
 async function writes(c) {
   const { p, log } = await page();
+  await profiled(p);
   try {
     return await p.evaluate(async ({ base, user, password, c }) => {
       let s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
@@ -59,6 +71,7 @@ async function writes(c) {
           s = await window.Synchro.open("http://127.0.0.1:9", user, password, { name: c.store, pollIntervalMs: 3600000 });
         }
         const lat = [];
+        if (window.benchProfile) await window.benchProfile("start");
         const t0 = performance.now();
         for (let i = 0; i < c.n;) {
           const at = i;
@@ -72,6 +85,7 @@ async function writes(c) {
           i += k;
         }
         const dt = (performance.now() - t0) / 1000;
+        if (window.benchProfile) await window.benchProfile("stop");
         return { mode: "writes", writes: c.n, per_txn: c.per, seconds: dt, writes_per_s: c.n / dt, latencies_ms: lat };
       } finally {
         await s.close();
@@ -84,8 +98,9 @@ async function writes(c) {
   }
 }
 
-// BENCH_WEB_PROFILE=FILE: a CPU profile of the worker (CDP Profiler) over each timed sync,
-// written to FILE.N.cpuprofile (open it in Chrome's DevTools, Performance panel), N the run.
+// BENCH_WEB_PROFILE=FILE: a CPU profile of the worker (CDP Profiler) over each timed run
+// (writes and sync), written to FILE.N.cpuprofile in the order of the runs (open it in
+// Chrome's DevTools, Performance panel; a link with emcc --profiling-funcs names the C).
 // The page's CDP session attaches to the worker (Target.setAutoAttach, not flattened) and
 // talks to it with Target.sendMessageToTarget.
 let profiles = 0;
@@ -93,12 +108,18 @@ async function workerProfiler(p) {
   const cdp = await context.newCDPSession(p);
   let next = 1;
   const waiting = new Map();
+  // the store's current worker (a store closed and opened again has a new one)
   let session = null;
-  const attached = new Promise((resolve) => {
-    cdp.on("Target.attachedToTarget", (e) => {
-      if (e.targetInfo.type === "worker" && session === null) resolve((session = e.sessionId));
-    });
+  let onWorker = () => undefined;
+  cdp.on("Target.attachedToTarget", (e) => {
+    if (e.targetInfo.type !== "worker") return;
+    session = e.sessionId;
+    onWorker();
   });
+  cdp.on("Target.detachedFromTarget", (e) => {
+    if (e.sessionId === session) session = null;
+  });
+  const attached = () => (session !== null ? Promise.resolve() : new Promise((r) => (onWorker = r)));
   cdp.on("Target.receivedMessageFromTarget", (e) => {
     const m = JSON.parse(e.message);
     const w = waiting.get(m.id);
@@ -117,7 +138,7 @@ async function workerProfiler(p) {
   await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
   return {
     async start() {
-      await attached;
+      await attached();
       await send("Profiler.enable");
       await send("Profiler.setSamplingInterval", { interval: 200 });
       await send("Profiler.start");
@@ -131,13 +152,7 @@ async function workerProfiler(p) {
 
 async function sync(c) {
   const { p, log } = await page();
-  const profileTo = process.env.BENCH_WEB_PROFILE;
-  const prof = profileTo ? await workerProfiler(p) : null;
-  if (prof)
-    await p.exposeFunction("benchProfile", async (what) => {
-      if (what === "start") await prof.start();
-      else await prof.stop(profileTo + "." + ++profiles + ".cpuprofile");
-    });
+  await profiled(p);
   try {
     return await p.evaluate(async ({ base, user, password, c }) => {
       const s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
