@@ -20,9 +20,11 @@
  * them in one call: before a read that overlaps them, a truncate, a size, a close, a write
  * elsewhere, and first thing in xSync. Every byte written before an xSync is written and
  * flushed when it returns, as before: a commit is as durable as without the buffer (what
- * a buffer loses in a killed tab was never synced, and SQLite never counted on it). "Deleting" a
- * journal truncates it (the handle stays open); xAccess calls a file present when it
- * is not empty. Locks are no-ops: the handle's own lock keeps other workers out, and
+ * a buffer loses in a killed tab was never synced, and SQLite never counted on it).
+ *
+ * "Deleting" a journal truncates it (the handle stays open); xAccess calls a file present
+ * when it is not empty (by name, not seeing a buffer: SQLite asks about a journal or a WAL
+ * when it does not hold it open, and a file's close writes what it held back). Locks are no-ops: the handle's own lock keeps other workers out, and
  * the client opens one connection in locking_mode EXCLUSIVE, so WAL needs no shm.
  * SQLite is built with SQLITE_OS_OTHER: this is the only VFS, registered by
  * sqlite3_os_init().

@@ -152,6 +152,16 @@ def gzip_size(path):
     return len(subprocess.run(["gzip", "-9c", path], capture_output=True, check=True).stdout)
 
 
+def server_span(stack, user, since):
+    """The server's view of a client's push: from the first of user's batches created since
+    `since` (Unix time) to the last one's completion, in seconds, and how many there were."""
+    out = stack.psql("SELECT extract(epoch FROM max(completed_at) - min(created_at)), count(*)"
+                     " FROM synchro.batches WHERE user_id = '%s' AND created_at >= to_timestamp(%f)"
+                     % (user, since))
+    span, n = out.split("|")
+    return float(span or 0), int(n)
+
+
 def percentile(xs, p):
     """Nearest rank."""
     xs = sorted(xs)
@@ -192,9 +202,14 @@ def main_web():
         o100 = browser.run(op="writes", store="o100.db", n=N, per=100, offline=True)
         b100 = browser.run(op="writes", store="w100.db", n=N, per=100)
         raws, syncs, webs = [raw_push_rate(stack)], [], []
+        spans = []
         for r in range(ROUNDS):
+            t0 = time.time()
             syncs.append(client("sync", os.path.join(d, "s%d.db" % r), url, "alice:alice", str(N)))
+            spans.append([server_span(stack, "alice", t0)])
+            t0 = time.time()
             webs.append(browser.run(op="sync", store="s%d.db" % r, n=N))
+            spans[-1].append(server_span(stack, "bob", t0))
             raws.append(raw_push_rate(stack))
         web_native = [w["intents_per_s"] / s["intents_per_s"] for w, s in zip(webs, syncs)]
         native_raw = [s["intents_per_s"] / ((raws[i] + raws[i + 1]) / 2) for i, s in enumerate(syncs)]
@@ -227,6 +242,8 @@ def main_web():
           % (N, statistics.median(s["intents_per_s"] for s in syncs), runs(s["intents_per_s"] for s in syncs)))
     print("browser sync of %d intents, pushed: %7.0f intents/s    (runs: %s)"
           % (N, statistics.median(w["intents_per_s"] for w in webs), runs(w["intents_per_s"] for w in webs)))
+    print("the server's view, first batch created to last completed: native %s s; browser %s s"
+          % (", ".join("%.2f (%d batches)" % sp[0] for sp in spans), ", ".join("%.2f (%d batches)" % sp[1] for sp in spans)))
     print("sync until idle (pull of the echoes included): native %s s; browser %s s"
           % (", ".join("%.2f" % s["sync_seconds"] for s in syncs), ", ".join("%.2f" % w["sync_seconds"] for w in webs)))
     print("native / raw, paired per round: %s; median %.0f%%" % (pct(native_raw), 100 * statistics.median(native_raw)))
