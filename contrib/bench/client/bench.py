@@ -18,8 +18,10 @@ With --web (contrib/bench/client/run BUILD_DIR --web, make bench-client-web), th
 same stack: its durable OPFS commits per second (BENCH_WRITES single-insert transactions,
 default 2000, and BENCH_INTENTS in transactions of 100) with each commit's latency as the page
 sees it (transaction() called to resolved: p50, p99, max), with no sync beside the writes (as
-bench_client's) and then pushing them as they come (as in an app: "syncing"); its sync of BENCH_INTENTS intents in
-each round between the native client's and the raw pushes (browser/native paired per round);
+bench_client's) and then pushing them as they come (as in an app: "syncing"); its sync of
+BENCH_INTENTS intents (queued with no sync running, as bench_client's, then the store opened on
+the server and synced) in each round between the native client's and the raw pushes
+(browser/native paired per round), with the server's view of each push (synchro.batches);
 and the gzip -9 size of what a page loads (the .wasm and the JS). Targets: the browser's push
 rate >= 70% of the native client's; a single-insert commit's p99 <= 10 ms; the gzip'd .wasm + JS
 <= 1.5 MB. The browser's store is bob's, the native client's alice's: each user's rows (which
