@@ -11,3 +11,8 @@ EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.htm
 	contrib/example/web/todos.js contrib/example/web/nginx.conf \
 	tests/web/web_browser.mjs tests/web/synchro_web.py \
 	tests/web/test_web_faults.pgt tests/web/web_faults_driver.mjs
+# doc/performance.md's make bench-client-web, one tiny round (no timing asserted)
+if HAVE_PG_SERVER
+TESTS += tests/web/test_bench_web.pgt
+endif
+EXTRA_DIST += tests/web/test_bench_web.pgt
