@@ -1,6 +1,8 @@
 # The browser client in a real browser (Chromium via playwright-core): tests/web/test_web.pgt
-# over the e2e stack; it skips without configure --enable-web, node or Chromium.
+# and tests/web/test_web_kill.pgt (a tab killed at random points of a sync) over the e2e
+# stack; they skip without configure --enable-web, node or Chromium.
 if HAVE_PG_SERVER
-TESTS += tests/web/test_web.pgt
+TESTS += tests/web/test_web.pgt tests/web/test_web_kill.pgt
 endif
-EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.html tests/web/no-opfs-worker.js
+EXTRA_DIST += tests/web/test_web.pgt tests/web/web_driver.mjs tests/web/page.html tests/web/no-opfs-worker.js \
+	tests/web/test_web_kill.pgt tests/web/web_kill_driver.mjs tests/web/web_browser.mjs tests/web/web_stack.py
