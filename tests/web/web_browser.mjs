@@ -59,3 +59,29 @@ export async function killTab(context, page, how = "close") {
     await gone;
   }
 }
+
+const TYPES = { html: "text/html", js: "text/javascript", mjs: "text/javascript", wasm: "application/wasm",
+                json: "application/json" };
+
+/**
+ * Serves base + "/web/" to context's pages from the web build (dist) and the test page's
+ * directory (pageDir) by route interception, so that only the API's requests (/v3/) reach
+ * the network: the page keeps base's origin. Set before the first page.
+ */
+export async function serveWeb(context, base, dist, pageDir) {
+  const { readFile } = await import("node:fs/promises");
+  const { join } = await import("node:path");
+  await context.route(base + "/web/**", async (route) => {
+    const name = new URL(route.request().url()).pathname.slice("/web/".length);
+    const ext = name.slice(name.lastIndexOf(".") + 1);
+    for (const dir of [dist, pageDir]) {
+      try {
+        const body = await readFile(join(dir, name.replace(/\.\.+/g, "")));
+        return route.fulfill({ status: 200, body, contentType: TYPES[ext] || "application/octet-stream" });
+      } catch {
+        // not in this directory
+      }
+    }
+    return route.fulfill({ status: 404, body: "not found" });
+  });
+}
