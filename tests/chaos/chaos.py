@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The chaos suite (issue 14; doc/reliability.md): a whole local stack (PostgreSQL, two
 synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
-libsynchro-client store driven through synchro-cli, for several users, writing at random
+libsynchro-client store driven through synchro-cli (and, by default, one a store of the
+browser client in Chromium, tests/chaos/chaos_browser.py), for several users, writing at random
 offline and online while faults are injected at random moments; then a final sync and the
 checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
-Run inside a throwaway PostgreSQL: contrib/chaos [--seed N] [--minutes M] [--devices D]
+Run inside a throwaway PostgreSQL: contrib/chaos [--seed N] [--minutes M] [--devices D] [--browser-devices B]
 (or tests/integration/with-pg tests/chaos/chaos.py ...); make check runs the CI-size run,
 tests/chaos/test_chaos.pgt. Exit status 0: no violation; 1: a violation; 77: skipped."""
 

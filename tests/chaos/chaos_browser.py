@@ -31,7 +31,7 @@ from chaos_device import GRACE_S, SYNC_TIMEOUT_S, Device  # noqa: E402
 from web_stack import DIST, PLAYWRIGHT, browser_missing  # noqa: E402
 
 DRIVER = os.path.join(HERE, "chaos_browser.mjs")
-TAB_KILL_PROB = 0.2  # of the browser's online syncs while faults run (synchro-cli's: DEVICE_KILL_PROB)
+TAB_KILL_PROB = 0.3  # of the browser's online syncs while faults run (synchro-cli's: DEVICE_KILL_PROB)
 QUEUED = ("pending", "waiting", "sealed")
 UNSETTLED = ("conflict", "rejected", "schema_incompatible", "blocked_by_predecessor")
 
@@ -200,8 +200,9 @@ class BrowserDevice(Device):
         that many seconds if the sync still runs (then -9)."""
         self.counts["syncs"] += 1
         if kill_after is not None:
+            # (Device.round draws 0..0.6 s; a page's sync is often done within 0.4 s)
             v = self.cmd("syncKill", timeout=SYNC_TIMEOUT_S, timeoutMs=SYNC_TIMEOUT_S * 1000,
-                         afterMs=int(kill_after * 1000))
+                         afterMs=int(kill_after * 1000 * 2 / 3))
             if v.get("killed"):
                 self.counts["tab_killed_mid_sync"] += 1
                 return -9
@@ -214,8 +215,11 @@ class BrowserDevice(Device):
 
     def round(self, kill_prob=0.0, online=0.65):
         """Device.round, with its syncs' tab killed more often than a native device's
-        process (a tab kill is the browser's fault of interest)."""
-        return super().round(kill_prob=max(kill_prob, TAB_KILL_PROB) if kill_prob else 0.0, online=online)
+        process (a tab kill is the browser's fault of interest), and every online sync a
+        killed one until the first tab kill (so that each run with faults has one)."""
+        if kill_prob:
+            kill_prob = 1.0 if not self.counts["tab_killed_mid_sync"] else max(kill_prob, TAB_KILL_PROB)
+        return super().round(kill_prob=kill_prob, online=online)
 
     # --- the store, through the page's records() ----------------------------------------------
     def records(self):
