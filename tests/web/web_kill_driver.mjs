@@ -136,6 +136,12 @@ try {
   }
   for (let i = 0; i < rounds; i++) {
     const { point, how } = schedule[i];
+    // The hold is in place before the page opens: a new page's worker syncs at once, and
+    // that push (what the last round left unsent) is this round's first.
+    let killedNow;
+    const killed = new Promise((r) => (killedNow = r));
+    const hold = point === "delay" ? null : holdPush(point, killed);
+    current = hold;
     const { p, intents, rows } = await openStore();
     const known = new Set(intents);
     const missing = out.mids.filter((m) => !known.has(m));
@@ -158,10 +164,6 @@ try {
       mids.push(...got);
     }
     out.mids.push(...mids);
-    let killedNow;
-    const killed = new Promise((r) => (killedNow = r));
-    const hold = point === "delay" ? null : holdPush(point, killed);
-    current = hold;
     const delay = point === "delay" ? randint(0, 400) : point === "returned" ? randint(0, 30) : 0;
     await p.evaluate(() => {
       window.syncEnd = null;
