@@ -2,7 +2,7 @@
 // The browser half of tests/web/test_web_kill.pgt: ROUNDS times, a page opens the store,
 // commits new intents (1..3 transactions of 1..4 inserts, updates and deletes, some
 // atomic), starts a sync and has its tab killed at a point of that sync drawn from SEED:
-// after a delay (0..400 ms), while the push request is held by route interception (before
+// after a delay (0..250 ms), while the push request is held by route interception (before
 // it reaches the server, or after the server answered and before the page gets the answer),
 // or just after the push's answer reached the page. The kill is CDP Target.closeTarget or
 // Page.crash (a renderer crash), also drawn. Each new page first lists the store's intents
@@ -164,7 +164,7 @@ try {
       mids.push(...got);
     }
     out.mids.push(...mids);
-    const delay = point === "delay" ? randint(0, 400) : point === "returned" ? randint(0, 30) : 0;
+    const delay = point === "delay" ? randint(0, 250) : point === "returned" ? randint(0, 30) : 0;
     await p.evaluate(() => {
       window.syncEnd = null;
       window.s.sync(20000).then((st) => (window.syncEnd = st.phase), (e) => (window.syncEnd = "error: " + e.message));
