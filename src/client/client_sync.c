@@ -20,6 +20,7 @@
  * queue (a client bug: nothing more is sent, nothing is dropped); client_retired
  * makes the store read-only. Responses are applied in the caller's thread, inside
  * this call; logs never see bodies.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 
@@ -626,14 +627,6 @@ static void pause_ms(sy_client *c, int64_t ms)
 	}
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
-}
-
-void sy_client_kick(sy_client *c)
-{
-	/* ADR: after 429/503 the prescribed delay stands; anything else may start now. */
-	if (c->phase == SY_PHASE_IDLE || c->last_error[0] == '\0' || !c->last_retryable)
-		c->next_due_ms = 0;
-	c->pull_caught_up = false;
 }
 
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)

@@ -7,6 +7,8 @@
  * no file outside the browser, so this is how a test or a support tool reads it. Read
  * only, in one read transaction; the bodies and responses (BLOBs) are given in hex so that
  * their bytes are exact.
+ *
+ * Layer: top of src/web (doc/hacking.md).
  */
 #include "config.h"
 

@@ -17,6 +17,7 @@
  * the client opens one connection in locking_mode EXCLUSIVE, so WAL needs no shm.
  * SQLite is built with SQLITE_OS_OTHER: this is the only VFS, registered by
  * sqlite3_os_init().
+ * Layer: middle of src/web (doc/hacking.md).
  */
 #include "config.h"
 

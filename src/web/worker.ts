@@ -181,10 +181,12 @@ function runLive(id: number, l: Live): void {
   }
 }
 
-/** After a step or a commit: re-runs the live queries that read a table whose rows changed. */
-function refreshLives(): void {
+/** After a step or a commit: re-runs the live queries that read a table whose rows changed
+ *  (the library's row events, and written: the tables a local commit wrote, which the
+ *  library reports as an intent event only, offline as online). */
+function refreshLives(written: string[] = []): void {
   if (!client) return;
-  const changed = JSON.parse(text(core!._sy_web_changed())) as string[];
+  const changed = (JSON.parse(text(core!._sy_web_changed())) as string[]).concat(written);
   if (changed.length === 0 || lives.size === 0) return;
   const all = changed.includes("*");
   for (const [id, l] of lives) if (all || l.tables.some((t) => changed.includes(t))) runLive(id, l);
@@ -363,7 +365,7 @@ function transaction(atomic: boolean, writes: Write[]): string[] {
   }
   if (c._sy_web_commit(t) !== 0) fail();
   schedule(0); // the commit made a step due
-  refreshLives();
+  refreshLives(writes.map((w) => w.table));
   return ids;
 }
 
