@@ -6,7 +6,7 @@
 // and schedules sy_client_step with setTimeout at the time each step returns: the worker
 // never blocks. It answers the page's requests (protocol.ts) one at a time.
 
-import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, Write } from "./protocol.js";
+import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, Write } from "./protocol.js";
 
 interface SyncHandle {
   read(buf: Uint8Array, opts: { at: number }): number;
@@ -34,6 +34,7 @@ interface Core {
   _sy_web_error_message(): number;
   _sy_web_changed(): number;
   _sy_web_verify(c: number): number;
+  _sy_web_records(c: number): number;
 }
 
 class SynchroError extends Error {
@@ -410,6 +411,13 @@ async function handle(r: Request): Promise<unknown> {
     }
     case "verify":
       return JSON.parse(text(c._sy_web_verify(client)));
+    case "records": {
+      const p = c._sy_web_records(client);
+      if (p === 0) throw new SynchroError({ rc: "enomem", message: "out of memory" });
+      const v = JSON.parse(text(p)) as StoreRecords | { error: string };
+      if ("error" in v && typeof v.error === "string") throw new SynchroError({ rc: "estore", message: v.error });
+      return v;
+    }
     case "unlive":
       lives.delete(r.liveId);
       return undefined;

@@ -5,7 +5,7 @@
 // side checks it against the server.
 // Usage: node web_driver.mjs PLAYWRIGHT_CORE_DIR BASE_URL PROFILE_DIR LOG_DIR USER PASSWORD
 
-import { chromiumOf, closeTab, launch, openPage } from "./web_browser.mjs";
+import { chromiumOf, killTab, launch, openPage } from "./web_browser.mjs";
 
 const [pwDir, base, profile, logDir, user, password] = process.argv.slice(2);
 const chromium = chromiumOf(pwDir);
@@ -13,8 +13,8 @@ const chromium = chromiumOf(pwDir);
 const context = await launch(chromium, profile);
 const out = { console: [] };
 const url = base + "/web/page.html";
-
-const page = () => openPage(context, url, out.console);
+const log = (line) => out.console.push(line);
+const page = () => openPage(context, url, log);
 
 const opts = { name: user + ".db", pollIntervalMs: 600000 };
 try {
@@ -63,7 +63,7 @@ try {
     const [mid] = await s.transaction((tx) => tx.insert("todo", id, { title: "web kept", done: false }));
     return { id, mid };
   }, { base, user, password, opts });
-  await closeTab(context, p);
+  await killTab(context, p, "close");
   out.closed_by = "Target.closeTarget";
 
   // 4. a new page: the intent is there, and syncs.
@@ -115,9 +115,9 @@ try {
     return id;
   });
   await p.waitForFunction(() => window.liveSeen.length >= 2, null, { timeout: 20000 });
-  const other = await launch(chromium, profile + "-b");
+  const other = await launch(chromium, profile + "-b", { quiet: false });
   try {
-    const q = await openPage(other, url, out.console, "device b");
+    const q = await openPage(other, url, log, "device b ");
     out.deviceB = await q.evaluate(async ({ base, user, password, opts }) => {
       const s = await window.Synchro.open(base, user, password, opts);
       await s.sync(30000);
@@ -146,9 +146,9 @@ try {
   // 7. a conflict: device b changes "web one" and syncs; this device, which has not pulled
   // since, changes it too from its stale copy and syncs: the server refuses it (conflict).
   // explain() shows the server's row; resolve() rebases it onto that row; verify() is clean.
-  const other2 = await launch(chromium, profile + "-b");
+  const other2 = await launch(chromium, profile + "-b", { quiet: false });
   try {
-    const q = await openPage(other2, url, out.console, "device b");
+    const q = await openPage(other2, url, log, "device b ");
     out.deviceB2 = await q.evaluate(async ({ base, user, password, opts, id }) => {
       const s = await window.Synchro.open(base, user, password, opts);
       await s.sync(30000);
@@ -196,7 +196,7 @@ try {
     await window.s.sync(30000);
     return { owner: window.s.owner, row: await window.s.get("todo", id) };
   }, out.tabs.id);
-  await closeTab(context, p);
+  await killTab(context, p, "close");
   await p2.waitForFunction(() => window.s.owner === true, null, { timeout: 20000 });
   out.tabs.after = await p2.evaluate(async ({ id, mid }) => {
     const id2 = crypto.randomUUID();
