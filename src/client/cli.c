@@ -3,6 +3,7 @@
  * synchro-cli: libsynchro-client on the command line, for people and tests.
  * Every command opens the store, does one thing, and closes it; exit codes are
  * in synchro-cli(1). The password is never printed or stored.
+ * Layer: top of src/client (doc/hacking.md).
  */
 #include "config.h"
 
@@ -23,23 +24,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-int sy_cli_exit(sy_client_rc rc)
-{
-	switch (rc) {
-	case SY_CLIENT_OK: return SY_CLI_OK;
-	case SY_CLIENT_ENOTFOUND: return SY_CLI_NOT_FOUND;
-	case SY_CLIENT_EINVAL:
-	case SY_CLIENT_ESTATE: return SY_CLI_REFUSED;
-	case SY_CLIENT_ENETWORK:
-	case SY_CLIENT_ETIMEOUT: return SY_CLI_INCOMPLETE;
-	case SY_CLIENT_EFROZEN:
-	case SY_CLIENT_EREADONLY:
-	case SY_CLIENT_ESERVER: return SY_CLI_STOPPED;
-	case SY_CLIENT_EPROTOCOL: return SY_CLI_VERIFY;
-	default: return SY_CLI_ERROR;
-	}
 }
 
 static int fail(sy_client_rc rc, const sy_client_error *err)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro-cli's read commands: status, pending, show, explain, batch, rows, verify. */
+/* synchro-cli's read commands: status, pending, show, explain, batch, rows, verify.
+ * Layer: middle of src/client (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libsynchro-client: opening and closing a client, names, status. */
+/* libsynchro-client: opening and closing a client, names, status.
+ * Layer: middle of src/client (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

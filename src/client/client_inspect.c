@@ -3,6 +3,7 @@
  * Inspection: intents with their state and links, sealed batches with their
  * exact bytes and every attempt, the one-paragraph explanation of an intent's
  * state, and the store's self-check (verify).
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

@@ -11,6 +11,7 @@
  * has no usable server base: it gets none (base NULL) and is either folded into
  * the unsealed chain at sealing or, behind a sealed predecessor, waits for that
  * predecessor's accepted version (client_reconcile.c).
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 
@@ -60,29 +61,6 @@ const char *sy_client_row_state_name(sy_client_row_state s)
 	case SY_ROW_BLOCKED: return "blocked";
 	}
 	return "unknown";
-}
-
-void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
-                const char *mutation_id)
-{
-	if (c->listener != NULL)
-		c->listener(c->listener_ctx, kind, table, pk, mutation_id);
-}
-
-void sy_cl_emit_rows(sy_client *c, const sy_json *items)
-{
-	if (c->listener == NULL || items == NULL || items->type != SY_JSON_ARRAY)
-		return;
-	for (size_t i = 0; i < items->u.array.count; i++) {
-		const sy_json *it = items->u.array.items[i];
-		const char *table = sy_cl_jstr(it, "table");
-		const sy_json *pk = sy_json_get(it, "pk");
-		char *pktext = pk ? sy_cl_jcs(sy_json_get(pk, "value"), NULL) : NULL;
-		if (table != NULL && pktext != NULL)
-			c->listener(c->listener_ctx, SY_CLIENT_EVENT_ROW, table, pktext,
-			            sy_cl_jstr(it, "mutation_id"));
-		sy_free(pktext);
-	}
 }
 
 sy_client_rc sy_cl_new_txn(sy_client *c, bool atomic, int64_t *id, sy_client_error *err)

@@ -124,11 +124,26 @@ sy_manifest *sy_cl_schema_manifest(sy_client *c, uint64_t version);
 /* A column as a new string (NULL for SQL NULL). */
 char *sy_cl_col_text(sqlite3_stmt *st, int i);
 
-/* client_intent.c */
+/* client_events.c: the application's listener (the event of kind, table, pk, mutation id;
+ * NULL where none). */
 void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
                 const char *mutation_id);
 /* A ROW event for every {table, pk:{value}} of items (pull changes, push outcomes). */
 void sy_cl_emit_rows(sy_client *c, const sy_json *items);
+
+/* client_rows.c */
+/* Writes a server row into rows (or a tombstone when row is NULL and deleted). */
+SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk,
+                                         const char *row, bool deleted, const char *server_version,
+                                         const sy_schema_ref *schema, const char *checksum,
+                                         bool rebuild, sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk,
+                                            sy_client_error *err);
+/* The server_version of a stored row (new string) or NULL when absent. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk,
+                                             char **version, sy_client_error *err);
+
+/* client_intent.c */
 SY_MUST_CHECK sy_client_rc sy_cl_state_from_name(const char *s, sy_intent_state *out);
 /*
  * Adds an intent row inside the current SQLite transaction (writes, rebase,
@@ -240,16 +255,6 @@ SY_MUST_CHECK sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, i
 SY_MUST_CHECK sy_client_rc sy_cl_block_waiters(sy_client *c, sy_client_error *err);
 /* client_intent.c: the row's intent authored last before ord, not folded (new), or NULL. */
 char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t ord);
-/* Writes a server row into rows (or a tombstone when row is NULL and deleted). */
-SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk,
-                                         const char *row, bool deleted, const char *server_version,
-                                         const sy_schema_ref *schema, const char *checksum,
-                                         bool rebuild, sy_client_error *err);
-SY_MUST_CHECK sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk,
-                                            sy_client_error *err);
-/* The server_version of a stored row (new string) or NULL when absent. */
-SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk,
-                                             char **version, sy_client_error *err);
 
 /* client_pull.c */
 SY_MUST_CHECK sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out,

@@ -3,6 +3,7 @@
  * The JSON forms of the client's records: status and intent, as synchro-cli prints them
  * with --json and the browser API (src/web) returns them, so both show the same phases,
  * counts and names. Small writers over sy_buf (a failed append marks the buffer failed).
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

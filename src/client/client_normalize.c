@@ -13,6 +13,7 @@
  *
  * The records folded away become superseded_before_send or cancelled_before_send
  * (client_seal.c); they are never deleted.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

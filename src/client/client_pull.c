@@ -13,6 +13,7 @@
  * the final cursor in one transaction; the intents table is never touched, so
  * every unsettled intent survives rebuild_required, cursor_expired and
  * rebuild_invalidated.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

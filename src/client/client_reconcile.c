@@ -13,6 +13,7 @@
  * version the mutation was based on: otherwise a pull already delivered a later
  * state (a replay answers with the state of the first execution), and the pull
  * stream, not a push response, orders the rows.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 
@@ -23,63 +24,6 @@
 #include "client_internal.h"
 #include "synchro/alloc.h"
 #include "synchro/outcome.h"
-
-sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk, char **version,
-                               sy_client_error *err)
-{
-	sqlite3_stmt *st;
-	*version = NULL;
-	sy_client_rc rc = sy_cl_prepare_cached(
-	        c, "SELECT server_version FROM rows WHERE tbl = ? AND pk = ?", &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW && (*version = sy_cl_col_text(st, 0)) == NULL)
-		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-	sy_cl_release(st);
-	return rc;
-}
-
-sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, const char *row,
-                           bool deleted, const char *server_version, const sy_schema_ref *schema,
-                           const char *checksum, bool rebuild, sy_client_error *err)
-{
-	sqlite3_stmt *st;
-	sy_client_rc rc = sy_cl_prepare_cached(
-	        c,
-	        rebuild ? "INSERT OR REPLACE INTO rebuild_rows(tbl, pk, row, deleted, "
-	                  "server_version,"
-	                  " schema_version, schema_hash, checksum) VALUES (?,?,?,?,?,?,?,?)"
-	                : "INSERT OR REPLACE INTO rows(tbl, pk, row, deleted, server_version,"
-	                  " schema_version, schema_hash, checksum) VALUES (?,?,?,?,?,?,?,?)",
-	        &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	if (row != NULL)
-		sqlite3_bind_text(st, 3, row, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 4, deleted);
-	sqlite3_bind_text(st, 5, server_version, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)schema->version);
-	sqlite3_bind_text(st, 7, schema->hash, -1, SQLITE_STATIC);
-	if (checksum != NULL)
-		sqlite3_bind_text(st, 8, checksum, -1, SQLITE_STATIC);
-	return sy_cl_run_cached(c, st, err);
-}
-
-sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk, sy_client_error *err)
-{
-	sqlite3_stmt *st;
-	sy_client_rc rc =
-	        sy_cl_prepare_cached(c, "DELETE FROM rows WHERE tbl = ? AND pk = ?", &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	return sy_cl_run_cached(c, st, err);
-}
 
 static sy_client_rc attempt_insert(sy_client *c, const char *batch_id, const sy_client_response *r,
                                    sy_client_error *err)

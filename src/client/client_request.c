@@ -5,6 +5,7 @@
  * requests of the two batches just sealed (the one in flight and the one sealed ahead), so
  * reconciling a response does not parse its request again. Sealing (client_seal.c) decides
  * what goes in; this file only writes and keeps it.
+ * Layer: base of src/client (doc/hacking.md).
  */
 #include "config.h"
 

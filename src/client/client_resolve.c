@@ -5,6 +5,7 @@
  * remap is a new intent with a new mutation id linked from it (ADR: "A
  * replacement or mapped intent is a new mutation with a new UUID and is created
  * only by explicit application or user reconciliation").
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

@@ -11,6 +11,7 @@
  *   sy_cl_seal_successor  after 409 client_generation_expired or 422 schema_mismatch:
  *                         a new batch id under the current generation and schema
  *                         carrying the very same mutation objects
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

@@ -9,6 +9,7 @@
  * Two triggers make the ADR's immutability a property of the file, not only of
  * the code: a sealed batch's bytes never change, and an intent's fingerprinted
  * content never changes (only the server-owned base of an unsealed one may).
+ * Layer: base of src/client (doc/hacking.md).
  */
 #include "config.h"
 

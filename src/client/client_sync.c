@@ -20,6 +20,7 @@
  * queue (a client bug: nothing more is sent, nothing is dropped); client_retired
  * makes the store read-only. Responses are applied in the caller's thread, inside
  * this call; logs never see bodies.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 
@@ -256,7 +257,10 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		return SY_CLIENT_OK;
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
-	if (r->status == 429 || r->status == 503) {
+	if (r->status == 429 || r->status >= 500) {
+		/* 429/503: the ADR's retry. Any other 5xx is no answer of the protocol (a
+		 * gateway's 502/504 page, a server fault): as when none came, the same bytes
+		 * again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
@@ -297,7 +301,9 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 			return SY_CLIENT_OK;
 		}
 		if (rc == SY_CLIENT_OK) {
+			/* As after a push: status no longer reports an error the retry got past. */
 			c->backoff_ms = 0;
+			c->last_error[0] = '\0';
 			if (!rebuild && !more)
 				c->pull_caught_up = true;
 		}
@@ -626,14 +632,6 @@ static void pause_ms(sy_client *c, int64_t ms)
 	}
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
-}
-
-void sy_client_kick(sy_client *c)
-{
-	/* ADR: after 429/503 the prescribed delay stands; anything else may start now. */
-	if (c->phase == SY_PHASE_IDLE || c->last_error[0] == '\0' || !c->last_retryable)
-		c->next_due_ms = 0;
-	c->pull_caught_up = false;
 }
 
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)

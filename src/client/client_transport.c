@@ -4,6 +4,7 @@
  * every request (keep-alive), driven only from sy_client_step/sy_client_wait
  * (curl_multi_perform, curl_multi_poll): no thread, no signal handler.
  * Credentials go to libcurl only; nothing here logs.
+ * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

@@ -7,6 +7,8 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_internal.h \
 	src/client/client.c \
 	src/client/client_store.c \
+	src/client/client_rows.c \
+	src/client/client_events.c \
 	src/client/client_intent.c \
 	src/client/client_normalize.c \
 	src/client/client_seal.c \

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The one monotonic clock of the programs (see clock.h). */
+/* The one monotonic clock of the programs (see clock.h).
+ * Layer: base of src/common (doc/hacking.md). */
 #include "config.h"
 
 #include <time.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The one allocator of libsynchro, replaceable so tests can fail each allocation. */
+/* The one allocator of libsynchro, replaceable so tests can fail each allocation.
+ * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <stdint.h>

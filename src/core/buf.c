@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The growable byte buffer (buf.h) every writer of wire bytes appends to (the JCS
- * writer, response and error bodies): NUL-terminated, with a sticky failure flag. */
+ * writer, response and error bodies): NUL-terminated, with a sticky failure flag.
+ * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <assert.h>

@@ -6,6 +6,7 @@
  * strtod, and the shortest round-trip digits of RFC 8785 section 3.2.2.3
  * (ECMA-262 Number::toString). Every product is overflow-checked; a value out
  * of reach falls back to the C library.
+ * Layer: base of src/core (doc/hacking.md).
  */
 #include "config.h"
 

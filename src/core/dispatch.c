@@ -4,6 +4,7 @@
  * structural validation, permanent client retirement, batch and mutation replay lookup,
  * first-execution client-generation gate, first-execution schema gate, admission control,
  * then transactional execution" (ADR 002, PROTOCOL.md §5). Its one implementation.
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

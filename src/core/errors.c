@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Error reporting and the ADR's error-code -> HTTP status and retryable table. */
+/* Error reporting and the ADR's error-code -> HTTP status and retryable table.
+ * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <stdarg.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* SHA-256 batch and mutation fingerprints (ADR) and row checksums (PROTOCOL.md §5). */
+/* SHA-256 batch and mutation fingerprints (ADR) and row checksums (PROTOCOL.md §5).
+ * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <inttypes.h>

@@ -4,6 +4,7 @@
  * response of the ADR is computed over: numbers in ECMAScript form (section
  * 3.2.2.3; the digits come from decimal.c, the layout is here), the JCS string
  * escapes (3.2.2.2), object members ordered by UTF-16 code units (3.2.3).
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

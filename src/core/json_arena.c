@@ -3,6 +3,7 @@
  * The document arena (json_arena.h): chunks that double up to 1 MiB, big
  * requests in chunks of their own, and the public document calls of json.h
  * (new, free, root, alloc). One free releases every value of the document.
+ * Layer: base of src/core (doc/hacking.md).
  */
 #include "config.h"
 

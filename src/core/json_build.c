@@ -4,6 +4,7 @@
  * and the normalized arrays of the ADR are made with, and the deep copy. All
  * allocate in the document arena (json_arena.h); a NULL argument gives NULL,
  * so a chain of builders needs one check at its end.
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

@@ -5,6 +5,7 @@
  * duplicate member names refused at every depth (the ADR's exact mutation
  * shapes), nesting at most SY_JSON_MAX_DEPTH, nothing but whitespace after the
  * value, every number's literal kept beside its nearest double (decimal.c).
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The ADR's operation x row-state matrix, terminal-rule order and outcome vocabulary. */
+/* The ADR's operation x row-state matrix, terminal-rule order and outcome vocabulary.
+ * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

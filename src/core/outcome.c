@@ -5,6 +5,7 @@
  * row checksum bound to outcome_schema, and the atomic failed group (ADR
  * "Atomic mutation groups": one failure, every other mutation
  * atomic_batch_rejected).
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

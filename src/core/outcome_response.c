@@ -4,6 +4,7 @@
  * "Whole-request failures"): the 200 body, built as a tree for the validator
  * and as JCS bytes written once per outcome, and the request-level error body
  * {"error": {code, message, retryable[, current_schema, received_schema]}}.
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

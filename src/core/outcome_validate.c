@@ -5,6 +5,7 @@
  * order, under its status's array, with exactly the members its code allows;
  * "Atomic mutation groups": all applied, or one failure and the rest
  * atomic_batch_rejected; the row checksum bound to outcome_schema).
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

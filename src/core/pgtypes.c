@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The PostgreSQL type of each manifest type (synchro/pgtypes.h). */
+/* The PostgreSQL type of each manifest type (synchro/pgtypes.h).
+ * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include "synchro/pgtypes.h"

@@ -5,6 +5,7 @@
  * 400 invalid_request (members, types, limits, one (table, pk) per atomic
  * request), the current schema's pk rule, and the normalized mutation bytes
  * (JCS) the fingerprints hash.
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

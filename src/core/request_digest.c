@@ -4,6 +4,7 @@
  * client_id and batch_id peeked from the top-level object without building a tree. The
  * peek is a hint for finding the batch row: the digest comparison decides, so any answer
  * the peek gets wrong can only lose the short way, never answer a request wrongly.
+ * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
 

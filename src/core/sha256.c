@@ -3,6 +3,7 @@
  * SHA-256 (synchro/sha256.h): a portable FIPS 180-4 implementation, and the digest the
  * build selected over it: OpenSSL's EVP natively (fetched once per process), the
  * portable one with SY_SHA256_PORTABLE (the WebAssembly build: no OpenSSL there).
+ * Layer: base of src/core (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The SQLSTATEs Synchro acts on (synchro/sqlstate.h): one table, prefixes of classes or codes. */
+/* The SQLSTATEs Synchro acts on (synchro/sqlstate.h): one table, prefixes of classes or codes.
+ * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (PROTOCOL.md §3): canonical wire values and PostgreSQL text forms. */
+/* Portable types (PROTOCOL.md §3): canonical wire values and PostgreSQL text forms.
+ * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
 #include <math.h>

@@ -4,6 +4,7 @@
  * publish / show (PROTOCOL §4), client list / retire (ADR "Ledger retention and
  * irreversible client retirement"), ledger inspect / purge-retired, lease status and
  * changelog compact (PROTOCOL §7); status is src/ctl/status.c.
+ * Layer: middle of src/ctl (doc/hacking.md).
  */
 #include "config.h"
 
@@ -126,21 +127,6 @@ static void print_note(void *arg, const char *line)
 {
 	(void)arg;
 	printf("%s\n", line);
-}
-
-PGconn *sy_ctl_open_db(const sy_cfg *cfg, int *code)
-{
-	sy_error err = {0};
-	PGconn *c = sy_store_connect(sy_cfg_str(cfg, "database", "conninfo"), "synchroctl", &err);
-	/* libpq's own hint ("Is the server running...") is on a line the message leaves out. */
-	if (!c && err.code == SY_ERR_INVALID_REQUEST)
-		*code = fail_line(SY_CTL_EXIT_USAGE, "%s", err.message);
-	else if (!c)
-		*code = fail_line(SY_CTL_EXIT_CONNECT,
-		                  "%s (is PostgreSQL running, and does [database] conninfo name it? "
-		                  "nothing was changed)",
-		                  err.message);
-	return c;
 }
 
 static int cmd_migrate(PGconn *c, bool roles)

@@ -26,7 +26,7 @@ int sy_ctl_fingerprint(int argc, char **argv);
 int sy_ctl_admin(const char *conf, int argc, char **argv);
 
 /* A connection as [database] conninfo says (cfg may be NULL), or NULL with the failure
- * reported on stderr and its exit status in *code (src/ctl/admin.c). */
+ * reported on stderr and its exit status in *code (src/ctl/ctl_db.c). */
 PGconn *sy_ctl_open_db(const sy_cfg *cfg, int *code);
 
 /* synchroctl status [--json] [--max-lag-bytes N] [--exact-max-bytes N] (src/ctl/status.c):

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl canonicalize and fingerprint (PROTOCOL.md §9): offline, no database. */
+/* synchroctl canonicalize and fingerprint (PROTOCOL.md §9): offline, no database.
+ * Layer: middle of src/ctl (doc/hacking.md). */
 #include "config.h"
 
 #include <errno.h>

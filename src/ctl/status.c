@@ -4,6 +4,7 @@
  * facts of store/overview.c; --json prints the same facts as one object built with the core's
  * JSON builder and written in RFC 8785 form. The exit status says healthy (0), needs attention
  * (5, with the reasons named), or facts unread (1).
+ * Layer: middle of src/ctl (doc/hacking.md).
  */
 #include "config.h"
 

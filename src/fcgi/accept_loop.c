@@ -4,6 +4,7 @@
  * listening socket (one waiter woken where the system can), answers its request through
  * the router, closes it without libfcgi's graceful wait when nothing is left to drain,
  * and stops after the request in flight on SIGTERM, or after max_requests.
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

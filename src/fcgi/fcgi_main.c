@@ -4,6 +4,7 @@
  * reload, the listening socket (bound from [fcgi] listen, passed by systemd, or inherited
  * on fd 0 from spawn-fcgi or mod_fcgid), the shared counters, and then either the
  * preforked master (prefork.c) or one responder on the inherited socket.
+ * Layer: top of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -5,6 +5,7 @@
  * one response, written straight to the socket in FastCGI records when it can be; error
  * bodies are the core's (ADR "Whole-request failures and HTTP dispatch"; Retry-After on
  * 429 and 503).
+ * Layer: base of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The gauge of pushes in flight on this host (inflight.h): one shared flag per responder,
- * a cache line each. Only a gauge for /metrics; admission is synchro_push's (src/pg). */
+ * a cache line each. Only a gauge for /metrics; admission is synchro_push's (src/pg).
+ * Layer: base of src/fcgi (doc/hacking.md). */
 #include "config.h"
 
 #include <stdatomic.h>

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared request counters (metrics.h: per route and status, latency histograms, process
  * events; the protocol's counters are metrics_push.c) in one shared mapping, and their
- * Prometheus text exposition for /metrics. */
+ * Prometheus text exposition for /metrics (it appends metrics_push.c's).
+ * Layer: middle of src/fcgi (doc/hacking.md). */
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -21,26 +23,17 @@ static const char *const bound_labels[] = {"0.005", "0.01", "0.025", "0.05", "0.
                                            "0.5",   "1",    "2.5",   "5",    "10"};
 #define NBUCKET (sizeof bounds / sizeof bounds[0] + 1)
 
-static const char *const route_names[SY_ROUTE__COUNT] = {
-        "connect", "push", "pull", "rebuild", "retire", "schema", "healthz", "metrics", "other"};
-
+/* The mapping: the protocol's counters first (metrics_push.h reaches them at its start),
+ * then this file's. */
 struct sy_metrics {
+	sy_metrics_proto proto; /* metrics_push.c */
 	_Atomic uint64_t requests[SY_ROUTE__COUNT][NSTATUS];
 	_Atomic uint64_t buckets[SY_ROUTE__COUNT][NBUCKET]; /* not cumulative; summed on output */
 	_Atomic uint64_t usec_sum[SY_ROUTE__COUNT];
 	_Atomic uint64_t events[SY_METRIC__COUNT];
-	sy_metrics_proto proto; /* metrics_push.c */
 };
-
-sy_metrics_proto *sy_metrics_proto_of(sy_metrics *m)
-{
-	return m != NULL ? &m->proto : NULL;
-}
-
-const char *sy_route_name(sy_route_id route)
-{
-	return (unsigned)route < SY_ROUTE__COUNT ? route_names[route] : "other";
-}
+_Static_assert(offsetof(struct sy_metrics, proto) == 0,
+               "the protocol's counters start the mapping (sy_metrics_proto_of)");
 
 sy_metrics *sy_metrics_create(void)
 {
@@ -117,12 +110,12 @@ bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 				sy_buf_printf(out,
 				              "synchro_http_requests_total{route=\"%s\",status=\"%"
 				              "d\"} %llu\n",
-				              route_names[r], statuses[s], (unsigned long long)n);
+				              sy_route_name((sy_route_id)r), statuses[s], (unsigned long long)n);
 			else
 				sy_buf_printf(out,
 				              "synchro_http_requests_total{route=\"%s\",status="
 				              "\"other\"} %llu\n",
-				              route_names[r], (unsigned long long)n);
+				              sy_route_name((sy_route_id)r), (unsigned long long)n);
 		}
 	}
 	sy_buf_puts(out, "# HELP synchro_http_request_duration_seconds Time from the request's "
@@ -136,7 +129,7 @@ bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 			              "synchro_http_request_duration_seconds_bucket{route=\"%s\","
 			              "le=\"%s\"} "
 			              "%llu\n",
-			              route_names[r], b < NBUCKET - 1 ? bound_labels[b] : "+Inf",
+			              sy_route_name((sy_route_id)r), b < NBUCKET - 1 ? bound_labels[b] : "+Inf",
 			              (unsigned long long)cum);
 		}
 		uint64_t usec = get(&m->usec_sum[r]);
@@ -144,8 +137,8 @@ bool sy_metrics_write(sy_metrics *m, sy_inflight *a, sy_buf *out)
 		        out,
 		        "synchro_http_request_duration_seconds_sum{route=\"%s\"} %llu.%06llu\n"
 		        "synchro_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-		        route_names[r], (unsigned long long)(usec / 1000000),
-		        (unsigned long long)(usec % 1000000), route_names[r],
+		        sy_route_name((sy_route_id)r), (unsigned long long)(usec / 1000000),
+		        (unsigned long long)(usec % 1000000), sy_route_name((sy_route_id)r),
 		        (unsigned long long)cum);
 	}
 	for (int e = 0; e < SY_METRIC__COUNT; e++)

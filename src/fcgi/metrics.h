@@ -47,7 +47,12 @@ typedef enum {
 typedef struct sy_metrics sy_metrics;
 
 /* The route's label value ("connect", ..., "other"). */
-const char *sy_route_name(sy_route_id route);
+static inline const char *sy_route_name(sy_route_id route)
+{
+	static const char *const names[SY_ROUTE__COUNT] = {
+	        "connect", "push", "pull", "rebuild", "retire", "schema", "healthz", "metrics", "other"};
+	return (unsigned)route < SY_ROUTE__COUNT ? names[route] : "other";
+}
 
 /* Maps zeroed shared counters, inherited across fork(); NULL when mmap fails. */
 sy_metrics *sy_metrics_create(void);

@@ -4,6 +4,7 @@
  * counts column, migration 18: no body is parsed to count), request-level errors by the
  * protocol's code, database errors by SQLSTATE class, lock failures and rebuilds, and their
  * Prometheus text. doc/operations.md "Metrics" explains each.
+ * Layer: base of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -33,8 +33,11 @@ typedef struct {
 	_Atomic uint64_t rebuilds[SY_REBUILD__COUNT];
 } sy_metrics_proto;
 
-/* The protocol's counters inside m's mapping (metrics.c). */
-sy_metrics_proto *sy_metrics_proto_of(sy_metrics *m);
+/* The protocol's counters inside m's mapping: its first member (metrics.c asserts it). */
+static inline sy_metrics_proto *sy_metrics_proto_of(sy_metrics *m)
+{
+	return (sy_metrics_proto *)(void *)m;
+}
 /* Appends their exposition. */
 void sy_metrics_proto_write(sy_metrics_proto *p, sy_buf *out);
 

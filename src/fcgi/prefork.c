@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The synchro-fcgi master (prefork.h): binds the listening socket, forks responders,
  * replaces those that die, starts a new generation on SIGHUP and drains on SIGTERM; and the
- * signal handling of both master and responder (STYLE: sigaction without SA_RESTART). */
+ * signal handling of both master and responder (STYLE: sigaction without SA_RESTART).
+ * Layer: base of src/fcgi (doc/hacking.md). */
 #include "config.h"
 
 #include <arpa/inet.h>

@@ -4,6 +4,7 @@
  * connection with the reconnect backoff (a lost connection is a whole-request 503 and a
  * reconnect, never a crash), and the request-level error answer with its Retry-After.
  * The accept loop is accept_loop.c, the routes router.c.
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -5,6 +5,7 @@
  * generation per connect, retirement permanent) and GET /v3/schema (PROTOCOL §4: the
  * current manifest as its stored JCS bytes). The router ran their gates (router.c); the
  * SQL is src/store/clients.c and src/store/session.c.
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

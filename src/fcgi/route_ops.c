@@ -3,6 +3,7 @@
  * The operational routes, outside the protocol and without its gates: GET /healthz (200
  * when this responder reaches PostgreSQL, else 503 with Retry-After) and GET /metrics (the
  * shared counters and the pushes in flight, Prometheus text format 0.0.4).
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -2,7 +2,8 @@
 /* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): after the router's gates
  * (router.c), the structural checks of the request body here, and where the request reads
  * (the primary, or the replica of [database] pull_conninfo: store/read_target.h); the gates
- * that need the database and the SQL are src/store/pull*.c and rebuild.c. */
+ * that need the database and the SQL are src/store/pull*.c and rebuild.c.
+ * Layer: middle of src/fcgi (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

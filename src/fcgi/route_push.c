@@ -5,6 +5,7 @@
  * everything after them (structural validation, the gates that need the database,
  * replay, admission and the first execution) is the one statement synchro.synchro_push
  * (src/pg), whose answer is sent as it came.
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

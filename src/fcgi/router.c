@@ -5,6 +5,7 @@
  * precedence as sy_dispatch_decide() (src/core/dispatch.c) gives it, then the handler;
  * every request is answered once, timed and counted, and a transaction a handler left
  * open is rolled back.
+ * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
 

@@ -19,6 +19,7 @@
  * The functions are SECURITY DEFINER (synchro_owner reads the ledger whoever writes it) but
  * pin no search_path, which would cost a GUC save and restore per row: every statement here
  * names its schema and its operators, so no search_path can change what it reads.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -25,6 +25,7 @@
  * update of one column that is no key, of a row the caller has locked (so no other writer
  * can have changed it), with the index entries a non-HOT update needs; the UPDATE statement
  * it replaces cost about a tenth of a one-mutation push (its CHECKs read back from text).
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

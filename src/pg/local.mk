@@ -7,6 +7,7 @@ pgmodule_LTLIBRARIES = src/pg/synchro.la
 src_pg_synchro_la_SOURCES = \
 	src/pg/push_module.h \
 	src/pg/push_entry.c \
+	src/pg/push_errors.c \
 	src/pg/push_memory.c \
 	src/pg/push_statements.c \
 	src/pg/push_schemas.c \

@@ -10,6 +10,7 @@
  * Requests carrying a batch whose first execution holds a slot now are the ADR's
  * concurrent duplicates: they wait for that execution and replay it, so they are not
  * counted against the per-client cap a second time.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -8,6 +8,7 @@
  * rolled back and the failed-group response built (sy_outcome_atomic_failed_group): a
  * conflict is rebuilt from the row read after the rollback, a failed end check is
  * validation_failed of the last mutation. The subtransaction is push_subxact.c's.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

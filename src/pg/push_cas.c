@@ -7,6 +7,7 @@
  * locked row, and the core's matrix decides; only a mutation the matrix applies writes.
  * The write's AFTER trigger mints the version and moves the fence. Also the row reads
  * that outcomes report and the classification of a write the database refused.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -15,6 +15,7 @@
  * and answers 503, never committing part of a request; a deadlock or serialization failure
  * rolls it back and fails the statement with its SQLSTATE, for the adapter to run again in
  * a new transaction. Only the SQLSTATE and the step reach the server log, never a value.
+ * Layer: top of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 
@@ -94,41 +95,6 @@ void _PG_init(void)
 	CacheRegisterSyscacheCallback(OPERNAMENSP, sp_row_reader_forget_syscache, (Datum)0);
 	CacheRegisterSyscacheCallback(PROCOID, forget_result_desc, (Datum)0);
 	CacheRegisterSyscacheCallback(TYPEOID, forget_result_desc, (Datum)0);
-}
-
-void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...)
-{
-	va_list ap;
-	x->error = code;
-	x->status = sy_errcode_http_status(code);
-	x->replay = false;
-	x->body = NULL;
-	x->body_len = 0;
-	x->has_counts = false;
-	va_start(ap, fmt);
-	vsnprintf(x->message, sizeof x->message, fmt, ap);
-	va_end(ap);
-}
-
-void sp_fail(const char *step)
-{
-	ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("synchro_push: %s", step)));
-}
-
-void sp_nomem(const char *step)
-{
-	ereport(ERROR,
-	        (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("synchro_push: %s: out of memory", step)));
-}
-
-char *sp_arena_dup(sp_push *x, const char *s, size_t len)
-{
-	char *d = sy_json_doc_alloc(x->doc, len + 1);
-	if (d == NULL)
-		sp_nomem("outcome");
-	memcpy(d, s, len);
-	d[len] = '\0';
-	return d;
 }
 
 /* Transaction-local settings of the push, undone when the call returns (push_entry). */

@@ -8,6 +8,7 @@
  * needs, in the order sy_dispatch_decide() (src/core/dispatch.c) reads them. Replay
  * precedes every current-schema check, so an exact replay never depends on what was
  * published since (doc/protocol.md).
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

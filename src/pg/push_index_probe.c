@@ -13,6 +13,7 @@
  * predicate locks). Each table is locked AccessShareLock until the transaction ends, as the
  * executor locks what it reads. synchro_push runs as the tables' owner, so there is no
  * privilege to check; user tables are never probed here.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

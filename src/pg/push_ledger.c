@@ -11,6 +11,7 @@
  * The batch and mutation rows and the epoch are written through the table and index access
  * methods (ledger_insert.c), the rules of the tables' CHECKs and triggers applied here; by
  * the SQL statements below only when a table is not as the module knows it.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

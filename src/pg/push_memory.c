@@ -7,6 +7,7 @@
  * manifests kept across calls are parsed while the cache context is current.
  *
  * The backend's malloc keeps what a push freed (sp_memory_init): see backend_malloc().
+ * Layer: base of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -272,7 +272,7 @@ typedef struct {
  * precedes it, was not read yet. */
 typedef enum { SP_GO, SP_DONE, SP_PROBE } sp_next;
 
-/* push_entry.c: a request-level error answer (the canonical body is written later). */
+/* push_errors.c: a request-level error answer (the canonical body is written later). */
 void sp_answer_error(sp_push *x, sy_errcode code, const char *fmt, ...) SY_PRINTF(3, 4);
 /* An operational failure of the whole request: an ERROR (503 once rolled back). */
 void sp_fail(const char *step) pg_attribute_noreturn();

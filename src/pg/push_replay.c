@@ -7,6 +7,7 @@
  * outcome when its fingerprint is equal (no re-execution), and makes the request 409
  * idempotency_conflict when it differs (push_gates.c decides). The batch side of a parsed
  * request's replay is the head lookup and sp_decide (push_gates.c).
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -4,6 +4,7 @@
  * per backend once read, and the SQL of each synced table when a manifest serves as the
  * current schema: identifiers come from the manifest and are quoted; values are always
  * parameters (text, cast to the column's portable type).
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

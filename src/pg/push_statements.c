@@ -13,6 +13,7 @@
  * kept every mutation's scratch (datums, copied rows) to the end (8.5 MB for 1000, faulted
  * in and given back to the kernel at every push). With the caller's context kept, a
  * mutation's scratch lives in its unit's context and is reset after it (push_unit.c).
+ * Layer: base of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

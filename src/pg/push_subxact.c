@@ -5,6 +5,7 @@
  * and resource owner are the caller's again after it ends either way, and an error raised
  * inside is copied and flushed, so it reaches the server log only if the caller raises it
  * again.
+ * Layer: base of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

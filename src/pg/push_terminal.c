@@ -6,6 +6,7 @@
  * sy_matrix_terminal / sy_matrix_evaluate pick the outcome. What needs the row (the
  * owner policy) is judged under the row lock (push_cas.c). Also the text each value is
  * written with.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

@@ -15,6 +15,7 @@
  * Each mutation's scratch (its statements' datums, the rows it read) lives in a context
  * reset after it: what an outcome keeps is copied into the outcome document (sp_fill_row,
  * sp_arena_dup), so a push's memory does not grow with its mutations.
+ * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

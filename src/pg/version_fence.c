@@ -26,6 +26,7 @@
  * synchro.row_fences, holds exactly the rules of the two CHECKs it replaced and names the
  * broken one in its refusal (SQLSTATE 23514), as the ledger's do (ledger_guards.c): PostgreSQL
  * reads every CHECK's expression back from its text at each execution of the fence's upsert.
+ * Layer: top of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
 

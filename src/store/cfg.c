@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchro.conf: the single table of options (STYLE: one table, checked against the docs) and its
- * reader. */
+ * reader.
+ * Layer: base of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <errno.h>

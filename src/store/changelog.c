@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchro.changelog, written by walsync alone: one multi-row INSERT per chunk of decoded
  * changes (arrays through unnest, so round trips stay far below one per change), fenced by
- * the writer lease in the same statement. */
+ * the writer lease in the same statement.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "store/changelog.h"
+#include "store/conn.h"
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 
@@ -333,7 +335,7 @@ static sy_store_status wait_visible(PGconn *c, const sy_store_changes *b, sy_err
 /*
  * sy_store_exec() that keeps calling tick (every TICK_MS) while the statement runs: a write
  * that waits on a lock or takes long never starves walsync's heartbeat, which renews the
- * lease on a connection of its own (issue 16, item 5).
+ * lease on a connection of its own, whatever the transaction's size.
  */
 #define TICK_MS 200
 static PGresult *exec_ticking(PGconn *c, const char *sql, int n, const char *const *params,

@@ -3,12 +3,14 @@
  * synchroctl changelog compact (PROTOCOL.md §7 "older than retained history"): raises the
  * compaction horizon and deletes what lies at or below it, so cursors below it answer 409
  * cursor_expired and rebuild sessions bound below it go with them.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/pull.h"
 #include "store/pull_internal.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl client list / retire: the permanent retirement marker (ADR retention rules). */
+/* synchroctl client list / retire: the permanent retirement marker (ADR retention rules).
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "store/clients.h"
+#include "store/conn.h"
 
 sy_store_status sy_store_client_list(PGconn *c, const char *user, sy_store_client_fn fn, void *arg,
                                      size_t *count, sy_error *err)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings. */
+/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings.
+ * Layer: base of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
@@ -155,6 +156,16 @@ PGresult *sy_store_exec_pooled(PGconn *c, const char *sql, int nparams, const ch
 	return sy_store_result_failure(c, res, what, sqlstate, st, err);
 }
 
+PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
+                        ExecStatusType expect, const char *what, char sqlstate[6],
+                        sy_store_status *st, sy_error *err)
+{
+	if (pooler == SY_STORE_POOLER_TRANSACTION)
+		return sy_store_exec_pooled(c, sql, nparams, params, expect, what, sqlstate, st,
+		                            err);
+	return sy_store_exec_plain(c, sql, nparams, params, expect, what, sqlstate, st, err);
+}
+
 sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 {
 	if (PQsetClientEncoding(c, "UTF8") != 0)
@@ -166,8 +177,8 @@ sy_store_status sy_store_session_setup(PGconn *c, sy_error *err)
 	if (pooler == SY_STORE_POOLER_TRANSACTION)
 		return SY_STORE_OK;
 	sy_store_status st;
-	PGresult *r = sy_store_exec(c, session_sql, 0, NULL, PGRES_TUPLES_OK, "session settings",
-	                            NULL, &st, err);
+	PGresult *r = sy_store_exec_plain(c, session_sql, 0, NULL, PGRES_TUPLES_OK,
+	                                  "session settings", NULL, &st, err);
 	PQclear(r);
 	return st;
 }

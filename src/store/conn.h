@@ -54,12 +54,25 @@ sy_store_pooler sy_store_get_pooler(void);
  */
 void sy_store_txn_lock_timeout(const char *value);
 /*
+ * Runs sql with text parameters (values always go here, never into sql): as
+ * sy_store_exec_plain() on a session of this process's own, as sy_store_exec_pooled() behind
+ * a transaction pool ([database] pooler). Returns the result, which the caller clears, when
+ * its status is `expect`. Otherwise clears it, sets *err to "what: <server's primary
+ * message>" (one line), *st to SY_STORE_CONNECTION when the connection is gone and
+ * SY_STORE_FAILED otherwise, copies the SQLSTATE into sqlstate (may be NULL; "" when none)
+ * and returns NULL.
+ */
+SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
+                                      const char *const *params, ExecStatusType expect,
+                                      const char *what, char sqlstate[6], sy_store_status *st,
+                                      sy_error *err);
+/*
  * Behind a transaction pool: runs sql in one transaction with the settings of every store
  * statement (DateStyle ISO, TimeZone UTC, extra_float_digits 1, bytea_output hex, jit off,
  * the lock_timeout above), set with set_config(..., true) by a statement pipelined before it
  * in the same round trip and undone when that transaction ends; refuses a server session whose
  * client_encoding is not UTF8. Unnamed, never prepared. Inside an explicit transaction the
- * settings hold until its end. Result and errors exactly as sy_store_exec().
+ * settings hold until its end. Result and errors exactly as sy_store_exec_plain().
  */
 SY_MUST_CHECK PGresult *sy_store_exec_pooled(PGconn *c, const char *sql, int nparams,
                                              const char *const *params, ExecStatusType expect,

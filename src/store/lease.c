@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The writer lease of synchro-walsync: one statement per claim, heartbeat and release, each a
- * compare-and-swap on writer_epoch and fencing_token (the related single-writer design). */
+ * compare-and-swap on writer_epoch and fencing_token (the related single-writer design).
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/lease.h"
 #include "synchro/octets.h"
 

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl ledger inspect / purge-retired: read-only views of the ledgers and the retirement
- * purge. */
+ * purge.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/ledger.h"
 #include "synchro/alloc.h"
 

@@ -14,7 +14,7 @@ src_store_libsystore_la_SOURCES = \
 	src/store/session.c src/store/session.h \
 	src/store/pull.h src/store/pull_internal.h \
 	src/store/pull_cursor.c src/store/pull_cache.c src/store/pull_gates.c \
-	src/store/pull_answer.c src/store/pull_page.c src/store/rebuild.c \
+	src/store/pull_answer.c src/store/pull_page.c src/store/pull_statements.c src/store/rebuild.c \
 	src/store/pull_broken.c src/store/pull_broken.h \
 	src/store/changelog_compact.c \
 	src/store/push_call.c src/store/push_call.h \

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/migrate.h"
 #include "synchro/alloc.h"
 

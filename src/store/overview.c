@@ -4,6 +4,7 @@
  * group one READ ONLY transaction with its statement and lock timeouts, values as parameters.
  * The writer lease and the last stream break are read by lease.c and stream_continuity.c, as
  * synchroctl lease status reads them.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/migrate.h"
 #include "store/overview.h"
 

@@ -2,6 +2,7 @@
 /*
  * Prepared statements, prepared lazily once per connection; behind a transaction pool, unnamed
  * statements with the store's settings (store/conn.h).
+ * Layer: base of src/store (doc/hacking.md).
  */
 #include "config.h"
 

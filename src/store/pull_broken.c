@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Pull's broken tables: the probe of a synced table's mapping, and the page statement built
- * without the tables that fail it. */
+ * without the tables that fail it.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>
 
 #include "common/clock.h"
+#include "store/conn.h"
 #include "store/pull_broken.h"
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"

@@ -3,6 +3,7 @@
  * The read side's per-process state (store/pull_internal.h): the current schema manifest
  * (ADR: every change and row carries the current schema and its checksum under it) with the
  * quoted names and the statements built for it, read again when a publish changed it.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
@@ -41,12 +42,6 @@ static void cache_clear(sy_store_pull *p)
 	memset(p, 0, sizeof *p);
 }
 
-unsigned long sy_store_pull_name_serial(void)
-{
-	static unsigned long serial;
-	return ++serial;
-}
-
 sy_store_pull *sy_store_pull_new(void)
 {
 	return sy_calloc(1, sizeof(sy_store_pull));
@@ -58,16 +53,6 @@ void sy_store_pull_free(sy_store_pull *p)
 		return;
 	cache_clear(p);
 	sy_free(p);
-}
-
-char *sy_store_pull_steal(sy_buf *b)
-{
-	size_t len;
-	if (b->failed) {
-		sy_buf_free(b);
-		return NULL;
-	}
-	return sy_buf_steal(b, &len);
 }
 
 static char *quote_literal(PGconn *c, const char *s, sy_error *err)
@@ -82,19 +67,6 @@ static char *quote_literal(PGconn *c, const char *s, sy_error *err)
 	if (out == NULL)
 		sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
 	return out;
-}
-
-/*
- * A column as text for the statements' common row shape: PostgreSQL's output function,
- * which is what sy_wire_decode_pg_text reads, except bool, whose cast to text spells the
- * word out.
- */
-void sy_store_pull_put_value(sy_buf *b, const sy_store_ptab *x, size_t j)
-{
-	if (x->t->fields[j].type == SY_TYPE_BOOL)
-		sy_buf_printf(b, ", left(r.%s::text, 1)", x->cols[j]);
-	else
-		sy_buf_printf(b, ", r.%s::text", x->cols[j]);
 }
 
 /* Orders p->order by table_id bytes (rebuild pages); a manifest has few tables. */

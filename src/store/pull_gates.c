@@ -3,6 +3,7 @@
  * The gates of pull and rebuild (PROTOCOL.md §7 "Gates as for push (no replay step)"): the
  * gate columns every read statement starts with, read into sy_store_gates, and the decision
  * in the ADR's dispatch order.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the files of the read side share (not an API): the per-process state (pull_cache.c),
- * the gates (pull_gates.c), one request's answer (pull_answer.c), the page statement
- * (pull_page.c), the rebuild statements (rebuild.c) and the broken tables (pull_broken.c).
+ * the gates (pull_gates.c), one request's answer (pull_answer.c), the statements' text
+ * (pull_statements.c), the rebuild statements (rebuild.c) and the broken tables
+ * (pull_broken.c).
  */
 #ifndef SY_STORE_PULL_INTERNAL_H
 #define SY_STORE_PULL_INTERNAL_H

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * POST /v3/pull after the structural checks (PROTOCOL.md §7): the page statement of the
- * current manifest (changelog window of the caller's read scope, latest entry per row,
- * current source rows, gates and horizon, all in one statement and one snapshot), the
- * cursor gates (rebuild_required, cursor_expired), the ADR's read-your-writes wait, and the
- * page's 200 body.
+ * current manifest run (built by pull_statements.c: changelog window of the caller's read
+ * scope, latest entry per row, current source rows, gates and horizon, all in one statement
+ * and one snapshot), the cursor gates (rebuild_required, cursor_expired), the ADR's
+ * read-your-writes wait, and the page's 200 body.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
@@ -21,44 +22,10 @@
 #include "synchro/json.h"
 #include "synchro/sqlstate.h"
 
-/*
- * Most changelog entries one pull reads past its cursor: a caller whose read scope holds few
- * of them (owner-read tables, other users busy) gets an empty page with has_more and a
- * cursor past them, so no request scans an unbounded stretch of others' history.
- */
-#define SCAN_BUDGET "10000"
 /* The read-your-writes wait polls with sleeps growing to this. */
 #define WAIT_STEP_MAX_MS 10
 
-/*
- * The changelog entry's key as a value of the table's key type, or NULL when it is not one:
- * a damaged or forged entry must not make the statement of every pull fail on its cast
- * (PostgreSQL 15 has no pg_input_is_valid). The guards accept exactly what the cast does
- * for the canonical text the fence trigger writes; CASE evaluates the cast only after them.
- */
-static void put_entry_key(sy_buf *b, sy_type t)
-{
-	/* Digits short enough are always in range: only the longest ones pay for numeric. */
-	switch (t) {
-	case SY_TYPE_INT32:
-		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,9}$' THEN p.pk::int4"
-		               " WHEN p.pk ~ '^-?[0-9]{10}$' AND p.pk::numeric BETWEEN"
-		               " -2147483648 AND 2147483647 THEN p.pk::int4 END");
-		break;
-	case SY_TYPE_INT64:
-		sy_buf_puts(b, "CASE WHEN p.pk ~ '^-?[0-9]{1,18}$' THEN p.pk::int8"
-		               " WHEN p.pk ~ '^-?[0-9]{19}$' AND p.pk::numeric BETWEEN"
-		               " -9223372036854775808 AND 9223372036854775807 THEN p.pk::int8 END");
-		break;
-	case SY_TYPE_UUID:
-		sy_buf_puts(b, "CASE WHEN p.pk ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
-		               "[0-9a-f]{12}$' THEN p.pk::uuid END");
-		break;
-	default: sy_buf_puts(b, "p.pk"); break;
-	}
-}
-
-/* Columns of the page statement after the gate columns. */
+/* Columns of the page statement (pull_statements.c) after the gate columns. */
 enum {
 	PC_COUNT = SY_STORE_GATE_NCOLS, /* relevant entries in the window (at most limit + 1) */
 	PC_LAST_LSN,                    /* the limit-th of them */
@@ -80,96 +47,6 @@ enum {
 	PC_HAS_ROW, /* the source row exists now */
 	PC_VALUES   /* the fields of the row, padded to maxf */
 };
-
-/*
- * The page statement of a manifest. $1 client, $2 user, $3/$4 cursor, $5 limit, $6 tables
- * read by all, $7 tables read by owner. The window holds the first limit + 1 entries after
- * the cursor, among the next SCAN_BUDGET, that concern the caller (synchro.pull_window of
- * migration 6, an ordered scan whatever the planner thinks); of the first limit, the latest
- * entry per row is joined with the row's fence and source row, one UNION ALL branch per
- * table. One statement, one snapshot: horizon, window and rows agree.
- */
-bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
-{
-	sy_buf b = SY_BUF_INIT;
-	sy_buf_puts(
-	        &b,
-	        "WITH win0 AS MATERIALIZED ("
-	        " SELECT * FROM synchro.pull_window($3::pg_lsn, $4::integer, $2, $6::text[],"
-	        "                                   $7::text[], $5::integer + 1, " SCAN_BUDGET ")),"
-	        /* The window ends before the first entry whose source is not visible yet. */
-	        " cut AS (SELECT commit_lsn, ordinal,"
-	        "                CASE WHEN table_id = ANY ($8::text[]) THEN table_id END AS broken"
-	        "           FROM win0 WHERE NOT visible OR table_id = ANY ($8::text[])"
-	        "          ORDER BY commit_lsn, ordinal LIMIT 1),"
-	        " win AS MATERIALIZED ("
-	        " SELECT w.* FROM win0 w WHERE NOT EXISTS (SELECT 1 FROM cut"
-	        "   WHERE (w.commit_lsn, w.ordinal) >= (cut.commit_lsn, cut.ordinal))),"
-	        " pick AS MATERIALIZED ("
-	        " SELECT DISTINCT ON (w.table_id, w.pk) w.*"
-	        "   FROM (SELECT * FROM win ORDER BY commit_lsn, ordinal LIMIT $5::integer) w"
-	        "  ORDER BY w.table_id, w.pk, w.commit_lsn DESC, w.ordinal DESC),"
-	        " m AS ("
-	        " SELECT " SY_STORE_GATE_COLS
-	        ", (SELECT count(*) FROM win), lw.commit_lsn, lw.ordinal,"
-	        "        bw.commit_lsn, bw.ordinal, EXISTS (SELECT 1 FROM cut), wl.commit_lsn,"
-	        "        wl.ordinal, (SELECT broken FROM cut)" SY_STORE_GATE_FROM
-	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn, ordinal"
-	        "               OFFSET $5::integer - 1 LIMIT 1) lw ON true"
-	        /* Only when the window is short: a one-time filter skips the call else. */
-	        "   LEFT JOIN (SELECT * FROM synchro.changelog_nth_after($3::pg_lsn, $4::integer,"
-	        "                                                      " SCAN_BUDGET ")"
-	        "               WHERE (SELECT count(*) FROM win) <= $5::integer"
-	        "                 AND NOT EXISTS (SELECT 1 FROM cut)) bw ON true"
-	        "   LEFT JOIN (SELECT commit_lsn, ordinal FROM win ORDER BY commit_lsn DESC,"
-	        "               ordinal DESC LIMIT 1) wl ON true),"
-	        " ch AS (");
-	bool first = true;
-	for (size_t i = 0; i < p->m->table_count; i++) {
-		const sy_store_ptab *x = &p->tabs[i];
-		if (x->broken)
-			continue; /* its entries stop the window (cut) */
-		sy_buf_printf(&b,
-		              "%s SELECT %zu AS ti, p.commit_lsn, p.ordinal, p.pk, p.version,"
-		              " CASE WHEN p.client_id = $1::uuid THEN p.mutation_id END AS mid,"
-		              " p.owner_after, f.version AS fv, r.%s IS NOT NULL AS has_row",
-		              first ? "" : " UNION ALL", i, x->pk);
-		first = false;
-		for (size_t j = 0; j < p->maxf; j++) {
-			if (j < x->t->field_count)
-				sy_store_pull_put_value(&b, x, j);
-			else
-				sy_buf_puts(&b, ", NULL::text");
-		}
-		sy_buf_printf(
-		        &b,
-		        " FROM pick p"
-		        " LEFT JOIN synchro.row_fences f ON f.table_id = p.table_id AND f.pk = p.pk"
-		        " LEFT JOIN %s r ON r.%s = ",
-		        x->rel, x->pk);
-		put_entry_key(&b, x->t->pk.type);
-		sy_buf_printf(&b, " WHERE p.table_id = %s", x->lit);
-	}
-	if (first) {
-		/* Every table is broken: a branch of the same shape and no row. */
-		sy_buf_puts(&b,
-		            " SELECT NULL::integer AS ti, NULL::pg_lsn AS commit_lsn,"
-		            " NULL::integer AS ordinal, NULL, NULL, NULL::uuid, NULL, NULL, NULL");
-		for (size_t j = 0; j < p->maxf; j++)
-			sy_buf_puts(&b, ", NULL::text");
-		sy_buf_puts(&b, " WHERE false");
-	}
-	sy_buf_puts(&b, ") SELECT m.*, ch.* FROM m LEFT JOIN ch ON true"
-	                " ORDER BY ch.commit_lsn, ch.ordinal");
-	sy_free(p->page_sql);
-	p->page_sql = sy_store_pull_steal(&b);
-	if (p->page_sql == NULL)
-		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory") == SY_STORE_OK;
-	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld_%lu", p->version,
-	         sy_store_pull_name_serial());
-	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql, 8);
-	return true;
-}
 
 static sy_store_stmt epoch_stmt =
         SY_STORE_STMT("sy_pull_epoch",

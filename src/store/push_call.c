@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The adapter's side of synchro.synchro_push: one statement (prepared once per connection,
- * unnamed behind a transaction pool), binary in and out; deadlocks run again after a pause. */
+ * unnamed behind a transaction pool), binary in and out; deadlocks run again after a pause.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <errno.h>

@@ -3,6 +3,7 @@
  * The read target of pull and rebuild (read_target.h): the replica's connection with its
  * reconnect backoff, and the position check, the primary's WAL flush position at arrival
  * against the replica's replay position.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * POST /v3/rebuild after the structural checks (PROTOCOL.md §8): the per-table rebuild
- * statements of the current manifest, the session of (user, client, rebuild_id) binding the
- * client's accepted_write_epoch and a stream position (ADR: any push accepted after it
- * began invalidates it), and one page of rows per REPEATABLE READ transaction, ordered by
- * table_id bytes then primary key, the last carrying the cursor to pull from.
+ * statements of the current manifest (built by pull_statements.c), the session of (user,
+ * client, rebuild_id) binding the client's accepted_write_epoch and a stream position (ADR:
+ * any push accepted after it began invalidates it), and one page of rows per REPEATABLE READ
+ * transaction, ordered by table_id bytes then primary key, the last carrying the cursor to
+ * pull from.
+ * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
 
@@ -16,46 +18,7 @@
 #include "store/pull_internal.h"
 #include "synchro/alloc.h"
 #include "synchro/json.h"
-#include "synchro/pgtypes.h"
 #include "synchro/sqlstate.h"
-
-bool sy_store_rebuild_build_sql(sy_store_ptab *x)
-{
-	for (int after = 0; after < 2; after++) {
-		sy_buf b = SY_BUF_INIT;
-		sy_buf_printf(&b,
-		              "SELECT r.%s::text, f.version,"
-		              " CASE WHEN f.client_id = $1::uuid THEN f.mutation_id END",
-		              x->pk);
-		for (size_t j = 0; j < x->t->field_count; j++)
-			sy_store_pull_put_value(&b, x, j);
-		sy_buf_printf(&b,
-		              " FROM %s r JOIN synchro.row_fences f"
-		              " ON f.table_id = %s AND f.pk = r.%s::text",
-		              x->rel, x->lit, x->pk);
-		int n = 3;
-		const char *w = " WHERE";
-		if (after) {
-			sy_buf_printf(&b, "%s r.%s > $%d::%s", w, x->pk, n++,
-			              sy_type_pg_name(x->t->pk.type));
-			w = " AND";
-		}
-		if (x->owner_scope)
-			sy_buf_printf(&b, "%s r.%s = $%d::text", w, x->owner, n++);
-		sy_buf_printf(&b, " ORDER BY r.%s LIMIT $2::integer", x->pk);
-		char *sql = sy_store_pull_steal(&b);
-		if (sql == NULL)
-			return false;
-		if (after) {
-			x->after_sql = sql;
-			x->after = (sy_store_stmt)SY_STORE_STMT(x->after_name, sql, n - 1);
-		} else {
-			x->first_sql = sql;
-			x->first = (sy_store_stmt)SY_STORE_STMT(x->first_name, sql, n - 1);
-		}
-	}
-	return true;
-}
 
 /* Transactions not yet visible are among the latest commits; this many entries are looked at. */
 static sy_store_stmt visible_tail_stmt =

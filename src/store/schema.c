@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl schema publish / show: manifests checked against the catalog, fences installed,
- * versions kept. */
+ * versions kept.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/migrate.h"
 #include "store/schema.h"
 #include "store/schema_pull_effect.h"
@@ -661,7 +663,7 @@ static sy_store_status publish(PGconn *c, void *pub, sy_error *err)
 	out->created = !same;
 	if (same)
 		return SY_STORE_OK;
-	/* Issue 16: a publish that changes what pull delivers makes every client rebuild. */
+	/* A publish that changes what pull delivers makes every client rebuild. */
 	bool expired;
 	char why[SY_ERROR_MESSAGE_MAX], horizon[40];
 	if ((st = sy_store_schema_pull_effect(c, m, out->version, &expired, why, sizeof why,

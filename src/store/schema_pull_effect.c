@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A publish that changes what pull delivers expires every cursor: the comparison of two
- * manifests as pull sees them, and the horizon move. */
+ * manifests as pull sees them, and the horizon move.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/schema_pull_effect.h"
 #include "synchro/alloc.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The responders' statements outside push: connect (client generations), current schema, ping. */
+/* The responders' statements outside push: connect (client generations), current schema, ping.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

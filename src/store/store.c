@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting. */
+/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting.
+ * Layer: base of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "store/conn.h"
 #include "store/store.h"
 #include "synchro/alloc.h"
 #include "synchro/scalar.h"
@@ -147,10 +147,9 @@ PGresult *sy_store_result_failure(PGconn *c, PGresult *r, const char *what, char
 	return NULL;
 }
 
-/* One unnamed statement as it is, without the settings of a transaction pool. */
-static PGresult *exec_plain(PGconn *c, const char *sql, int nparams, const char *const *params,
-                            ExecStatusType expect, const char *what, char sqlstate[6],
-                            sy_store_status *st, sy_error *err)
+PGresult *sy_store_exec_plain(PGconn *c, const char *sql, int nparams, const char *const *params,
+                              ExecStatusType expect, const char *what, char sqlstate[6],
+                              sy_store_status *st, sy_error *err)
 {
 	if (sqlstate)
 		sqlstate[0] = '\0';
@@ -162,22 +161,12 @@ static PGresult *exec_plain(PGconn *c, const char *sql, int nparams, const char 
 	return sy_store_result_failure(c, r, what, sqlstate, st, err);
 }
 
-PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams, const char *const *params,
-                        ExecStatusType expect, const char *what, char sqlstate[6],
-                        sy_store_status *st, sy_error *err)
-{
-	if (sy_store_get_pooler() == SY_STORE_POOLER_TRANSACTION)
-		return sy_store_exec_pooled(c, sql, nparams, params, expect, what, sqlstate, st,
-		                            err);
-	return exec_plain(c, sql, nparams, params, expect, what, sqlstate, st, err);
-}
-
 sy_store_status sy_store_command(PGconn *c, const char *sql, const char *what, sy_error *err)
 {
 	/* BEGIN [ISOLATION LEVEL ...] must come before any query of its transaction; the
 	 * statements after it carry the settings (until COMMIT) behind a transaction pool. */
 	sy_store_status st;
-	PGresult *r = exec_plain(c, sql, 0, NULL, PGRES_COMMAND_OK, what, NULL, &st, err);
+	PGresult *r = sy_store_exec_plain(c, sql, 0, NULL, PGRES_COMMAND_OK, what, NULL, &st, err);
 	PQclear(r);
 	return st;
 }

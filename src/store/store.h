@@ -39,17 +39,18 @@ typedef void (*sy_store_note_fn)(void *arg, const char *line);
 bool sy_store_format_time(const char *pg, char out[SY_STORE_TIME_LEN + 1]);
 
 /*
- * Runs sql with text parameters (values always go here, never into sql); behind a
- * transaction pool with the settings of every store statement (sy_store_exec_pooled of
- * store/conn.h). Returns the result, which the caller clears, when its status is `expect`.
- * Otherwise clears it, sets *err to "what: <server's primary message>" (one line), *st to
- * SY_STORE_CONNECTION when the connection is gone and SY_STORE_FAILED otherwise, copies the
- * SQLSTATE into sqlstate (may be NULL; "" when none) and returns NULL.
+ * Runs sql with text parameters (values always go here, never into sql) as it is, on a server
+ * session of this process's own, without the settings a transaction pool needs (most callers
+ * want sy_store_exec() of store/conn.h, which adds them behind a pool). Returns the result,
+ * which the caller clears, when its status is `expect`. Otherwise clears it, sets *err to
+ * "what: <server's primary message>" (one line), *st to SY_STORE_CONNECTION when the
+ * connection is gone and SY_STORE_FAILED otherwise, copies the SQLSTATE into sqlstate (may be
+ * NULL; "" when none) and returns NULL.
  */
-SY_MUST_CHECK PGresult *sy_store_exec(PGconn *c, const char *sql, int nparams,
-                                      const char *const *params, ExecStatusType expect,
-                                      const char *what, char sqlstate[6], sy_store_status *st,
-                                      sy_error *err);
+SY_MUST_CHECK PGresult *sy_store_exec_plain(PGconn *c, const char *sql, int nparams,
+                                            const char *const *params, ExecStatusType expect,
+                                            const char *what, char sqlstate[6], sy_store_status *st,
+                                            sy_error *err);
 /*
  * A process-wide observer of the errors PostgreSQL returned: fn (NULL: none) is called with
  * the SQLSTATE of every failed statement that carried one (the program's metrics count them
@@ -71,8 +72,8 @@ bool sy_store_connection_usable(const PGconn *c);
 /* Forgets c's mark before it is freed (sy_store_disconnect() does it). */
 void sy_store_connection_forget(const PGconn *c);
 /*
- * The failure report of sy_store_exec() for a result r that is not the expected one
- * (r may be NULL): clears r, fills sqlstate, *st and *err as sy_store_exec() does, and
+ * The failure report of sy_store_exec_plain() for a result r that is not the expected one
+ * (r may be NULL): clears r, fills sqlstate, *st and *err as sy_store_exec_plain() does, and
  * returns NULL. For callers that send statements their own way (prepared, pipelined).
  * A SQLSTATE of sy_store_connection_usable()'s list gives SY_STORE_CONNECTION.
  */

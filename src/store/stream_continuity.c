@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Slot continuity: synchro.stream_position, synchro.stream_break() and synchro.stream_breaks
- * (migration 14). Every write is guarded by the writer lease in its own statement. */
+ * (migration 14). Every write is guarded by the writer lease in its own statement.
+ * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/conn.h"
 #include "store/stream_continuity.h"
 
 static void copy_col(char *dst, size_t size, const PGresult *r, int col)

@@ -10,6 +10,7 @@ sbin_PROGRAMS += src/walsync/synchro-walsync
 src_walsync_synchro_walsync_SOURCES = \
 	src/walsync/walsync_main.c src/walsync/walsync.h \
 	src/walsync/walsync_lease.c \
+	src/walsync/walsync_session.c \
 	src/walsync/walsync_materialize.c \
 	src/walsync/walsync_stats.c src/walsync/walsync_stats.h \
 	src/walsync/walsync_metrics.c src/walsync/walsync_metrics.h \

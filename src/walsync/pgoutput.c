@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Replication stream bytes (frames, status update, pgoutput v1 messages) and the JSON of the
- * version-fence and accepted-epoch messages. No I/O: tests/unit/test_pgoutput feeds it. */
+ * version-fence and accepted-epoch messages. No I/O: tests/unit/test_pgoutput feeds it.
+ * Layer: base of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

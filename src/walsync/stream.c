@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The logical replication connection: slot creation, START_REPLICATION with pgoutput and
- * messages, non-blocking reads and standby status updates (libpq's CopyBoth). */
+ * messages, non-blocking reads and standby status updates (libpq's CopyBoth).
+ * Layer: base of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

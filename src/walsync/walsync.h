@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The state of one synchro-walsync process and the functions its files share:
- * walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer lease),
- * walsync_materialize.c (the stream into changelog transactions), walsync_decode.c (the
- * frames and messages of the stream), walsync_stats.c (the lag log), walsync_metrics.c (the
- * metrics file).
+ * The state of one synchro-walsync process and the functions its files share, top to
+ * bottom: walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer
+ * lease), walsync_materialize.c (the stream into changelog transactions), walsync_decode.c
+ * (the frames and messages of the stream), walsync_stats.c (the lag log), walsync_session.c
+ * (the stop flag, and what a failure does to the connections: every file above calls it),
+ * walsync_metrics.c (the metrics file).
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
@@ -23,8 +24,8 @@ typedef struct walsync {
 	/* settings */
 	const char *conf_path;
 	sy_cfg *cfg;
-	const char *conninfo;  /* the first configuration's, or conninfo_owned after a reload */
-	char *conninfo_owned;  /* [database] conninfo as a SIGHUP reloaded it */
+	const char *conninfo; /* the first configuration's, or conninfo_owned after a reload */
+	char *conninfo_owned; /* [database] conninfo as a SIGHUP reloaded it */
 	const char *slot;
 	char writer_id[SY_STORE_WRITER_ID_MAX + 1];
 	int lease_s, renew_s, stale_s, lag_log_s;
@@ -67,6 +68,10 @@ typedef struct walsync {
 	int64_t next_status_ms;
 	char *arena; /* strings of one decoded message */
 	size_t arena_size;
+	/* Set by walsync_materialize.c when it starts the stream: walsync_decode.c calls it when
+	 * the transaction's changes fill a piece (piece_rows); false when the stream must
+	 * restart. */
+	bool (*write_piece)(struct walsync *w);
 
 	sy_ws_stats stats;
 	/* the metrics file (walsync_metrics.c); "" none */
@@ -83,15 +88,15 @@ typedef struct walsync {
 	sy_ws_fence_cols fence_cols;
 } walsync;
 
-/* walsync_main.c: whether SIGTERM or SIGINT asked to stop; a sleep of up to ms that a
- * signal ends early. */
+/* walsync_session.c: the handler of SIGTERM and SIGINT; whether one asked to stop; a
+ * sleep of up to ms that a signal ends early. */
+void sy_ws_on_stop(int sig);
 bool sy_ws_stopping(void);
 void sy_ws_nap(int64_t ms);
-
-/* walsync_lease.c */
-/* Opens the SQL connection and reads what the database supports; false (logged, backoff
- * set) when it cannot. */
-SY_MUST_CHECK bool sy_ws_db_open(walsync *w);
+/* Forgets what was decoded of the stream but not written (a new stream starts over). */
+void sy_ws_stream_reset(walsync *w);
+/* Ends the replication connection and forgets what was decoded but not written. */
+void sy_ws_stream_close(walsync *w);
 /* Closes the SQL and heartbeat connections. */
 void sy_ws_db_close(walsync *w);
 /* After a failure: the next attempt waits, longer each time. */
@@ -100,6 +105,11 @@ void sy_ws_backoff(walsync *w);
 void sy_ws_store_failed(walsync *w, sy_store_status st, const sy_error *err);
 /* The lease is no longer this instance's: back to standby, the stream closed. */
 void sy_ws_demote(walsync *w, const char *why);
+
+/* walsync_lease.c */
+/* Opens the SQL connection and reads what the database supports; false (logged, backoff
+ * set) when it cannot. */
+SY_MUST_CHECK bool sy_ws_db_open(walsync *w);
 /* A standby's attempt to take the lease. */
 void sy_ws_lease_claim(walsync *w);
 /* The leader's heartbeat (demotes when it finds the lease taken over or expired). */
@@ -116,16 +126,11 @@ void sy_ws_stream_start(walsync *w);
 void sy_ws_stream_step(walsync *w);
 /* Writes the complete transactions of the batch and confirms them (also on stop). */
 void sy_ws_flush_batch(walsync *w);
-/* Ends the replication connection and forgets what was decoded but not written. */
-void sy_ws_stream_close(walsync *w);
-/* Writes the changes decoded so far of a transaction too large to hold (piece_rows), in a
- * changelog transaction of their own, keeping its epochs for its last piece; false when
- * the stream must restart (the failure is logged). */
-SY_MUST_CHECK bool sy_ws_flush_piece(walsync *w);
 
 /* walsync_decode.c: one frame of the stream (XLogData or keepalive): decodes it into w's
- * transaction and batch; *reply when the server asked for a status update. false when the
- * stream must restart (malformed framing, out of memory). */
+ * transaction and batch, writing a transaction too large to hold in pieces through
+ * w->write_piece; *reply when the server asked for a status update. false when the stream
+ * must restart (malformed framing, out of memory, a piece not written). */
 SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply);
 
 /* walsync_stats.c: the periodic lag log (a failed query is handled as a store failure). */

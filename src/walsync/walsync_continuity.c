@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Slot continuity: is the slot walsync is about to stream still the stream the changelog was
- * materialized from? Decided from synchro.stream_position, resolved by synchro.stream_break. */
+ * materialized from? Decided from synchro.stream_position, resolved by synchro.stream_break.
+ * Layer: middle of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <stdio.h>

@@ -2,7 +2,8 @@
 /* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
  * and accepted-epoch messages into the batch, and the check of every version-fence message
  * against the fence transitions of its own transaction (doc/operations.md "Forged
- * messages"). */
+ * messages").
+ * Layer: middle of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>
@@ -94,9 +95,9 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		sy_log(SY_LOG_ERR, "out of memory");
 		return false;
 	}
-	/* Item 5 of issue 16: memory stays bounded whatever the transaction's size. */
+	/* Memory stays bounded whatever the transaction's size. */
 	if (sy_store_changes_count(w->batch) >= w->piece_rows)
-		return sy_ws_flush_piece(w);
+		return w->write_piece(w);
 	return true;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The transaction's fence transitions: an open-addressing table keyed by version (random,
- * so the hash spreads), each entry one allocation holding its strings. */
+ * so the hash spreads), each entry one allocation holding its strings.
+ * Layer: base of src/walsync (doc/hacking.md). */
 #include "config.h"
 
 #include <string.h>

@@ -6,6 +6,7 @@
  * as a standby, the heartbeat on a connection of its own (also between the statements of
  * a long write), demotion when the lease is found lost, and its release on stop. The SQL
  * is src/store/lease.c.
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 
@@ -18,47 +19,6 @@
 #include "store/lease.h"
 #include "store/stream_continuity.h"
 #include "walsync/walsync.h"
-
-/* Longest wait between two reconnection attempts. */
-#define BACKOFF_MAX_MS 10000
-
-void sy_ws_db_close(walsync *w)
-{
-	sy_store_disconnect(w->db);
-	w->db = NULL;
-	sy_store_disconnect(w->hb);
-	w->hb = NULL;
-}
-
-void sy_ws_backoff(walsync *w)
-{
-	w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 500;
-	if (w->backoff_ms > BACKOFF_MAX_MS)
-		w->backoff_ms = BACKOFF_MAX_MS;
-	w->retry_at_ms = sy_clock_ms() + w->backoff_ms;
-}
-
-void sy_ws_demote(walsync *w, const char *why)
-{
-	if (w->leader) {
-		sy_log(SY_LOG_WARNING, "lost the writer lease (epoch %lld): %s; back to standby",
-		       w->lease.epoch, why);
-		w->stats.lease_lost++;
-	}
-	w->leader = false;
-	sy_ws_stream_close(w);
-}
-
-void sy_ws_store_failed(walsync *w, sy_store_status st, const sy_error *err)
-{
-	sy_log(SY_LOG_ERR, "%s", err->message);
-	if (st == SY_STORE_CONNECTION || !sy_store_connection_usable(w->db)) {
-		sy_ws_db_close(w);
-		/* Nothing can be written without it; the stream restarts from the slot. */
-		sy_ws_stream_close(w);
-	}
-	sy_ws_backoff(w);
-}
 
 bool sy_ws_db_open(walsync *w)
 {
@@ -134,7 +94,7 @@ static PGconn *hb_conn(walsync *w)
 }
 
 /* Between two statements of a changelog write: the heartbeat, on its own connection, so a
- * long write never lets the lease go stale (issue 16, item 5). Never demotes here: the
+ * long write never lets the lease go stale. Never demotes here: the
  * write's lease guard refuses what a lost lease must not write, and the caller demotes. */
 void sy_ws_lease_tick(void *arg)
 {

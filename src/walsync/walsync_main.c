@@ -6,6 +6,7 @@
  * this instance holds it, the stream (walsync_materialize.c). What it does is synchro-walsync(8):
  * materialize the version-fence messages of the WAL into synchro.changelog in commit
  * order, as the single writer of the lease; standby instances wait to take over.
+ * Layer: top of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 
@@ -24,31 +25,12 @@
 #include "walsync/stream.h"
 #include "walsync/walsync.h"
 
-static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void on_hup(int sig)
 {
 	(void)sig;
 	reload_requested = 1;
-}
-
-bool sy_ws_stopping(void)
-{
-	return stop_requested != 0;
-}
-
-void sy_ws_nap(int64_t ms)
-{
-	if (ms <= 0 || stop_requested)
-		return;
-	(void)poll(NULL, 0, (int)(ms > 60000 ? 60000 : ms));
 }
 
 static long env_long(const char *name)
@@ -181,7 +163,7 @@ static void run(walsync *w)
 	int64_t now = sy_clock_ms();
 	w->stats.since_ms = now;
 	w->stats.next_log_ms = now + (int64_t)w->lag_log_s * 1000;
-	while (!stop_requested) {
+	while (!sy_ws_stopping()) {
 		if (reload_requested) {
 			reload_requested = 0;
 			reload(w);
@@ -278,7 +260,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop; /* no SA_RESTART: poll() returns at once */
+	sa.sa_handler = sy_ws_on_stop; /* no SA_RESTART: poll() returns at once */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_hup;

@@ -9,6 +9,7 @@
  * slot only positions already durable (doc/operations.md "Slot continuity", "Large
  * transactions"). The frames are decoded in walsync_decode.c; the SQL is
  * src/store/changelog.c.
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 
@@ -33,30 +34,6 @@
 #define STATUS_INTERVAL_MS 10000
 /* Attempts to start streaming while a displaced reader still holds the slot. */
 #define START_TRIES 50
-
-static void reset_stream_state(walsync *w)
-{
-	w->in_txn = false;
-	w->txn_skip = false;
-	sy_store_changes_clear(w->batch);
-	w->batch_txns = 0;
-	w->batch_end = 0;
-	w->batch_newest_time = 0;
-	w->idle_lsn = 0;
-	w->fences_known = false; /* a new stream sends its RELATION messages again */
-	sy_ws_fences_clear(w->fences);
-}
-
-void sy_ws_stream_close(walsync *w)
-{
-	if (w->repl) {
-		if (!sy_ws_stopping())
-			w->stats.stream_restarts++;
-		sy_store_disconnect(w->repl); /* forgets an unusable mark with the connection */
-		w->repl = NULL;
-	}
-	reset_stream_state(w);
-}
 
 /* A failure of the stream itself: it restarts from the slot after a backoff. */
 static void stream_failed(walsync *w)
@@ -120,9 +97,12 @@ static bool start_streaming(walsync *w)
 	}
 }
 
+static bool flush_piece(walsync *w);
+
 void sy_ws_stream_start(walsync *w)
 {
 	assert(w->leader && w->db && !w->repl);
+	w->write_piece = flush_piece;
 	sy_error err = {0};
 	sy_store_slot slot;
 	sy_store_status st = sy_store_slot_get(w->db, w->slot, &slot, &err);
@@ -176,7 +156,7 @@ void sy_ws_stream_start(walsync *w)
 	}
 	if (!start_streaming(w))
 		return;
-	reset_stream_state(w);
+	sy_ws_stream_reset(w);
 	w->confirmed = slot.confirmed_flush;
 	w->backoff_ms = 0;
 	char a[SY_STORE_LSN_MAX + 1], b[SY_STORE_LSN_MAX + 1];
@@ -259,7 +239,10 @@ void sy_ws_flush_batch(walsync *w)
 	(void)send_status(w);
 }
 
-bool sy_ws_flush_piece(walsync *w)
+/* w->write_piece: writes the changes decoded so far of a transaction too large to hold
+ * (piece_rows), in a changelog transaction of their own, keeping its epochs for its last
+ * piece; false when the stream must restart (the failure is logged). */
+static bool flush_piece(walsync *w)
 {
 	assert(w->in_txn && w->repl && w->leader && w->db);
 	sy_store_written wr;

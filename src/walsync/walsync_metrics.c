@@ -5,6 +5,7 @@
  * from walsync_stats.h; the text is written to <file>.tmp and renamed over <file>, so
  * node_exporter never reads half a file. No row value, no credential: counters, positions,
  * the writer id and the slot name.
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

@@ -3,6 +3,7 @@
  * synchro-walsync's statistics (walsync_stats.h) and the periodic lag log: the slot's
  * confirmed position, the bytes of WAL behind it, the commit-to-changelog lag and the
  * throughput since the last log (synchro-walsync(8) "[walsync] lag_log_s").
+ * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 

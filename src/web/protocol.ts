@@ -82,6 +82,7 @@ export type Request =
   | { id: number; op: "unlive"; liveId: number }
   | { id: number; op: "resolve"; how: ResolveHow; mutationId: string; columns: Record<string, unknown> | null }
   | { id: number; op: "verify" }
+  | { id: number; op: "records" }
   | { id: number; op: "close" };
 
 /** How resolve() settles an intent, as synchro-cli resolve. */
@@ -92,6 +93,13 @@ export interface VerifyResult {
   ok: boolean;
   report: string | null;
 }
+
+/**
+ * What records() resolves to: the store's own tables (meta, rows, schemas, txns, intents,
+ * batches, batch_members, attempts), each an array of its rows as objects of its columns;
+ * a BLOB column (a batch's body, a response) is {hex: its bytes in hex}.
+ */
+export type StoreRecords = Record<string, Record<string, unknown>[]>;
 
 /** What query() resolves to: the rows, each an object of the statement's columns. */
 export type QueryRow = Record<string, unknown>;

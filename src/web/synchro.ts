@@ -16,11 +16,22 @@ import type {
   ResolveHow,
   Row,
   Status,
+  StoreRecords,
   VerifyResult,
   Write,
 } from "./protocol.js";
 
-export type { ErrorInfo, Intent, QueryRow, ResolveHow, Row, Status, VerifyResult, Write } from "./protocol.js";
+export type {
+  ErrorInfo,
+  Intent,
+  QueryRow,
+  ResolveHow,
+  Row,
+  Status,
+  StoreRecords,
+  VerifyResult,
+  Write,
+} from "./protocol.js";
 
 /** A libsynchro-client error; rc is its code ("einval", "enotfound", "estore", ...). */
 export class SynchroError extends Error {
@@ -348,6 +359,16 @@ export class Synchro {
   /** Checks the store (SQLite's integrity, row checksums, batch SHA-256s, links), as synchro-cli verify. */
   verify(): Promise<VerifyResult> {
     return this.call<VerifyResult>({ op: "verify" });
+  }
+
+  /**
+   * The store's own records (its intents with their states and links, sealed batches with
+   * every attempt, the server rows, the meta keys), read in one transaction: what the
+   * native client's SQLite file holds, for tests and support tools (the store itself
+   * stays inside the origin's private file system). Read only.
+   */
+  records(): Promise<StoreRecords> {
+    return this.call<StoreRecords>({ op: "records" });
   }
 
   /**

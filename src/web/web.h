@@ -33,4 +33,7 @@ char *sy_web_query(sy_client *c, const char *sql, const char *params_json);
 const char *sy_web_resolve(sy_client *c, const char *how, const char *id, const char *columns_json);
 char *sy_web_verify(sy_client *c);
 
+/* web_inspect.c: the store's own records as JSON (see there). */
+char *sy_web_records(sy_client *c);
+
 #endif

@@ -12,6 +12,7 @@
  * table (the pk's field and every field as columns, plus _state), and runs the statement
  * there; an authorizer allows only reading those tables (no ATTACH, PRAGMA or writes).
  * The listener records the tables whose rows changed, for live queries (sy_web_changed).
+ * Layer: top of src/web (doc/hacking.md).
  */
 #include "config.h"
 

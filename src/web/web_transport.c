@@ -6,6 +6,7 @@
  * the library's C (client_sync.c), as with libcurl. start() begins one fetch; poll()
  * never waits (the worker steps again when the fetch settles); status 0 when no
  * response arrived (network error, timeout, abort), exactly as the libcurl transport.
+ * Layer: middle of src/web (doc/hacking.md).
  */
 #include "config.h"
 

@@ -6,7 +6,7 @@
 // and schedules sy_client_step with setTimeout at the time each step returns: the worker
 // never blocks. It answers the page's requests (protocol.ts) one at a time.
 
-import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, Write } from "./protocol.js";
+import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, Write } from "./protocol.js";
 
 interface SyncHandle {
   read(buf: Uint8Array, opts: { at: number }): number;
@@ -34,6 +34,7 @@ interface Core {
   _sy_web_error_message(): number;
   _sy_web_changed(): number;
   _sy_web_verify(c: number): number;
+  _sy_web_records(c: number): number;
 }
 
 class SynchroError extends Error {
@@ -180,10 +181,12 @@ function runLive(id: number, l: Live): void {
   }
 }
 
-/** After a step or a commit: re-runs the live queries that read a table whose rows changed. */
-function refreshLives(): void {
+/** After a step or a commit: re-runs the live queries that read a table whose rows changed
+ *  (the library's row events, and written: the tables a local commit wrote, which the
+ *  library reports as an intent event only, offline as online). */
+function refreshLives(written: string[] = []): void {
   if (!client) return;
-  const changed = JSON.parse(text(core!._sy_web_changed())) as string[];
+  const changed = (JSON.parse(text(core!._sy_web_changed())) as string[]).concat(written);
   if (changed.length === 0 || lives.size === 0) return;
   const all = changed.includes("*");
   for (const [id, l] of lives) if (all || l.tables.some((t) => changed.includes(t))) runLive(id, l);
@@ -362,7 +365,7 @@ function transaction(atomic: boolean, writes: Write[]): string[] {
   }
   if (c._sy_web_commit(t) !== 0) fail();
   schedule(0); // the commit made a step due
-  refreshLives();
+  refreshLives(writes.map((w) => w.table));
   return ids;
 }
 
@@ -408,6 +411,13 @@ async function handle(r: Request): Promise<unknown> {
     }
     case "verify":
       return JSON.parse(text(c._sy_web_verify(client)));
+    case "records": {
+      const p = c._sy_web_records(client);
+      if (p === 0) throw new SynchroError({ rc: "enomem", message: "out of memory" });
+      const v = JSON.parse(text(p)) as StoreRecords | { error: string };
+      if ("error" in v && typeof v.error === "string") throw new SynchroError({ rc: "estore", message: v.error });
+      return v;
+    }
     case "unlive":
       lives.delete(r.liveId);
       return undefined;

@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The chaos suite (issue 14; doc/reliability.md): a whole local stack (PostgreSQL, two
 synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
-libsynchro-client store driven through synchro-cli, for several users, writing at random
+libsynchro-client store driven through synchro-cli (and, by default, one a store of the
+browser client in Chromium, tests/chaos/chaos_browser.py), for several users, writing at random
 offline and online while faults are injected at random moments; then a final sync and the
 checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
 Run inside a throwaway PostgreSQL: contrib/chaos [--topology NAME] [--seed N] [--minutes M]
-[--devices D] (or tests/integration/with-pg tests/chaos/chaos.py ...); the topologies are in
-tests/chaos/chaos_topology.py. make check runs the CI-size run,
+[--devices D] [--browser-devices B] (or tests/integration/with-pg tests/chaos/chaos.py ...); the
+topologies are in tests/chaos/chaos_topology.py. make check runs the CI-size run,
 tests/chaos/test_chaos.pgt. Exit status 0: no violation; 1: a violation; 77: skipped."""
 
 import argparse
@@ -25,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../e2e"))
 sys.path.insert(0, HERE)
 import synchro_e2e as e2e  # noqa: E402
+from chaos_browser import BrowserDevice, browsers_missing  # noqa: E402
 from chaos_checker import Checker  # noqa: E402
 from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
 from chaos_faults import Faults  # noqa: E402
@@ -43,6 +45,9 @@ def parse(argv):
     ap.add_argument("--devices", type=int, default=6, help="simulated devices (default 6), spread over 3 users")
     ap.add_argument("--topology", default="nginx", choices=TOPOLOGIES + ("seed",),
                     help="the deployment (tests/chaos/chaos_topology.py; default nginx); seed: one picked from the seed")
+    ap.add_argument("--browser-devices", type=int, default=None,
+                    help="how many of the devices are browser stores (Chromium; default 1 when the web build"
+                         " and Chromium exist, else 0)")
     ap.add_argument("--workers", type=int, default=4, help="synchro-fcgi responders (default 4)")
     ap.add_argument("--no-faults", action="store_true", help="workload and checker only")
     ap.add_argument("--fault-every", type=float, default=3.0, help="mean seconds between faults (default 3)")
@@ -55,6 +60,14 @@ def parse(argv):
         a.seed = int(time.time() * 1000) % 1000000007
     if a.topology == "seed":
         a.topology = pick(a.seed)
+    if a.browser_devices is None:
+        why = browsers_missing()
+        a.browser_devices = 0 if why else min(1, a.devices)
+        if why:
+            print("chaos: no browser device: %s" % why, flush=True)
+    elif a.browser_devices and browsers_missing():
+        ap.error("--browser-devices: %s" % browsers_missing())
+    a.browser_devices = max(0, min(a.browser_devices, a.devices))
     a.duration = a.seconds if a.seconds is not None else 60.0 * (a.minutes if a.minutes is not None else 1.0)
     return a
 
@@ -122,24 +135,27 @@ def device_loop(dev, deadline, faults, errors):
 
 
 def run(a):
-    print("chaos: topology %s, seed %d, %.0f s, %d devices, %d responders, faults %s"
-          % (a.topology, a.seed, a.duration, a.devices, a.workers, "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
+    print("chaos: topology %s, seed %d, %.0f s, %d devices (%d in a browser), %d responders, faults %s"
+          % (a.topology, a.seed, a.duration, a.devices, a.browser_devices, a.workers,
+             "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
           flush=True)
     rng = random.Random("%d/main" % a.seed)
     stack = make_stack(a.topology, a.workers)
     proxy = None
     faults = None
     errors = []
+    devices = []
     t_start = time.monotonic()
     try:
         stack.start_all()
         stack.install_mirror()
         proxy = FaultProxy(stack.port, "%d/proxy" % a.seed)
         hot = setup_hot_rows(stack, rng)
-        devices = []
         for i in range(a.devices):
             user = USERS[i % len(USERS)]
-            d = Device(i, user, e2e.USERS[user], stack.dir, proxy.url, CLI, a.seed)
+            # the last --browser-devices devices are browser stores (tests/chaos/chaos_browser.py)
+            kind = BrowserDevice if i >= a.devices - a.browser_devices else Device
+            d = kind(i, user, e2e.USERS[user], stack.dir, proxy.url, CLI, a.seed)
             d.hot_todos = hot[user]
             devices.append(d)
         for d in devices:
@@ -176,6 +192,9 @@ def run(a):
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
         fig["topology"] = a.topology
         fig.update(stack.topology_figures())
+        fig["browser_devices"] = a.browser_devices
+        fig["browser_operations"] = sum(len(d.authored) for d in devices if isinstance(d, BrowserDevice))
+        fig["faults"]["browser_tab_kill_mid_sync"] = sum(d.counts.get("tab_killed_mid_sync", 0) for d in devices)
         fig["walsync_exits"] = list(stack.walsync_exits)
         fig["events"] = len(stack.events)
         print("\nevents:\n" + "".join("  %6.1f s  %s\n" % e for e in stack.events), flush=True)
@@ -199,7 +218,7 @@ def run(a):
             for v in checker.violations[:60]:
                 print("  - " + v.replace("\n", "\n    "), flush=True)
             print("\nreproduce the schedule with: contrib/chaos --topology %s --seed %d --seconds %.0f --devices %d"
-                  % (a.topology, a.seed, a.duration, a.devices), flush=True)
+                  " --browser-devices %d" % (a.topology, a.seed, a.duration, a.devices, a.browser_devices), flush=True)
             return 1
         print("\nchaos: no violation (topology %s, seed %d)" % (a.topology, a.seed), flush=True)
         return 0
@@ -207,13 +226,16 @@ def run(a):
         stack.keep = True
         traceback.print_exc()
         print("\nchaos: the run failed (topology %s, seed %d); reproduce with: contrib/chaos --topology %s"
-              " --seed %d --seconds %.0f --devices %d" % (a.topology, a.seed, a.topology, a.seed, a.duration, a.devices),
-              flush=True)
+              " --seed %d --seconds %.0f --devices %d --browser-devices %d"
+              % (a.topology, a.seed, a.topology, a.seed, a.duration, a.devices, a.browser_devices), flush=True)
         stack.show_logs()
         return 1
     finally:
         if faults:
             faults.finish()
+        for d in devices:
+            if isinstance(d, BrowserDevice):
+                d.close()
         if proxy:
             proxy.close()
         stack.stop()

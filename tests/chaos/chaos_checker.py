@@ -125,6 +125,9 @@ class Checker:
         self.retired = {cid for (cid,) in self.rows("SELECT client_id::text FROM synchro.retirements")}
         self.stores = {}
         for d in self.devices:
+            if hasattr(d, "store_state"):  # a browser store: read through its page
+                self.stores[d.name] = d.store_state()
+                continue
             db = sqlite3.connect("file:%s?mode=ro" % d.path, uri=True, timeout=30)
             db.row_factory = sqlite3.Row
             s = {"intents": {r["mutation_id"]: dict(r) for r in db.execute(

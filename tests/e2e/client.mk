@@ -1,4 +1,4 @@
-# libsynchro-client end to end (issue 12): synchro-cli devices through nginx, synchro-fcgi,
+# libsynchro-client end to end: synchro-cli devices through nginx, synchro-fcgi,
 # walsync and PostgreSQL; convergence, conflicts, lost responses, generation expiry, atomic
 # failure, bob's isolation, SIGKILL during sync, a publish removing a queued field.
 if HAVE_PG_SERVER

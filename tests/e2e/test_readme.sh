@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # tests/e2e/test_readme.sh: every command README shows is run as printed. Each indented line
 # outside "Layout" is a command; this test runs the quick start's (contrib/quickstart on a free
-# port with make check's build, then the curl and synchro-cli examples quickstart prints, then
+# port with make check's build, then the curl and synchro-cli examples quickstart prints, the
+# example web app at the address it prints (page, modules and .wasm, by their content types), then
 # README's own lines after it: . var/env, psql, synchroctl -c var/synchroctl.conf ..., and
 # contrib/quickstart stop) and the offline tools', from a directory holding contrib/ (a link to
 # this tree's) and var/, as a reader in the top of a clone would. The lines run elsewhere are
@@ -96,14 +97,39 @@ sh -c "$quick_before" >"$tmp/quickstart.out" 2>&1 || {
 }
 url=http://127.0.0.1:$port
 grep -q "^Synchro runs on $url " "$tmp/quickstart.out" || fail "quickstart did not say where it runs"
-# The example block: from "Synchro runs on" to "The database:", pasted into sh as printed.
-sed -n '/^Synchro runs on /,/^The database:/p' "$tmp/quickstart.out" | sed '1d;$d' >"$tmp/examples.sh"
+# The example block: from "Synchro runs on" to "In a browser:" (or "The database:" in a build
+# without the browser client), pasted into sh as printed.
+sed -n '/^Synchro runs on /,/^\(In a browser\|The database\):/p' "$tmp/quickstart.out" | sed '1d;$d' >"$tmp/examples.sh"
 grep -q 'v3/push' "$tmp/examples.sh" || fail "quickstart printed no push example"
 sh "$tmp/examples.sh" >"$tmp/examples.out" 2>&1 || fail "quickstart's examples exited $?"
 grep -q '"client_generation":1' "$tmp/examples.out" || fail "examples: connect gave no generation 1"
 grep -qi '^Synchro-Replay: batch' "$tmp/examples.out" || fail "examples: the second push was not a replay"
 grep -qx 'ok' "$tmp/examples.out" || fail "examples: /healthz did not answer ok"
 grep -q 'buy bread' "$tmp/examples.out" || fail "examples: synchro-cli rows lacks the todo it synced"
+# The web app's address as printed: the page, its modules and the browser client's WebAssembly,
+# each with its content type (a module or .wasm served otherwise does not load in a browser).
+app=$(sed -n 's/^In a browser: \([^ ]*\) .*/\1/p' "$tmp/quickstart.out")
+if [ -f "$build/src/web/dist/synchro-core.wasm" ]; then
+	[ "$app" = "$url/app/" ] || fail "quickstart printed no 'In a browser: $url/app/' line (got '$app')"
+fi
+if [ -n "$app" ]; then
+	for f in '|text/html|<title>To-dos' 'app.js|text/javascript|from "./todos.js"' \
+		'todos.js|text/javascript|from "./dist/synchro.js"' 'app.css|text/css|' \
+		'dist/synchro.js|text/javascript|' 'dist/worker.js|text/javascript|' \
+		'dist/synchro-core.mjs|text/javascript|' 'dist/synchro-core.wasm|application/wasm|'; do
+		path=${f%%|*}
+		rest=${f#*|}
+		type=${rest%%|*}
+		has=${rest#*|}
+		got=$(curl -s -o "$tmp/app.body" -w '%{http_code} %{content_type}' "$app$path")
+		[ "$got" = "200 $type" ] || fail "GET $app$path: '$got', not '200 $type'"
+		[ -z "$has" ] || grep -qF -- "$has" "$tmp/app.body" || fail "GET $app$path: no '$has' in it"
+	done
+	cmp -s "$tmp/app.body" "$build/src/web/dist/synchro-core.wasm" ||
+		fail "GET ${app}dist/synchro-core.wasm is not the build's"
+	got=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "$url/app")
+	[ "$got" = "301 $url/app/" ] || fail "GET $url/app: '$got', not a redirect to $url/app/"
+fi
 # The two lines after the examples, each as printed after its label.
 for label in 'The database' 'Administration'; do
 	line=$(sed -n "s/^$label: //p" "$tmp/quickstart.out")

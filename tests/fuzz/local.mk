@@ -1,4 +1,4 @@
-# The HTTP fuzzer against the whole stack (issue 14): PostgreSQL, synchro-walsync,
+# The HTTP fuzzer against the whole stack: PostgreSQL, synchro-walsync,
 # synchro-fcgi and nginx; a short run in make check (about a minute), the long one with
 # contrib/check --fuzz-http N. It skips (exit 77) without a PostgreSQL server or nginx.
 if HAVE_PG_SERVER

@@ -1,5 +1,5 @@
 # synchro.synchro_push's push units at the SQL level (ADR 002 "Push unit constraint checks",
-# issue 11 items 3, 4 and 8), against a throwaway PostgreSQL (tests/integration/with-pg):
+# doc/protocol.md), against a throwaway PostgreSQL (tests/integration/with-pg):
 # 25000, trigger authority, unit modes, the row after its unit, no redo, deferred fences,
 # deferrable pks, killed backends, grants, the pk rule of schema publish, the server log, the
 # ledger rows written without an INSERT.

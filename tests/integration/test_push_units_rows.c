@@ -455,7 +455,7 @@ void test_deferrable_pk(void)
 }
 
 /*
- * Issue 11 item 4 and doc/protocol.md ("Terminal checks come before the compare-and-swap;
+ * doc/protocol.md ("Terminal checks come before the compare-and-swap;
  * constraints come with the write": "Only a mutation the matrix applies writes, and only then
  * does the database evaluate its constraints and triggers"; an insert's refusal "is
  * classified from the committed state ..., the answer a read first would give"): an insert

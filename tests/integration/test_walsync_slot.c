@@ -247,7 +247,7 @@ void test_owner_column_renamed(void)
 	CU_ASSERT_EQUAL(stop_walsync(o), 0);
 }
 
-/* ---- large transactions (issue 16, item 5) ---- */
+/* ---- large transactions ---- */
 
 /*
  * A transaction whose changelog write takes longer than the stale-heartbeat limit (2 s here;

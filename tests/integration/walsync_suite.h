@@ -182,7 +182,7 @@ void test_forged_messages(void);
  */
 void test_owner_column_renamed(void);
 
-/* ---- large transactions (issue 16, item 5) ---- */
+/* ---- large transactions ---- */
 
 /*
  * A transaction whose changelog write takes longer than the stale-heartbeat limit (2 s here;

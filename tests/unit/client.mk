@@ -1,4 +1,4 @@
-# CUnit suites of libsynchro-client (issue 12): the library against a fake server
+# CUnit suites of libsynchro-client: the library against a fake server
 # behind its transport hook (tests/unit/client_fake.c), no network.
 UNIT_TESTS += tests/unit/test_client tests/unit/test_client_sync
 check_PROGRAMS += tests/unit/test_client tests/unit/test_client_sync

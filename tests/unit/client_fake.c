@@ -69,7 +69,7 @@ struct fake {
 	/* knobs */
 	int fail_status, fail_retry;
 	char fail_code[48];
-	bool drop, corrupt, hold, rebuild, retired;
+	bool drop, corrupt, hold, rebuild, retired, garble_pull;
 	/* the response in flight */
 	bool have;
 	sy_client_response resp;
@@ -571,7 +571,11 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 		sy_buf_free(&b);
 	} else {
 		const char *cur = jstr(root, "cursor");
-		if (cur == NULL || f->rebuild) {
+		if (cur != NULL && f->garble_pull) {
+			static const char cut[] = "{\"changes\":[{\"table\":";
+			f->garble_pull = false;
+			respond(f, 200, cut, sizeof cut - 1, -1);
+		} else if (cur == NULL || f->rebuild) {
 			f->rebuild = false;
 			respond_error(f, 409, "rebuild_required", -1);
 		} else {
@@ -732,6 +736,11 @@ void fake_publish_v2(fake *f)
 void fake_bump_generation(fake *f)
 {
 	f->generation++;
+}
+
+void fake_garble_next_pull(fake *f)
+{
+	f->garble_pull = true;
 }
 
 void fake_require_rebuild(fake *f)

@@ -3,6 +3,12 @@
 TESTS += tests/unit/hacking_map.sh
 EXTRA_DIST += tests/unit/hacking_map.sh doc/hacking.md
 
+# Each directory of src/ reads one way: no circle of calls between its files, each file's
+# head comment names its layer truly, and the map lists each directory top to bottom
+# (tests/unit/rooms.py, over the built objects with nm).
+TESTS += tests/unit/rooms.sh
+EXTRA_DIST += tests/unit/rooms.sh tests/unit/rooms.py
+
 # The alerting rules (promtool check rules) and the Grafana dashboard of contrib/.
 TESTS += tests/unit/metrics_contrib.sh
 EXTRA_DIST += tests/unit/metrics_contrib.sh contrib/prometheus/synchro-alerts.yml \

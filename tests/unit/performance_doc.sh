@@ -56,6 +56,7 @@ while IFS= read -r line; do
 	fi
 	case $target in
 	bench-push*) dir=push ;;
+	bench-client*) dir=client ;;
 	*) dir=${target#bench-} ;;
 	esac
 	for v in $vars; do

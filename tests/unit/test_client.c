@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libsynchro-client against the fake server (client_fake.c), no network: every
- * client rule of ADR 002 that issue 12 lists, each with its test.
+ * client rule of ADR 002, each with its test.
  */
 #include "config.h"
 
@@ -85,6 +85,27 @@ static void test_retry_after_same_bytes(void)
 	sy_client_batch_free(b);
 	sy_client_intent_free(i);
 	CU_ASSERT_EQUAL(fake_executions(F), 1);
+	stop();
+}
+
+/* A gateway's 502 (or any 5xx the protocol does not give) for a push: retried with the
+ * same bytes after a backoff, like no answer; the queue is not frozen. */
+static void test_gateway_error_retried(void)
+{
+	start();
+	const char *mid = w('i', "\"a\"", "{\"title\":\"one\"}");
+	char keep[SY_UUID_LEN + 1];
+	snprintf(keep, sizeof keep, "%s", mid);
+	fake_fail_next_push(F, 502, "bad_gateway", -1);
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	size_t l0, l1;
+	const char *b0 = fake_push_body(F, 0, &l0), *b1 = fake_push_body(F, 1, &l1);
+	CU_ASSERT(l0 == l1 && memcmp(b0, b1, l0) == 0);
+	CU_ASSERT_EQUAL(state(keep), SY_INTENT_APPLIED);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_FALSE(s.frozen);
 	stop();
 }
 
@@ -439,6 +460,32 @@ static void test_schema_mismatch_and_incompatible(void)
 	stop();
 }
 
+/* A truncated pull answer: the error in status and nothing applied; the retry that gets
+ * past it completes the sync and clears the error (as a push's does). */
+static void test_broken_pull_error_cleared(void)
+{
+	start();
+	sync_ok();
+	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
+	fake_garble_next_pull(F);
+	sy_client_error e2 = {0};
+	CU_ASSERT_EQUAL(sy_client_sync(C, 200, &e2), SY_CLIENT_ETIMEOUT);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_STRING_EQUAL(s.last_error, "invalid_response");
+	CU_ASSERT_TRUE(s.last_error_retryable);
+	char *row = NULL;
+	CU_ASSERT_EQUAL(sy_client_get(C, "todo", "\"p\"", &row, NULL, &E), SY_CLIENT_ENOTFOUND);
+	sync_ok();
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_EQUAL(s.phase, SY_PHASE_IDLE);
+	CU_ASSERT_STRING_EQUAL(s.last_error, "");
+	OK(sy_client_get(C, "todo", "\"p\"", &row, NULL, &E));
+	CU_ASSERT(strstr(row, "theirs") != NULL);
+	sy_free(row);
+	stop();
+}
+
 static void test_idempotency_conflict_freezes(void)
 {
 	start();
@@ -656,6 +703,8 @@ int main(void)
 	        {"identities persisted before transmission", test_identity_persisted_before_send},
 	        {"429/503 retried after Retry-After with the same bytes",
 	         test_retry_after_same_bytes},
+	        {"a gateway's 502 for a push: the same bytes again, not frozen",
+	         test_gateway_error_retried},
 	        {"lost response: exact replay, state as without the loss",
 	         test_lost_response_replay},
 	        {"every response validated before it is applied", test_response_validated},
@@ -673,6 +722,8 @@ int main(void)
 	         test_generation_expired_successor},
 	        {"422 schema_mismatch; schema_incompatible kept whole",
 	         test_schema_mismatch_and_incompatible},
+	        {"a broken pull answer: nothing applied; the error cleared once past it",
+	         test_broken_pull_error_cleared},
 	        {"idempotency_conflict freezes the queue", test_idempotency_conflict_freezes},
 	        {"client_retired makes the store read-only", test_retired_read_only},
 	        {"pull pages with their cursor; the echo creates nothing",

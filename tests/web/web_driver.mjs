@@ -5,31 +5,16 @@
 // side checks it against the server.
 // Usage: node web_driver.mjs PLAYWRIGHT_CORE_DIR BASE_URL PROFILE_DIR LOG_DIR USER PASSWORD
 
-import { createRequire } from "node:module";
+import { chromiumOf, killTab, launch, openPage } from "./web_browser.mjs";
 
 const [pwDir, base, profile, logDir, user, password] = process.argv.slice(2);
-const require = createRequire(import.meta.url);
-const { chromium } = require(pwDir);
+const chromium = chromiumOf(pwDir);
 
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const context = await launch(chromium, profile);
 const out = { console: [] };
 const url = base + "/web/page.html";
-
-async function page() {
-  const p = await context.newPage();
-  p.on("console", (m) => out.console.push(m.type() + ": " + m.text()));
-  p.on("pageerror", (e) => out.console.push("pageerror: " + e.message));
-  await p.goto(url);
-  await p.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
-  return p;
-}
+const log = (line) => out.console.push(line);
+const page = () => openPage(context, url, log);
 
 const opts = { name: user + ".db", pollIntervalMs: 600000 };
 try {
@@ -78,9 +63,7 @@ try {
     const [mid] = await s.transaction((tx) => tx.insert("todo", id, { title: "web kept", done: false }));
     return { id, mid };
   }, { base, user, password, opts });
-  const cdp = await context.newCDPSession(p);
-  const { targetInfo } = await cdp.send("Target.getTargetInfo");
-  await cdp.send("Target.closeTarget", { targetId: targetInfo.targetId }).catch(() => p.close());
+  await killTab(context, p, "close");
   out.closed_by = "Target.closeTarget";
 
   // 4. a new page: the intent is there, and syncs.
@@ -132,15 +115,9 @@ try {
     return id;
   });
   await p.waitForFunction(() => window.liveSeen.length >= 2, null, { timeout: 20000 });
-  const other = await chromium.launchPersistentContext(profile + "-b", {
-    executablePath: "/usr/bin/chromium", headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
-  });
+  const other = await launch(chromium, profile + "-b", { quiet: false });
   try {
-    const q = await other.newPage();
-    q.on("console", (m) => out.console.push("device b " + m.type() + ": " + m.text()));
-    await q.goto(url);
-    await q.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
+    const q = await openPage(other, url, log, "device b ");
     out.deviceB = await q.evaluate(async ({ base, user, password, opts }) => {
       const s = await window.Synchro.open(base, user, password, opts);
       await s.sync(30000);
@@ -169,15 +146,9 @@ try {
   // 7. a conflict: device b changes "web one" and syncs; this device, which has not pulled
   // since, changes it too from its stale copy and syncs: the server refuses it (conflict).
   // explain() shows the server's row; resolve() rebases it onto that row; verify() is clean.
-  const other2 = await chromium.launchPersistentContext(profile + "-b", {
-    executablePath: "/usr/bin/chromium", headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"],
-  });
+  const other2 = await launch(chromium, profile + "-b", { quiet: false });
   try {
-    const q = await other2.newPage();
-    q.on("console", (m) => out.console.push("device b " + m.type() + ": " + m.text()));
-    await q.goto(url);
-    await q.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
+    const q = await openPage(other2, url, log, "device b ");
     out.deviceB2 = await q.evaluate(async ({ base, user, password, opts, id }) => {
       const s = await window.Synchro.open(base, user, password, opts);
       await s.sync(30000);
@@ -225,9 +196,7 @@ try {
     await window.s.sync(30000);
     return { owner: window.s.owner, row: await window.s.get("todo", id) };
   }, out.tabs.id);
-  const cdp1 = await context.newCDPSession(p);
-  const t1 = await cdp1.send("Target.getTargetInfo");
-  await cdp1.send("Target.closeTarget", { targetId: t1.targetInfo.targetId }).catch(() => p.close());
+  await killTab(context, p, "close");
   await p2.waitForFunction(() => window.s.owner === true, null, { timeout: 20000 });
   out.tabs.after = await p2.evaluate(async ({ id, mid }) => {
     const id2 = crypto.randomUUID();

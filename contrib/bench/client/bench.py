@@ -11,13 +11,30 @@ PostgreSQL behind nginx, with synchro-walsync, in the same run:
     in batches of 1000, sent one after another over HTTP by this script with prebuilt bodies,
     measured before and after each client run (BENCH_ROUNDS rounds, default 5; each client run
     is compared with the mean of the raw runs beside it, and the median ratio is shown).
-Target (issue 12): the client's push rate >= 80% of the raw push rate."""
+Target: the client's push rate >= 80% of the raw push rate.
+
+With --web (contrib/bench/client/run BUILD_DIR --web, make bench-client-web), the browser client
+(configure --enable-web) in Debian's Chromium (web_bench.mjs, playwright-core) beside it, on the
+same stack: its durable OPFS commits per second (BENCH_WRITES single-insert transactions,
+default 2000, and BENCH_INTENTS in transactions of 100) with each commit's latency as the page
+sees it (transaction() called to resolved: p50, p99, max), with no sync beside the writes (as
+bench_client's) and then pushing them as they come (as in an app: "syncing"); its sync of
+BENCH_INTENTS intents (queued with no sync running, as bench_client's, then the store opened on
+the server and synced) in each round between the native client's and the raw pushes
+(browser/native paired per round), with the server's view of each push (synchro.batches);
+and the gzip -9 size of what a page loads (the .wasm and the JS). Targets: the browser's push
+rate >= 70% of the native client's; a single-insert commit's p99 <= 10 ms; the gzip'd .wasm + JS
+<= 1.5 MB. The browser's store is bob's, the native client's alice's: each user's rows (which
+a new device rebuilds before the timed part) grow alike."""
 
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -28,7 +45,13 @@ import synchro_e2e as e2e  # noqa: E402
 BENCH = os.path.join(e2e.BUILD, "contrib/bench/client/bench_client")
 N = int(os.environ.get("BENCH_INTENTS", "10000"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-BATCH = 1000
+WRITES = int(os.environ.get("BENCH_WRITES", "2000"))
+BATCH = min(1000, N)
+WEB = "--web" in sys.argv[1:]
+DIST = os.path.join(e2e.BUILD, "src/web/dist")
+PLAYWRIGHT = os.path.join(e2e.BUILD, "src/web/node_modules/playwright-core")
+CHROMIUM = "/usr/bin/chromium"
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def raw_push_rate(stack):
@@ -58,7 +81,194 @@ def client(*args):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+class WebStack(e2e.Stack):
+    """The stack whose nginx also serves the browser client and the bench's page under /web/
+    (copied into the stack's directory, which nginx's user can read)."""
+
+    def nginx_site(self):
+        web = os.path.join(self.dir, "web")
+        shutil.copytree(DIST, web, dirs_exist_ok=True)
+        shutil.copy(os.path.join(HERE, "web_bench.html"), web)
+        for root, dirs, files in os.walk(web):
+            os.chmod(root, 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+        location = ("    location /web/ {\n        alias %s/;\n"
+                    "        types { text/html html; text/javascript js mjs; application/wasm wasm;"
+                    " application/json json; }\n    }\n" % web)
+        site = super().nginx_site()
+        at = site.index("    location / {")
+        return site[:at] + location + site[at:]
+
+
+class Browser:
+    """web_bench.mjs: one Chromium for the whole run, one command a line."""
+
+    def __init__(self, url):
+        self.profile = tempfile.mkdtemp(prefix="synchro-webbench-", dir=e2e._tmpbase())
+        self.p = subprocess.Popen(["node", os.path.join(HERE, "web_bench.mjs"), PLAYWRIGHT, url, self.profile,
+                                   "bob", e2e.USERS["bob"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+
+    def run(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise SystemExit("web_bench.mjs ended (exit %s)" % self.p.wait())
+        out = json.loads(line)
+        if "error" in out:
+            raise SystemExit("web_bench.mjs %s: %s" % (cmd["op"], out["error"]))
+        return out
+
+    def close(self):
+        try:
+            self.p.stdin.write(json.dumps({"op": "quit"}) + "\n")
+            self.p.stdin.close()
+            self.p.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def page_files():
+    """What a page using the client loads: synchro.js, the worker, the modules they import
+    (by a static import or import()) and the WebAssembly module (new URL(...))."""
+    todo, seen = ["synchro.js", "worker.js"], []
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.append(f)
+        if f.endswith(".wasm"):
+            continue
+        text = open(os.path.join(DIST, f), encoding="utf-8").read()
+        # import/export ... from "./x.js", import("./x.js"), new URL("x.wasm", import.meta.url)
+        for m in re.finditer(r'(?:from|import\(|new URL\()\s*"(?:\./)?([^"/]+\.(?:m?js|wasm))"', text):
+            todo.append(m.group(1))
+    return sorted(seen)
+
+
+def gzip_size(path):
+    return len(subprocess.run(["gzip", "-9c", path], capture_output=True, check=True).stdout)
+
+
+def server_span(stack, user, since):
+    """The server's view of a client's push: from the first of user's batches created since
+    `since` (Unix time) to the last one's completion, in seconds, and how many there were."""
+    out = stack.psql("SELECT extract(epoch FROM max(completed_at) - min(created_at)), count(*)"
+                     " FROM synchro.batches WHERE user_id = '%s' AND created_at >= to_timestamp(%f)"
+                     % (user, since))
+    span, n = out.split("|")
+    return float(span or 0), int(n)
+
+
+def percentile(xs, p):
+    """Nearest rank."""
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, int(-(-p * len(xs) // 100)) - 1))]
+
+
+def web_missing():
+    if not os.path.exists(os.path.join(DIST, "synchro-core.wasm")):
+        return "the browser client is not built (configure --enable-web)"
+    if not os.access(CHROMIUM, os.X_OK) or not shutil.which("node") or not os.path.isdir(PLAYWRIGHT):
+        return "needs %s (Debian: chromium), node and playwright-core (the web build's npm)" % CHROMIUM
+    return None
+
+
+def met(ok):
+    return "MET" if ok else "MISSED"
+
+
+def main_web():
+    why = web_missing()
+    if why:
+        print("SKIP bench-client-web: " + why)
+        return 77
+    files = page_files()
+    sizes = {f: (os.path.getsize(os.path.join(DIST, f)), gzip_size(os.path.join(DIST, f))) for f in files}
+    stack = WebStack(server="nginx", workers=2, fcgi_conf={"pull_wait_ms": 30000})
+    browser = None
+    try:
+        stack.start()
+        stack.start_walsync()
+        url = "http://127.0.0.1:%d" % stack.port
+        d = stack.dir
+        browser = Browser(url)
+        w1 = client("writes", os.path.join(d, "w1.db"), url, "alice:alice", str(WRITES), "1")
+        o1 = browser.run(op="writes", store="o1.db", n=WRITES, per=1, offline=True)
+        b1 = browser.run(op="writes", store="w1.db", n=WRITES, per=1)
+        w100 = client("writes", os.path.join(d, "w100.db"), url, "alice:alice", str(N), "100")
+        o100 = browser.run(op="writes", store="o100.db", n=N, per=100, offline=True)
+        b100 = browser.run(op="writes", store="w100.db", n=N, per=100)
+        raws, syncs, webs = [raw_push_rate(stack)], [], []
+        spans = []
+        for r in range(ROUNDS):
+            t0 = time.time()
+            syncs.append(client("sync", os.path.join(d, "s%d.db" % r), url, "alice:alice", str(N)))
+            spans.append([server_span(stack, "alice", t0)])
+            t0 = time.time()
+            webs.append(browser.run(op="sync", store="s%d.db" % r, n=N))
+            spans[-1].append(server_span(stack, "bob", t0))
+            raws.append(raw_push_rate(stack))
+        web_native = [w["intents_per_s"] / s["intents_per_s"] for w, s in zip(webs, syncs)]
+        native_raw = [s["intents_per_s"] / ((raws[i] + raws[i + 1]) / 2) for i, s in enumerate(syncs)]
+        web_raw = [w["intents_per_s"] / ((raws[i] + raws[i + 1]) / 2) for i, w in enumerate(webs)]
+        web_native_idle = [s["sync_seconds"] / w["sync_seconds"] for w, s in zip(webs, syncs)]
+    finally:
+        if browser is not None:
+            browser.close()
+        stack.stop()
+
+    def lat(b):
+        x = b["latencies_ms"]
+        return percentile(x, 50), percentile(x, 99), max(x)
+
+    try:
+        load = "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        load = "?"
+    runs = lambda xs: ", ".join("%.0f" % x for x in xs)  # noqa: E731
+    pct = lambda xs: ", ".join("%.0f%%" % (100 * x) for x in xs)  # noqa: E731
+    print("load average at the end: %s; %d rounds of %d intents" % (load, ROUNDS, N))
+    for who, name, b in (("native ", "1", w1), ("native ", "100", w100), ("browser", "1", o1), ("browser", "100", o100),
+                         ("browser, syncing", "1", b1), ("browser, syncing", "100", b100)):
+        p50, p99, mx = lat(b)
+        print("%s local writes, %3s per durable commit: %7.0f writes/s; commit latency p50 %.1f ms,"
+              " p99 %.1f ms, max %.1f ms (%d commits)"
+              % (who, name, b["writes_per_s"], p50, p99, mx, len(b["latencies_ms"])))
+    print("raw /v3/push, %d per batch:         %8.0f mutations/s  (runs: %s)" % (BATCH, statistics.median(raws), runs(raws)))
+    print("native sync of %d intents, pushed: %8.0f intents/s    (runs: %s)"
+          % (N, statistics.median(s["intents_per_s"] for s in syncs), runs(s["intents_per_s"] for s in syncs)))
+    print("browser sync of %d intents, pushed: %7.0f intents/s    (runs: %s)"
+          % (N, statistics.median(w["intents_per_s"] for w in webs), runs(w["intents_per_s"] for w in webs)))
+    print("the server's view, first batch created to last completed: native %s s; browser %s s"
+          % (", ".join("%.2f (%d batches)" % sp[0] for sp in spans), ", ".join("%.2f (%d batches)" % sp[1] for sp in spans)))
+    print("sync until idle (pull of the echoes included): native %s s; browser %s s"
+          % (", ".join("%.2f" % s["sync_seconds"] for s in syncs), ", ".join("%.2f" % w["sync_seconds"] for w in webs)))
+    print("native / raw, paired per round: %s; median %.0f%%" % (pct(native_raw), 100 * statistics.median(native_raw)))
+    print("browser / raw, paired per round: %s; median %.0f%%" % (pct(web_raw), 100 * statistics.median(web_raw)))
+    print("browser / native until idle, per round: %s; median %.0f%%"
+          % (pct(web_native_idle), 100 * statistics.median(web_native_idle)))
+    print("browser / native pushed, per round: %s; median %.0f%%" % (pct(web_native), 100 * statistics.median(web_native)))
+    for f in files:
+        print("  %-20s %9d bytes, gzip -9 %8d bytes" % (f, sizes[f][0], sizes[f][1]))
+    total = sum(g for _, g in sizes.values())
+    print("what a page loads (%s), gzip -9: %d bytes (%.2f MB)" % (" + ".join(files), total, total / 1e6))
+    e2e_ratio = statistics.median(web_native)
+    p99, p99s = lat(o1)[1], lat(b1)[1]
+    print("target: browser end-to-end >= 70%% of the native client's rate: %.0f%%, %s" % (100 * e2e_ratio, met(e2e_ratio >= 0.7)))
+    print("target: a local write's commit p99 <= 10 ms: %.1f ms, %s (syncing: %.1f ms, %s; the native client's:"
+          " %.1f ms)" % (p99, met(p99 <= 10), p99s, met(p99s <= 10), lat(w1)[1]))
+    print("target: .wasm + JS gzip -9 <= 1.5 MB: %.2f MB, %s" % (total / 1e6, met(total <= 1.5e6)))
+    return 0
+
+
 def main():
+    if WEB:
+        return main_web()
     stack = e2e.Stack(server="nginx", workers=2, fcgi_conf={"pull_wait_ms": 30000})
     url = None
     try:
@@ -66,7 +276,7 @@ def main():
         stack.start_walsync()
         url = "http://127.0.0.1:%d" % stack.port
         d = stack.dir
-        w1 = client("writes", os.path.join(d, "w1.db"), url, "alice:alice", "2000", "1")
+        w1 = client("writes", os.path.join(d, "w1.db"), url, "alice:alice", str(WRITES), "1")
         w100 = client("writes", os.path.join(d, "w100.db"), url, "alice:alice", str(N), "100")
         raws, syncs, ratios = [raw_push_rate(stack)], [], []
         for r in range(ROUNDS):
@@ -94,4 +304,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

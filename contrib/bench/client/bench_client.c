@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * contrib/bench/client: libsynchro-client's own figures (run through contrib/bench/client/run).
- *   bench_client writes DB URL USER:PW N PER_TXN   durable local writes per second
+ *   bench_client writes DB URL USER:PW N PER_TXN   durable local writes per second, and each
+ *                                                  transaction's time (begin to committed)
  *   bench_client sync DB URL USER:PW N             N queued intents, then one sync: push-done
  *                                                  time, sync-done time (pull of the echoes)
  * Prints one JSON object per run on stdout.
@@ -87,11 +88,13 @@ static void on_event(void *ctx, sy_client_event_kind kind, const char *table, co
 		w->done = now_s(), w->done_cpu = cpu_s();
 }
 
-static int write_n(sy_client *c, long n, long per_txn)
+/* lat: when not NULL, each transaction's time (begin to committed), in ms */
+static int write_n(sy_client *c, long n, long per_txn, double *lat)
 {
 	sy_client_error err;
-	for (long i = 0; i < n;) {
+	for (long i = 0, k_txn = 0; i < n; k_txn++) {
 		sy_client_txn *t;
+		double t0 = now_s();
 		if (sy_client_begin(c, false, &t, &err) != SY_CLIENT_OK)
 			goto fail;
 		for (long k = 0; k < per_txn && i < n; k++, i++) {
@@ -108,6 +111,8 @@ static int write_n(sy_client *c, long n, long per_txn)
 		}
 		if (sy_client_commit(t, &err) != SY_CLIENT_OK)
 			goto fail;
+		if (lat != NULL)
+			lat[k_txn] = (now_s() - t0) * 1000;
 	}
 	return 0;
 fail:
@@ -129,17 +134,23 @@ int main(int argc, char **argv)
 	sy_client_error err;
 	if (strcmp(argv[1], "writes") == 0 && argc == 7) {
 		long per = strtol(argv[6], NULL, 10);
+		long txns = per > 0 ? (n + per - 1) / per : 0;
+		double *lat = per > 0 ? calloc((size_t)txns + 1, sizeof *lat) : NULL;
 		double t0 = now_s();
-		if (write_n(c, n, per) == 0) {
+		if (lat != NULL && write_n(c, n, per, lat) == 0) {
 			double dt = now_s() - t0;
 			printf("{\"mode\":\"writes\",\"writes\":%ld,\"per_txn\":%ld,\"seconds\":%."
 			       "3f,"
-			       "\"writes_per_s\":%.0f}\n",
+			       "\"writes_per_s\":%.0f,\"latencies_ms\":[",
 			       n, per, dt, (double)n / dt);
+			for (long k = 0; k < txns; k++)
+				printf("%s%.3f", k ? "," : "", lat[k]);
+			printf("]}\n");
 			rc = 0;
 		}
+		free(lat);
 	} else if (strcmp(argv[1], "sync") == 0) {
-		if (write_n(c, n, 1000) != 0)
+		if (write_n(c, n, 1000, NULL) != 0)
 			goto done;
 		double t0 = now_s(), c0 = cpu_s();
 		current = c;

@@ -1,10 +1,15 @@
-# contrib/bench/client: make bench-client (needs nginx and a PostgreSQL server); see bench.py.
+# contrib/bench/client: make bench-client, make bench-client-web (needs nginx and a PostgreSQL
+# server; -web the browser build and Chromium); see bench.py.
 EXTRA_PROGRAMS += contrib/bench/client/bench_client
 contrib_bench_client_bench_client_SOURCES = contrib/bench/client/bench_client.c
 contrib_bench_client_bench_client_CFLAGS = $(AM_CFLAGS) $(UUID_CFLAGS)
 contrib_bench_client_bench_client_LDADD = $(CLIENT_LIBS)
 CLEANFILES += contrib/bench/client/bench_client
-EXTRA_DIST += contrib/bench/client/run contrib/bench/client/bench.py
+EXTRA_DIST += contrib/bench/client/run contrib/bench/client/bench.py \
+	contrib/bench/client/web_bench.mjs contrib/bench/client/web_bench.html
 bench-client: contrib/bench/client/bench_client
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir)
-.PHONY: bench-client
+# the browser client beside it (configure --enable-web, Chromium): bench.py --web
+bench-client-web: contrib/bench/client/bench_client all
+	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --web
+.PHONY: bench-client bench-client-web

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """contrib/bench/pull (run it through contrib/bench/pull/run): the WAL pipeline and /v3/pull on
 this machine, on a throwaway PostgreSQL, through the nginx site of the push benchmark; the
-figures issue 5 asks for, and its two targets, are printed at the end.
+figures doc/performance.md reports, and the pipeline's two targets, are printed at the end.
   1. Steady direct-write load (plain_sql paced to BENCH_RATE changes/s in transactions of 100
      inserts into item; the version-fence trigger emits the same messages a push does): what
      synchro-walsync materializes, and commit-to-visible latency twice: in synchro.changelog
@@ -12,11 +12,11 @@ figures issue 5 asks for, and its two targets, are printed at the end.
      timestamp, per change). Beside it, the poller's pages three ways: the round trip the
      client saw, nginx's request time and the FastCGI upstream's (nginx's log of /v3/pull).
   2. The same under a push load (/v3/push, fresh batches of 100, through nginx): a steady one
-     paced to BENCH_PUSH_RATE changes/s (the load of issue 5's targets), then flat out.
+     paced to BENCH_PUSH_RATE changes/s (the load of the targets), then flat out.
   3. Materialization rate: walsync stopped, a backlog written flat out, walsync started: changes
      per second from its first changelog commit until the backlog is in the changelog. Once
      with no other load (the pipeline's own limit), then under a /v3/push load that starts a
-     second before walsync and lasts past the drain (issue 5's materialization target): the
+     second before walsync and lasts past the drain (the materialization target): the
      steady one, then a flat-out one.
 BENCH_PUSH_RATE (default 2000 changes/s: 20 batches a second, about 40 % of what /v3/push
 sustains flat out on this machine) paces the steady push load (contrib/bench/pull/
@@ -602,16 +602,16 @@ def main():
                   "changelog p50 %.1f ms p99 %.1f ms; /v3/pull p50 %.1f ms p99 %.1f ms"
                   % (rate, steady["load_rate"], steady["materialized_rate"], steady["cl_p50"], steady["cl_p99"],
                      steady["pull_p50"], steady["pull_p99"]))
-        print("target (issue 5): materialization >= 20000 changes/s under a steady push load (%.0f changes/s, "
+        print("target: materialization >= 20000 changes/s under a steady push load (%.0f changes/s, "
               "paced): %.0f %s" % (dp["push_rate"], dp["rate"], "MET" if dp["rate"] >= 20000 else "MISSED"))
-        print("target (issue 5): the same under a flat-out push load (%.0f changes/s, no idle core left): %.0f %s"
+        print("target: the same under a flat-out push load (%.0f changes/s, no idle core left): %.0f %s"
               % (df["push_rate"], df["rate"], "MET" if df["rate"] >= 20000 else "MISSED"))
         worst = max(steady_push["cl_p99"], steady_push["pull_p99"])
-        print("target (issue 5): p99 commit-to-visible <= 250 ms under that steady push load (%.0f changes/s): "
+        print("target: p99 commit-to-visible <= 250 ms under that steady push load (%.0f changes/s): "
               "changelog %.1f ms, /v3/pull %.1f ms %s" % (steady_push["load_rate"], steady_push["cl_p99"],
                                                           steady_push["pull_p99"], "MET" if worst <= 250 else "MISSED"))
         worst = max(push["cl_p99"], push["pull_p99"])
-        print("target (issue 5): p99 commit-to-visible <= 250 ms under a push load (flat out, %.0f changes/s): "
+        print("target: p99 commit-to-visible <= 250 ms under a push load (flat out, %.0f changes/s): "
               "changelog %.1f ms, /v3/pull %.1f ms %s" % (push["load_rate"], push["cl_p99"], push["pull_p99"],
                                                           "MET" if worst <= 250 else "MISSED"))
         for rate, steady in steadies:
