@@ -405,7 +405,7 @@ class Checker:
             "violations": len(self.violations), "pulls_answered": self.stats.get("pulls", 0),
             "changelog_compacted_entries": self.compacted,
             "rebuild_pages": self.proxy.routes.get(("/v3/rebuild", 200), 0),
-            "store_full_syncs_failed": sum(d.counts["store_full_failed"] for d in self.devices),
+            "store_full_syncs_failed": sum(d.counts.get("store_full_failed", 0) for d in self.devices),
             "pulls_cursor_expired": self.proxy.routes.get(("/v3/pull", 409), 0),
             "retired_with_queued_intents": sum(
                 1 for d in self.devices if d.retired

@@ -281,7 +281,8 @@ class Device:
             if self.rng.random() < kill_prob:
                 self.sync(kill_after=self.rng.uniform(0.0, 0.6))
                 return "killed"
-            if kill_prob > 0 and self.rng.random() < STORE_FULL_PROB:
+            # (a browser store has no file of its own: not there)
+            if kill_prob > 0 and self.path is not None and self.rng.random() < STORE_FULL_PROB:
                 self.store_full_sync()
                 return "store_full"
             self.sync()

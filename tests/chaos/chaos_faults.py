@@ -60,7 +60,7 @@ class Faults:
         c = dict(self._counts)
         c.update(self.proxy.counts)
         c["device_sigkill_mid_sync"] = sum(d.counts["killed_mid_sync"] for d in self.devices)
-        c["device_store_full"] = sum(d.counts["store_full"] for d in self.devices)
+        c["device_store_full"] = sum(d.counts.get("store_full", 0) for d in self.devices)
         return c
 
     def _pick(self):
