@@ -8,15 +8,15 @@ offline and online while faults are injected at random moments; then a final syn
 checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
-Run inside a throwaway PostgreSQL: contrib/chaos [--seed N] [--minutes M] [--devices D] [--browser-devices B]
-(or tests/integration/with-pg tests/chaos/chaos.py ...); make check runs the CI-size run,
+Run inside a throwaway PostgreSQL: contrib/chaos [--topology NAME] [--seed N] [--minutes M]
+[--devices D] [--browser-devices B] (or tests/integration/with-pg tests/chaos/chaos.py ...); the
+topologies are in tests/chaos/chaos_topology.py. make check runs the CI-size run,
 tests/chaos/test_chaos.pgt. Exit status 0: no violation; 1: a violation; 77: skipped."""
 
 import argparse
 import json
 import os
 import random
-import shutil
 import sys
 import threading
 import time
@@ -30,7 +30,7 @@ from chaos_browser import BrowserDevice, browsers_missing  # noqa: E402
 from chaos_checker import Checker  # noqa: E402
 from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
 from chaos_faults import Faults  # noqa: E402
-from chaos_stack import ChaosStack  # noqa: E402
+from chaos_topology import TOPOLOGIES, make_stack, missing, pick  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 
 CLI = os.environ.get("SYNCHRO_E2E_CLI") or os.path.join(e2e.BUILD, "src/client/synchro-cli")
@@ -43,6 +43,8 @@ def parse(argv):
     ap.add_argument("--minutes", type=float, default=None, help="minutes of workload and faults")
     ap.add_argument("--seconds", type=float, default=None, help="seconds of workload and faults (CI size)")
     ap.add_argument("--devices", type=int, default=6, help="simulated devices (default 6), spread over 3 users")
+    ap.add_argument("--topology", default="nginx", choices=TOPOLOGIES + ("seed",),
+                    help="the deployment (tests/chaos/chaos_topology.py; default nginx); seed: one picked from the seed")
     ap.add_argument("--browser-devices", type=int, default=None,
                     help="how many of the devices are browser stores (Chromium; default 1 when the web build"
                          " and Chromium exist, else 0)")
@@ -56,6 +58,8 @@ def parse(argv):
     a = ap.parse_args(argv)
     if a.seed is None:
         a.seed = int(time.time() * 1000) % 1000000007
+    if a.topology == "seed":
+        a.topology = pick(a.seed)
     if a.browser_devices is None:
         why = browsers_missing()
         a.browser_devices = 0 if why else min(1, a.devices)
@@ -84,14 +88,21 @@ SABOTAGE = {
     # a row changes behind every device's back (its replicas diverge)
     "diverge": ("UPDATE public.item SET qty = qty + 1 WHERE id = (SELECT min(id) FROM public.item"
                 " WHERE deleted_at IS NULL)", "diverges"),
+    # a pull answered a cursor older than the one its device sent (as a replica behind the
+    # device would answer), recorded as the fault proxy records every pull
+    "stale_pull": (None, "older than the"),
 }
 
 
-def sabotage(stack, kinds):
+def sabotage(stack, kinds, proxy):
     expect = []
     for k in kinds:
         sql, needle = SABOTAGE[k]
-        stack.run_sql_file(sql + ";")
+        if sql is None:
+            cid, _, answered = proxy.pulls[-1]
+            proxy.pulls.append((cid, answered, "c1.0000000000000000.00000000"))
+        else:
+            stack.run_sql_file(sql + ";")
         expect.append((k, needle))
     time.sleep(3)  # walsync materializes the direct write
     return expect
@@ -124,12 +135,12 @@ def device_loop(dev, deadline, faults, errors):
 
 
 def run(a):
-    print("chaos: seed %d, %.0f s, %d devices (%d in a browser), %d responders, faults %s"
-          % (a.seed, a.duration, a.devices, a.browser_devices, a.workers,
+    print("chaos: topology %s, seed %d, %.0f s, %d devices (%d in a browser), %d responders, faults %s"
+          % (a.topology, a.seed, a.duration, a.devices, a.browser_devices, a.workers,
              "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
           flush=True)
     rng = random.Random("%d/main" % a.seed)
-    stack = ChaosStack(workers=a.workers)
+    stack = make_stack(a.topology, a.workers)
     proxy = None
     faults = None
     errors = []
@@ -176,9 +187,11 @@ def run(a):
         checker.wait_materialized()
         for d in devices:
             d.settle(rounds=3)
-        expect = sabotage(stack, a.sabotage.split(",")) if a.sabotage else []
+        expect = sabotage(stack, a.sabotage.split(","), proxy) if a.sabotage else []
         checker.check()
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
+        fig["topology"] = a.topology
+        fig.update(stack.topology_figures())
         fig["browser_devices"] = a.browser_devices
         fig["browser_operations"] = sum(len(d.authored) for d in devices if isinstance(d, BrowserDevice))
         fig["faults"]["browser_tab_kill_mid_sync"] = sum(d.counts.get("tab_killed_mid_sync", 0) for d in devices)
@@ -204,16 +217,17 @@ def run(a):
             print("\nchaos: %d VIOLATION(S) (seed %d):" % (len(checker.violations), a.seed), flush=True)
             for v in checker.violations[:60]:
                 print("  - " + v.replace("\n", "\n    "), flush=True)
-            print("\nreproduce the schedule with: contrib/chaos --seed %d --seconds %.0f --devices %d"
-                  " --browser-devices %d" % (a.seed, a.duration, a.devices, a.browser_devices), flush=True)
+            print("\nreproduce the schedule with: contrib/chaos --topology %s --seed %d --seconds %.0f --devices %d"
+                  " --browser-devices %d" % (a.topology, a.seed, a.duration, a.devices, a.browser_devices), flush=True)
             return 1
-        print("\nchaos: no violation (seed %d)" % a.seed, flush=True)
+        print("\nchaos: no violation (topology %s, seed %d)" % (a.topology, a.seed), flush=True)
         return 0
     except Exception:  # noqa: BLE001
         stack.keep = True
         traceback.print_exc()
-        print("\nchaos: the run failed (seed %d); reproduce with: contrib/chaos --seed %d --seconds %.0f --devices %d"
-              " --browser-devices %d" % (a.seed, a.seed, a.duration, a.devices, a.browser_devices), flush=True)
+        print("\nchaos: the run failed (topology %s, seed %d); reproduce with: contrib/chaos --topology %s"
+              " --seed %d --seconds %.0f --devices %d --browser-devices %d"
+              % (a.topology, a.seed, a.topology, a.seed, a.duration, a.devices, a.browser_devices), flush=True)
         stack.show_logs()
         return 1
     finally:
@@ -243,8 +257,9 @@ def main(argv):
         if not os.access(exe, os.X_OK):
             print("chaos: %s not built; skipping" % exe)
             return 77
-    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
-        print("chaos: nginx not installed; skipping")
+    absent = missing(a.topology)
+    if absent:
+        print("chaos: %s not installed (topology %s); skipping" % (absent, a.topology))
         return 77
     if "PGHOST" not in os.environ or "SYNCHRO_PG_DATA" not in os.environ:
         print("chaos: run inside tests/integration/with-pg (contrib/chaos does)", file=sys.stderr)

@@ -12,7 +12,10 @@ intents    every mutation id synchro-cli printed is in its store; after the fina
            its stored outcome is the ledger's bytes; the ledger holds no mutation the device
            did not send; an atomic transaction went in one batch, all applied or none.
 once       every mutation the ledger accepted made exactly one changelog transition, carrying
-           its mutation id; no transition names a mutation the ledger did not accept.
+           its mutation id; no transition names a mutation the ledger did not accept. A
+           mutation committed in the gap of a stream break (its replication slot dropped)
+           made none, by design: the topology names those (stream_gap_mutations), and their
+           rows are left out of the chain rule below (the replicas rule still holds them).
 chains     per row, in commit order: an accepted insert is the row's first transition; an
            accepted update or delete had the previous transition's version as its base and
            followed a live state; its transition has the version its outcome returned; the
@@ -22,6 +25,10 @@ replay     every 200 answer to one batch (each attempt a device recorded, each r
            no answer but 200, 409 (generation, retired), 422, 429, 503 or a lost response.
 replicas   after the final sync each device's replica is the server's rows of its user's
            scope (versions and values) and holds no row of another user.
+pulls      no pull answered 200 with a cursor older than the one its device sent (a read
+           replica behind the client, or any other server state older than what it had seen).
+topology   the topology's own checks (chaos_topology.py: a standby's changelog and fences are
+           the primary's once it replayed).
 logs       no hang, no crash and no sanitizer report (the devices' stderr; the stack's logs
            and PostgreSQL's are scanned by the harness)."""
 
@@ -149,6 +156,8 @@ class Checker:
             if not d.retired:
                 self.check_replica(d, self.stores[d.name])
         self.check_proxy()
+        self.check_pulls()
+        self.stack.check_topology(self)
 
     def check_intents(self, d, s):
         intents = s["intents"]
@@ -265,17 +274,26 @@ class Checker:
             per_row.setdefault((table, pk), []).append(entry)
             if mid is not None:
                 seen[mid] = seen.get(mid, 0) + 1
+        gap = self.stack.stream_gap_mutations() & set(applied)
+        # the rows those mutations wrote, named as the changelog names them (the devices'
+        # own record of each mutation id: table and primary key as synchro-cli took them)
+        authored = {mid: op for d in self.devices for mid, op in d.authored.items()}
+        gap_rows = {(authored[mid][1], str(authored[mid][2])) for mid in gap if mid not in seen and mid in authored}
+        gap_rows |= {(applied[mid][1]["table"], _pk_text(applied[mid][1]["pk"])) for mid in gap if mid not in seen}
+        self.stats["in_stream_break_gap"] = sum(1 for mid in gap if mid not in seen)
         self.stats["doubled"] = sum(1 for n in seen.values() if n > 1)
-        self.stats["lost"] = sum(1 for mid in applied if mid not in seen)
+        self.stats["lost"] = sum(1 for mid in applied if mid not in seen and mid not in gap)
         for mid, n in seen.items():
             if n > 1:
                 self.v("mutation %s made %d changelog transitions (doubled)" % (mid, n))
             if mid not in applied:
                 self.v("changelog transition of mutation %s, which the ledger did not accept" % mid)
         for mid in applied:
-            if mid not in seen:
+            if mid not in seen and mid not in gap:
                 self.v("accepted mutation %s has no changelog transition (lost)" % mid)
         for (table, pk), entries in per_row.items():
+            if (table, pk) in gap_rows:
+                continue
             prev = None
             for n, (_, _, version, state, mid, cid, _) in enumerate(entries):
                 if mid is None:
@@ -355,6 +373,13 @@ class Checker:
             if server is None or any(b != server[2] for b in bodies):
                 self.v("batch %s: a 200 the proxy saw (%d) differs from the ledger's response" % (bid, len(bodies)))
 
+    def check_pulls(self):
+        # cursors are "c1.<16 hex LSN>.<8 hex ordinal>": fixed width, so ordered as strings
+        for cid, sent, answered in self.proxy.pulls:
+            if answered < sent:
+                self.v("client %s: a pull answered cursor %s, older than the %s it sent" % (cid, answered, sent))
+        self.stats["pulls"] = len(self.proxy.pulls)
+
     # --- figures --------------------------------------------------------------------------
     def figures(self, faults, args, seconds):
         status = {}
@@ -376,10 +401,11 @@ class Checker:
             "batches": len(self.batches), "push_attempts": attempts, "batches_retried": replays,
             "requests_by_status": {str(k): v for k, v in sorted(self.proxy.statuses.items())},
             "faults": faults,
-            "lost": self.stats.get("lost", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
-            "violations": len(self.violations),
+            "lost": self.stats.get("lost", 0), "accepted_in_stream_break_gap": self.stats.get("in_stream_break_gap", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
+            "violations": len(self.violations), "pulls_answered": self.stats.get("pulls", 0),
             "changelog_compacted_entries": self.compacted,
             "rebuild_pages": self.proxy.routes.get(("/v3/rebuild", 200), 0),
+            "store_full_syncs_failed": sum(d.counts.get("store_full_failed", 0) for d in self.devices),
             "pulls_cursor_expired": self.proxy.routes.get(("/v3/pull", 409), 0),
             "retired_with_queued_intents": sum(
                 1 for d in self.devices if d.retired
@@ -392,3 +418,16 @@ def _error_code(body):
         return json.loads(body)["error"]["code"]
     except (TypeError, ValueError, KeyError):
         return None
+
+
+def _pk_text(pk):
+    """The ledger's primary key (JSON: ["column", value] for the example's one-column keys)
+    as the changelog names the row (the value as text)."""
+    try:
+        v = json.loads(pk)
+    except ValueError:
+        return pk
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str):
+        v = v[1]
+    return v if isinstance(v, str) else json.dumps(v)
+

@@ -15,6 +15,7 @@ store, settled."""
 import json
 import os
 import random
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +29,7 @@ HOT_ITEMS = range(1, 7)          # created before the run: shared by every devic
 HOT_TODOS_PER_USER = 3           # created before the run: shared by a user's devices
 SYNC_TIMEOUT_S = 15              # synchro-cli sync --once --timeout
 GRACE_S = 30                     # past its timeout, a synchro-cli process is hung
+STORE_FULL_PROB = 0.03           # of a round's syncs under faults: the store's disk full
 
 
 class Device:
@@ -46,7 +48,8 @@ class Device:
         self.hot_todos = []
         self.note_allowed = True     # false once the device knows the schema without todo.note
         self.counts = {"commands": 0, "writes": 0, "refused": 0, "atomic": 0, "syncs": 0,
-                       "sync_incomplete": 0, "resolutions": 0, "killed_mid_sync": 0}
+                       "sync_incomplete": 0, "resolutions": 0, "killed_mid_sync": 0, "store_full": 0,
+                       "store_full_failed": 0}
         self.problems = []           # hangs, sanitizer reports, unexpected exit statuses
         self.lock = threading.Lock()  # held by whoever runs a command on this store
 
@@ -59,11 +62,19 @@ class Device:
         if any(m in r_stderr for m in SANITIZER_MARKS):
             self.problems.append("%s: synchro-cli %s: sanitizer report:\n%s" % (self.name, what, r_stderr[-2000:]))
 
-    def run(self, *args, timeout=60):
+    def run(self, *args, timeout=60, fsize=None):
         """One synchro-cli command; (exit status, stdout). A process past timeout + GRACE_S is
-        a hang: it is killed and reported."""
+        a hang: it is killed and reported. fsize: the process may write no file larger than
+        that many bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails with EFBIG, as
+        on a full disk); its exit status 1 (the store failed) is then expected."""
         self.counts["commands"] += 1
-        p = subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        preexec = None
+        if fsize is not None:
+            def preexec():
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        p = subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=preexec)
         try:
             out, err = p.communicate(timeout=timeout + GRACE_S)
         except subprocess.TimeoutExpired:
@@ -72,7 +83,7 @@ class Device:
             self.problems.append("%s: synchro-cli %s hung (killed after %d s)" % (self.name, args[0], timeout + GRACE_S))
             return -9, out
         self._scan(args[0], err)
-        if p.returncode not in (0, 3, 4, 5, 6):
+        if p.returncode not in (0, 3, 4, 5, 6) and not (fsize is not None and p.returncode == 1):
             self.problems.append("%s: synchro-cli %s exited %d: %s" % (self.name, " ".join(map(str, args[:2])),
                                                                         p.returncode, err.strip()[-500:]))
         return p.returncode, out
@@ -270,8 +281,30 @@ class Device:
             if self.rng.random() < kill_prob:
                 self.sync(kill_after=self.rng.uniform(0.0, 0.6))
                 return "killed"
+            # (a browser store has no file of its own: not there)
+            if kill_prob > 0 and self.path is not None and self.rng.random() < STORE_FULL_PROB:
+                self.store_full_sync()
+                return "store_full"
             self.sync()
             return "sync"
+
+    def store_full_sync(self):
+        """A sync whose store runs out of space: no file of the process may grow more than a
+        few kB past the largest of the store's files (the database, its WAL or journal), so
+        a commit of the sync fails part way (SQLITE_FULL or an I/O error). Then the store
+        must pass synchro-cli verify; the next commands go on without the limit."""
+        size = max(os.path.getsize(f) for f in (self.path, self.path + "-wal", self.path + "-journal")
+                   if os.path.exists(f))
+        self.counts["store_full"] += 1
+        self.counts["syncs"] += 1
+        rc, _ = self.run("sync", "--once", "--timeout", SYNC_TIMEOUT_S, timeout=SYNC_TIMEOUT_S,
+                         fsize=size + self.rng.randrange(0, 8192))
+        if rc == 1:
+            self.counts["store_full_failed"] += 1
+        rc, out = self.run("verify")
+        if rc != 0:
+            self.problems.append("%s: synchro-cli verify exited %d after a sync on a full disk: %s"
+                                 % (self.name, rc, out.strip()[-500:]))
 
     def settle(self, rounds=8):
         """Final syncs (no writes, no resolutions) until nothing is left to send or the rounds

@@ -9,6 +9,8 @@ interval --fault-every), each kind counted:
   walsync_leader_sigkill                  the lease holder killed; the standby takes over
   walsync_leader_sigstop                  the lease holder stopped past its lease, then continued
   device_sigkill_mid_sync                 a device's synchro-cli sync killed (the devices count it)
+  device_store_full                       a device's sync with its store's disk full (a file size
+                                          limit a few kB past the store's files), then verify
   changelog_compact                       synchroctl changelog compact --before 2s (each five
                                           minutes, once at least): devices behind it rebuild
   schema_publish                          once: manifest v2 without todo.note
@@ -16,6 +18,9 @@ interval --fault-every), each kind counted:
                                           at least)
   device_retired                          a device retired with queued intents (each ten minutes,
                                           once at least)
+
+and the topology's own kinds (chaos_topology.py: PgBouncer restarted, its server connections
+terminated, the replica restarted or its replay paused), drawn with the random ones.
 
 The one-shot events happen at seeded random moments of the run (the publish near its middle);
 so does one fault of every random kind, so that each run has each kind at least once."""
@@ -40,7 +45,8 @@ class Faults:
         self.rng = random.Random("%d/faults" % seed)
         self.every = every
         self.device_kill_prob = DEVICE_KILL_PROB
-        self._counts = {k: 0 for k, _ in WEIGHTS}
+        self.weights = WEIGHTS + tuple(getattr(stack, "faults", ()))
+        self._counts = {k: 0 for k, _ in self.weights}
         self._counts.update({"schema_publish": 0, "generation_expiry": 0, "device_retired": 0,
                              "changelog_compact": 0})
         self.threads = []
@@ -54,10 +60,11 @@ class Faults:
         c = dict(self._counts)
         c.update(self.proxy.counts)
         c["device_sigkill_mid_sync"] = sum(d.counts["killed_mid_sync"] for d in self.devices)
+        c["device_store_full"] = sum(d.counts.get("store_full", 0) for d in self.devices)
         return c
 
     def _pick(self):
-        kinds = [k for k, w in WEIGHTS for _ in range(w)]
+        kinds = [k for k, w in self.weights for _ in range(w)]
         return self.rng.choice(kinds)
 
     def run_until(self, deadline):
@@ -73,7 +80,7 @@ class Faults:
         one_shots += [(start + span * self.rng.uniform(0.3, 0.9), "device_retired")
                       for _ in range(min(max(1, int(span / 600)), len(self.devices) // 3))]
         # every random kind at least once, whatever the draw
-        one_shots += [(start + span * self.rng.uniform(0.1, 0.85), "random:" + k) for k, _ in WEIGHTS]
+        one_shots += [(start + span * self.rng.uniform(0.1, 0.85), "random:" + k) for k, _ in self.weights]
         one_shots.sort()
         next_fault = start + self.rng.expovariate(1.0 / self.every)
         while True:
@@ -126,7 +133,7 @@ class Faults:
         elif kind == "postgres_restart_immediate":
             ok = st.restart_postgres()
         else:
-            raise AssertionError(kind)
+            ok = st.topology_fault(kind, self.rng)
         if ok:
             self._counts[kind] += 1
         return ok

@@ -25,9 +25,11 @@ WALSYNC_NAMES = ("ws-a", "ws-b")
 
 
 class ChaosStack(e2e.Stack):
-    def __init__(self, workers=4):
-        super().__init__(server="nginx", workers=workers,
-                         fcgi_conf={"pull_wait_ms": 8000, "lock_timeout_ms": 3000, "max_inflight_per_client": 0})
+    # server, pgbouncer, ...: e2e.Stack's; the topologies (chaos_topology.py) choose them
+    def __init__(self, workers=4, server="nginx", **kw):
+        super().__init__(server=server, workers=workers,
+                         fcgi_conf={"pull_wait_ms": 8000, "lock_timeout_ms": 3000, "max_inflight_per_client": 0},
+                         **kw)
         self.events = []              # (monotonic time, text), for the report
         self.walsync_exits = []
         self.stopped_pids = set()     # responders under SIGSTOP (always continued)

@@ -10,7 +10,9 @@ reads the whole response and then, by its seeded random choice:
 
 Every response it saw is recorded: the status tally (the checker fails on any 500) and, for
 each push answered 200, the exact body by batch id, delivered or not (the checker requires
-every 200 of one batch to be byte-identical, the dropped ones included)."""
+every 200 of one batch to be byte-identical, the dropped ones included); for each pull
+answered 200, the cursor the device sent and the one it was answered (the checker requires
+the answer never older than the request: a lagging replica must not answer)."""
 
 import json
 import random
@@ -37,6 +39,7 @@ class FaultProxy:
         self.statuses = {}          # status -> count (0: nginx gave no complete response)
         self.routes = {}            # (path, status) -> count
         self.push_200 = {}          # batch_id -> [body bytes, ...]
+        self.pulls = []             # (client_id, cursor sent, cursor answered) of each pull answered 200
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -137,6 +140,8 @@ class FaultProxy:
                 self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
             if is_push and status == 200:
                 self._record_push(body, resp)
+            elif status == 200 and lines[0].startswith(b"POST /v3/pull"):
+                self._record_pull(body, resp)
             roll = self.rng.random()
             drop = is_push and status == 200 and roll < self.drop_rate
             reset = not drop and roll < self.drop_rate + self.reset_rate and len(resp) > 1
@@ -161,6 +166,19 @@ class FaultProxy:
             return int(resp.split(b" ", 2)[1])
         except (IndexError, ValueError):
             return 0
+
+    def _body(self, resp):
+        head, _, body = resp.partition(b"\r\n\r\n")
+        if self._header(head.split(b"\r\n"), b"transfer-encoding") == b"chunked":
+            body = self._dechunk(body)
+        return body
+
+    def _record_pull(self, req_body, resp):
+        try:
+            req = json.loads(req_body)
+            self.pulls.append((req["client_id"], req["cursor"], json.loads(self._body(resp))["cursor"]))
+        except (ValueError, KeyError, TypeError):
+            self.unexpected.append("a pull answered 200 without a cursor in its request or answer")
 
     def _record_push(self, req_body, resp):
         try:

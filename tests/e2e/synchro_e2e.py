@@ -599,15 +599,20 @@ log_disconnections = 0
         except KeyError:
             return False
 
+    def apache_snippet(self):
+        """The shipped mod_proxy_fcgi snippet (conf/apache/synchro-proxy-fcgi.conf) with this
+        stack's socket and password file; a subclass edits what it returns (a timeout)."""
+        snippet = open(os.path.join(SRC, "conf/apache/synchro-proxy-fcgi.conf")).read()
+        return (snippet.replace("/run/synchro/synchro.sock", self.sock)
+                       .replace("/etc/apache2/synchro.htpasswd", self.htpasswd()))
+
     def start_apache(self):
         d = self.dir
         conf = os.path.join(d, "apache.conf")
         mods = ["mpm_event", "authn_core", "authn_file", "authz_core", "authz_user", "authz_host",
-                "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime", "env"]
+                "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime", "env", "rewrite"]
         loads = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m) for m in mods)
-        snippet = open(os.path.join(SRC, "conf/apache/synchro-proxy-fcgi.conf")).read()
-        snippet = (snippet.replace("/run/synchro/synchro.sock", self.sock)
-                          .replace("/etc/apache2/synchro.htpasswd", self.htpasswd()))
+        snippet = self.apache_snippet()
         user = "User www-data\nGroup www-data\n" if os.getuid() == 0 else ""
         with open(conf, "w") as f:
             f.write("""ServerRoot %(d)s
