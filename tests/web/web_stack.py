@@ -32,13 +32,13 @@ def browser_missing(name):
     return None
 
 
-def with_web(site, directory):
-    """nginx site text site with a /web/ location serving DIST and the test page, copied
-    into directory/web."""
+def with_web(site, directory, pages=None):
+    """nginx site text site with a /web/ location serving DIST and the pages (paths; default
+    the test page's files), copied into directory/web."""
     web = os.path.join(directory, "web")
     shutil.copytree(DIST, web, dirs_exist_ok=True)
-    for f in PAGE_FILES:
-        shutil.copy(os.path.join(e2e.SRC, "tests/web", f), web)
+    for f in pages or [os.path.join(e2e.SRC, "tests/web", f) for f in PAGE_FILES]:
+        shutil.copy(f, web)
     for root, dirs, files in os.walk(web):
         os.chmod(root, 0o755)
         for f in files:

@@ -40,7 +40,9 @@ import uuid
 
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 sys.path.insert(0, os.path.join(top, "tests/e2e"))
+sys.path.insert(0, os.path.join(top, "tests/web"))
 import synchro_e2e as e2e  # noqa: E402
+import web_stack  # noqa: E402
 
 BENCH = os.path.join(e2e.BUILD, "contrib/bench/client/bench_client")
 N = int(os.environ.get("BENCH_INTENTS", "10000"))
@@ -48,9 +50,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 WRITES = int(os.environ.get("BENCH_WRITES", "2000"))
 BATCH = min(1000, N)
 WEB = "--web" in sys.argv[1:]
-DIST = os.path.join(e2e.BUILD, "src/web/dist")
-PLAYWRIGHT = os.path.join(e2e.BUILD, "src/web/node_modules/playwright-core")
-CHROMIUM = "/usr/bin/chromium"
+DIST, PLAYWRIGHT = web_stack.DIST, web_stack.PLAYWRIGHT
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -86,19 +86,7 @@ class WebStack(e2e.Stack):
     (copied into the stack's directory, which nginx's user can read)."""
 
     def nginx_site(self):
-        web = os.path.join(self.dir, "web")
-        shutil.copytree(DIST, web, dirs_exist_ok=True)
-        shutil.copy(os.path.join(HERE, "web_bench.html"), web)
-        for root, dirs, files in os.walk(web):
-            os.chmod(root, 0o755)
-            for f in files:
-                os.chmod(os.path.join(root, f), 0o644)
-        location = ("    location /web/ {\n        alias %s/;\n"
-                    "        types { text/html html; text/javascript js mjs; application/wasm wasm;"
-                    " application/json json; }\n    }\n" % web)
-        site = super().nginx_site()
-        at = site.index("    location / {")
-        return site[:at] + location + site[at:]
+        return web_stack.with_web(super().nginx_site(), self.dir, [os.path.join(HERE, "web_bench.html")])
 
 
 class Browser:
@@ -171,11 +159,9 @@ def percentile(xs, p):
 
 
 def web_missing():
-    if not os.path.exists(os.path.join(DIST, "synchro-core.wasm")):
-        return "the browser client is not built (configure --enable-web)"
-    if not os.access(CHROMIUM, os.X_OK) or not shutil.which("node") or not os.path.isdir(PLAYWRIGHT):
-        return "needs %s (Debian: chromium), node and playwright-core (the web build's npm)" % CHROMIUM
-    return None
+    """Why the browser half cannot run here (web_stack's reason, without its test name)."""
+    why = web_stack.browser_missing("bench")
+    return why.split(": SKIP: ", 1)[-1] if why else None
 
 
 def met(ok):
