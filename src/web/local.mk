@@ -1,7 +1,8 @@
 # The browser client (configure --enable-web): src/web/build.sh compiles libsynchro-client's
 # own sources (the lists below, so nothing drifts) with emcc into src/web/dist, beside the
 # TypeScript API; see doc/client.md, "In the browser".
-WEB_C = src/web/web.h src/web/web_vfs.c src/web/web_transport.c src/web/web_api.c src/web/web_inspect.c
+WEB_C = src/web/web.h src/web/web_vfs.c src/web/web_transport.c src/web/web_api.c src/web/web_inspect.c \
+	src/web/web_columns.c
 WEB_TS = src/web/protocol.ts src/web/synchro.ts src/web/worker.ts src/web/tsconfig.json
 WEB_NPM = src/web/package.json src/web/package-lock.json
 EXTRA_DIST += $(WEB_C) $(WEB_TS) $(WEB_NPM) src/web/build.sh

@@ -3,6 +3,10 @@
 #ifndef SY_WEB_H
 #define SY_WEB_H
 
+#include <sqlite3.h>
+#include <stdbool.h>
+
+#include "synchro/buf.h"
 #include "synchro/client.h"
 
 /* web_transport.c: the transport over the worker's fetch (Module.syFetch). */
@@ -32,6 +36,10 @@ char *sy_web_changed(void);
 char *sy_web_query(sy_client *c, const char *sql, const char *params_json);
 const char *sy_web_resolve(sy_client *c, const char *how, const char *id, const char *columns_json);
 char *sy_web_verify(sy_client *c);
+
+/* web_columns.c: column i of st's current row appended to b as JSON; a blob as a hex
+ * string, or as {"hex": ...} when blob_tagged (so that it cannot be read as text). */
+void sy_web_put_column(sy_buf *b, sqlite3_stmt *st, int i, bool blob_tagged);
 
 /* web_inspect.c: the store's own records as JSON (see there). */
 char *sy_web_records(sy_client *c);

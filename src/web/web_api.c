@@ -494,28 +494,7 @@ static void q_json_row(sy_buf *b, sqlite3_stmt *st)
 			sy_buf_putc(b, ',');
 		sy_cl_json_str(b, sqlite3_column_name(st, i));
 		sy_buf_putc(b, ':');
-		switch (sqlite3_column_type(st, i)) {
-		case SQLITE_INTEGER:
-			sy_buf_printf(b, "%lld", (long long)sqlite3_column_int64(st, i));
-			break;
-		case SQLITE_FLOAT:
-			sy_buf_printf(b, "%.17g", sqlite3_column_double(st, i));
-			break;
-		case SQLITE_TEXT:
-			sy_cl_json_str(b, (const char *)sqlite3_column_text(st, i));
-			break;
-		case SQLITE_BLOB: {
-			const unsigned char *p = sqlite3_column_blob(st, i);
-			int n = sqlite3_column_bytes(st, i);
-			sy_buf_putc(b, '"');
-			for (int k = 0; k < n; k++)
-				sy_buf_printf(b, "%02x", p[k]);
-			sy_buf_putc(b, '"');
-			break;
-		}
-		default:
-			sy_buf_puts(b, "null");
-		}
+		sy_web_put_column(b, st, i, false);
 	}
 	sy_buf_putc(b, '}');
 }

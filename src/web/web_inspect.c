@@ -25,32 +25,6 @@
 static const char *const tables[] = {"meta",  "rows",          "schemas",  "txns",
                                      "intents", "batches", "batch_members", "attempts"};
 
-static void value(sy_buf *b, sqlite3_stmt *st, int i)
-{
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_INTEGER:
-		sy_buf_printf(b, "%lld", (long long)sqlite3_column_int64(st, i));
-		break;
-	case SQLITE_FLOAT:
-		sy_buf_printf(b, "%.17g", sqlite3_column_double(st, i));
-		break;
-	case SQLITE_TEXT:
-		sy_cl_json_str(b, (const char *)sqlite3_column_text(st, i));
-		break;
-	case SQLITE_BLOB: {
-		const unsigned char *p = sqlite3_column_blob(st, i);
-		int n = sqlite3_column_bytes(st, i);
-		sy_buf_puts(b, "{\"hex\":\"");
-		for (int k = 0; k < n; k++)
-			sy_buf_printf(b, "%02x", p[k]);
-		sy_buf_puts(b, "\"}");
-		break;
-	}
-	default:
-		sy_buf_puts(b, "null");
-	}
-}
-
 static bool table(sy_buf *b, sqlite3 *db, const char *name)
 {
 	char sql[64];
@@ -68,7 +42,7 @@ static bool table(sy_buf *b, sqlite3 *db, const char *name)
 				sy_buf_putc(b, ',');
 			sy_cl_json_str(b, sqlite3_column_name(st, i));
 			sy_buf_putc(b, ':');
-			value(b, st, i);
+			sy_web_put_column(b, st, i, true);
 		}
 		sy_buf_putc(b, '}');
 	}
