@@ -150,8 +150,14 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
                          " OFFSET %d LIMIT 1" % before, check=False)
             if row:
                 lo, hi = row.split("|")
-                xids = self.q("SELECT string_agg(DISTINCT xid::text, ' ') FROM pg_get_wal_records_info('%s', '%s')"
-                              " WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%%'" % (lo, hi))
+                try:
+                    xids = self.q("SELECT string_agg(DISTINCT xid::text, ' ') FROM pg_get_wal_records_info("
+                                  "'%s', '%s') WHERE resource_manager = 'Transaction'"
+                                  " AND record_type LIKE 'COMMIT%%'" % (lo, hi))
+                except AssertionError:
+                    # The server restarted or failed over between the two reads: again.
+                    time.sleep(0.5)
+                    continue
                 with self.lock:
                     self.gap_xids.update(int(x) for x in xids.split())
                     self.breaks_seen += 1
