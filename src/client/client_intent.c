@@ -174,7 +174,7 @@ typedef struct {
 /*
  * The visible state of (table, pk): the server's row, then every pending,
  * waiting or sealed intent in local order. A conflicted, rejected or blocked
- * intent does not overlay the row (issue 12): the server's row shows, marked.
+ * intent does not overlay the row: the server's row shows, marked.
  */
 static sy_client_rc compute_overlay(sy_client *c, const char *table, const char *pk, overlay *out,
                                     sy_client_error *err)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""The chaos suite (issue 14; doc/reliability.md): a whole local stack (PostgreSQL, two
+"""The chaos suite (doc/reliability.md): a whole local stack (PostgreSQL, two
 synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
 libsynchro-client store driven through synchro-cli (and, by default, one a store of the
 browser client in Chromium, tests/chaos/chaos_browser.py), for several users, writing at random
