@@ -1,4 +1,4 @@
-# The chaos suite (issue 14, doc/reliability.md): a whole stack with two walsyncs, simulated
+# The chaos suite (doc/reliability.md): a whole stack with two walsyncs, simulated
 # devices on libsynchro-client through a fault proxy, random faults, a checker over the whole
 # history. make check runs its CI size (test_chaos.pgt, about 100 s); contrib/chaos any size.
 if HAVE_PG_SERVER
