@@ -62,6 +62,12 @@ typedef struct walsync {
 	uint64_t batch_end;
 	int64_t batch_newest_time;
 	uint64_t idle_lsn;  /* a keepalive's position outside any transaction */
+	/* The primary's clock as the stream last told it (a frame's send time, microseconds
+	 * since 2000-01-01) and sy_clock_ms() when that frame arrived; 0: none yet. Commit
+	 * times are the primary's clock too: the lag is measured on one clock, whatever this
+	 * host's clock says (walsync_stats.c). */
+	int64_t server_time;
+	int64_t server_time_at_ms;
 	uint64_t confirmed; /* the position the slot was told is flushed */
 	uint64_t durable;   /* synchro.stream_position: never below confirmed */
 	bool continuity;    /* the database has migration 14 (stream_position) */
@@ -135,5 +141,10 @@ SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, 
 
 /* walsync_stats.c: the periodic lag log (a failed query is handled as a store failure). */
 void sy_ws_log_lag(walsync *w);
+/* walsync_stats.c: the primary's clock now (microseconds since 2000-01-01): the last frame's
+ * send time plus this host's monotonic time since it arrived, so that a step or skew of this
+ * host's clock does not enter the commit-to-changelog lag; this host's clock before any
+ * frame. */
+int64_t sy_ws_server_now(const walsync *w);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "synchro/alloc.h"
 #include "walsync/pgoutput.h"
@@ -163,6 +164,10 @@ bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply)
 	if (!sy_ws_frame_parse(p, n, &f, &err)) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		return false;
+	}
+	if (f.send_time > 0) {
+		w->server_time = f.send_time;
+		w->server_time_at_ms = sy_clock_ms();
 	}
 	if (f.kind == SY_WS_FRAME_KEEPALIVE) {
 		if (!w->in_txn && f.wal_end > w->idle_lsn)

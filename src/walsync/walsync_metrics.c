@@ -104,7 +104,9 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	if (w->metrics_file[0] == '\0' || (!force && now_ms < m->next_ms))
 		return;
 	m->next_ms = now_ms + (int64_t)w->metrics_interval_s * 1000;
-	double now = wall_now();
+	/* Timestamps for the exposition are this host's clock; the lag's samples are taken on
+	 * the monotonic clock, so that a step of this host's clock does not enter the lag. */
+	double now = wall_now(), mono = (double)now_ms / 1000.0;
 	if (m->started_at == 0)
 		m->started_at = now;
 
@@ -177,7 +179,7 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 		uint64_t confirmed = pos.slot_found ? pos.slot_confirmed : 0;
 		if (w->leader && w->confirmed > confirmed)
 			confirmed = w->confirmed;
-		sample(m, now, pos.flush_lsn);
+		sample(m, mono, pos.flush_lsn);
 		metric(&b, id, "gauge", "synchro_walsync_lag_bytes",
 		       "WAL bytes between the primary's flush position and the slot's confirmed "
 		       "(materialized) position.",
@@ -185,7 +187,7 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 		metric(&b, id, "gauge", "synchro_walsync_lag_seconds",
 		       "Seconds since the primary's flush position was where the slot's confirmed "
 		       "position is now (0: caught up; sampled every metrics_interval_s).",
-		       lag_seconds(m, now, pos.flush_lsn, confirmed));
+		       lag_seconds(m, mono, pos.flush_lsn, confirmed));
 	}
 	if (b.failed) {
 		sy_log(SY_LOG_WARNING, "metrics: out of memory");

@@ -20,7 +20,7 @@ typedef struct {
 	int64_t next_ms;   /* sy_clock_ms() of the next write */
 	double started_at; /* wall clock, seconds since 1970 */
 	struct {
-		double at;
+		double at; /* sy_clock_ms() / 1000: the monotonic clock */
 		uint64_t flush;
 	} samples[SY_WS_LAG_SAMPLES];
 	int nsamples, head; /* a ring: head is the oldest once full */

@@ -13,9 +13,16 @@
 #include "walsync/walsync.h"
 #include "walsync/walsync_stats.h"
 
-void sy_ws_stats_written(sy_ws_stats *s, size_t rows, int64_t newest_commit_pg)
+int64_t sy_ws_server_now(const walsync *w)
 {
-	long long lag = (sy_ws_now_pg() - newest_commit_pg) / 1000;
+	if (w->server_time_at_ms == 0)
+		return sy_ws_now_pg();
+	return w->server_time + (sy_clock_ms() - w->server_time_at_ms) * 1000;
+}
+
+void sy_ws_stats_written(sy_ws_stats *s, size_t rows, int64_t newest_commit_pg, int64_t now_pg)
+{
+	long long lag = (now_pg - newest_commit_pg) / 1000;
 	if (lag < 0)
 		lag = 0;
 	s->last_lag_ms = lag;

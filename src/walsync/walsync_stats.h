@@ -31,8 +31,8 @@ typedef struct {
 	long long slot_breaks;     /* STREAM BREAKs resolved (slot continuity) */
 } sy_ws_stats;
 
-/* A written batch of rows changes whose newest commit was at newest_commit_pg (the
- * stream's clock: microseconds since 2000-01-01): counts it and its lag. */
-void sy_ws_stats_written(sy_ws_stats *s, size_t rows, int64_t newest_commit_pg);
+/* A written batch of rows changes whose newest commit was at newest_commit_pg, written at
+ * now_pg (both the primary's clock: microseconds since 2000-01-01): counts it and its lag. */
+void sy_ws_stats_written(sy_ws_stats *s, size_t rows, int64_t newest_commit_pg, int64_t now_pg);
 
 #endif

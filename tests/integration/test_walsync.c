@@ -98,6 +98,11 @@ bool wait_true(int ms, const char *fmt, ...)
 	}
 }
 
+const char *test_tmpdir(void)
+{
+	return tmpdir;
+}
+
 /* Lines appended to the [walsync] section of the next configurations written. */
 const char *extra_conf = "";
 
@@ -448,6 +453,15 @@ int main(void)
 	/* Migration 14 (stream_position) is where walsync starts keeping the position. */
 	if (sy_sql_migration_count >= 14)
 		sy_test_add_suite("slot continuity", continuity);
+	static const CU_TestInfo clock[] = {
+	        {"a walsync host's clock hours off, then stepped", test_clock_steps},
+	        {NULL, NULL},
+	};
+	if (faketime_library())
+		sy_test_add_suite("clock steps", clock);
+	else
+		printf("test_walsync: clock steps not run: libfaketime is not installed (Debian "
+		       "package faketime)\n");
 	int status = sy_test_run();
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i].running && procs[i].pid > 0) {

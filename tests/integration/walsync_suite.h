@@ -193,4 +193,14 @@ void test_owner_column_renamed(void);
  */
 void test_large_transaction(void);
 
+/* test_walsync.c: the suite's temporary directory (logs, configurations). */
+const char *test_tmpdir(void);
+
+/* test_walsync_clock.c: libfaketime's library, or NULL when it is not installed. */
+const char *faketime_library(void);
+
+/* Clock steps of walsync's host (libfaketime): the lease stays right, the lag is the
+ * primary's clock's. */
+void test_clock_steps(void);
+
 #endif
