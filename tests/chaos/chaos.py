@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 import synchro_e2e as e2e  # noqa: E402
 from chaos_browser import BrowserDevice, browsers_missing  # noqa: E402
 from chaos_checker import Checker  # noqa: E402
+from chaos_clock import ClockSteps  # noqa: E402
 from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
 from chaos_faults import Faults  # noqa: E402
 from chaos_topology import TOPOLOGIES, make_stack, missing, pick  # noqa: E402
@@ -139,6 +140,8 @@ def run(a):
           % (a.topology, a.seed, a.duration, a.devices, a.browser_devices, a.workers,
              "off" if a.no_faults else "every ~%.1f s" % a.fault_every),
           flush=True)
+    if not ClockSteps.CLOCK_LIB and not a.no_faults:
+        print("chaos: no clock steps: libfaketime is not installed (Debian package faketime)", flush=True)
     rng = random.Random("%d/main" % a.seed)
     stack = make_stack(a.topology, a.workers)
     proxy = None

@@ -39,7 +39,8 @@ import threading
 import time
 
 import synchro_e2e as e2e
-from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S
+from chaos_clock import ClockSteps
+from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S, WALSYNC_NAMES
 from failover_stack import FailoverStack, SyncStandby
 from pg_standby import Standby, _bin
 
@@ -68,8 +69,8 @@ def make_stack(name, workers):
             "replica": ReplicaTopology, "failover": FailoverTopology}[name](workers)
 
 
-class Topology(ChaosStack):
-    """nginx, the responders, PostgreSQL, two walsyncs; the fault every topology has:
+class Topology(ClockSteps, ChaosStack):
+    """nginx, the responders, PostgreSQL, two walsyncs; the faults every topology has:
 
     walsync_slot_dropped  the leading walsync's walsender terminated and its replication slot
                           dropped: walsync creates it again and resolves the stream break
@@ -79,10 +80,11 @@ class Topology(ChaosStack):
                           WAL (pg_walinspect, between the break's materialized and slot
                           positions), and the checker excuses exactly the accepted mutations of
                           those transactions from "one transition" and their rows from the
-                          chain rule; the devices' replicas must still converge."""
+                          chain rule; the devices' replicas must still converge.
+    clock_step            the responders' or a walsync's host clock stepped (chaos_clock.py)."""
     name = "nginx"
     # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
-    faults = (("walsync_slot_dropped", 1),)
+    faults = (("walsync_slot_dropped", 1),) + ClockSteps.clock_faults
     SLOT = "synchro"
 
     def __init__(self, workers, **kw):
@@ -90,6 +92,17 @@ class Topology(ChaosStack):
         self.gap_xids = set()      # xids (32 bits) of transactions committed in a stream break's gap
         self.breaks_seen = 0
         self.break_threads = []
+        self.clock_init(WALSYNC_NAMES[0])
+
+    def start_all(self):
+        super().start_all()
+        self.clock_start()
+
+    def stop(self):
+        try:
+            self.clock_stop()
+        finally:
+            super().stop()
 
     # each accepted mutation's transaction id (test instrumentation, as the changelog mirror)
     XID_SQL = """
@@ -114,6 +127,8 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
     def topology_fault(self, kind, rng):
         if kind == "walsync_slot_dropped":
             return self.drop_slot()
+        if kind == "clock_step":
+            return self.clock_step(rng)
         raise AssertionError("%s: no fault %s" % (self.name, kind))
 
     def drop_slot(self):
@@ -182,9 +197,12 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
     def check_topology(self, checker):
         """After the final sync and the checker's own rules: the topology's (violations
         through checker.v)."""
+        self.check_clock(checker)
 
     def topology_figures(self):
-        return {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
+        fig = {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
+        fig.update(self.clock_figures())
+        return fig
 
 
 class ApacheTopology(Topology):
@@ -343,6 +361,7 @@ class ReplicaTopology(Topology):
     def check_topology(self, checker):
         """The standby, once it replayed the primary's flush position: still in recovery, its
         changelog and row fences the primary's."""
+        super().check_topology(checker)
         try:
             self.standby.wait_replayed(timeout=120)
         except AssertionError as e:

@@ -12,7 +12,8 @@ Every response it saw is recorded: the status tally (the checker fails on any 50
 each push answered 200, the exact body by batch id, delivered or not (the checker requires
 every 200 of one batch to be byte-identical, the dropped ones included); for each pull
 answered 200, the cursor the device sent and the one it was answered (the checker requires
-the answer never older than the request: a lagging replica must not answer)."""
+the answer never older than the request: a lagging replica must not answer); and the
+Retry-After of every 429 and 503 (chaos_clock.py requires the configured one)."""
 
 import json
 import random
@@ -41,6 +42,7 @@ class FaultProxy:
         self.push_200 = {}          # batch_id -> [body bytes, ...]
         self.pulls = []             # (client_id, cursor sent, cursor answered) of each pull answered 200
         self.unexpected = []        # descriptions of answers the protocol never gives
+        self.retry_after = {}       # Retry-After of the 429 and 503 answers (None: absent) -> count
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -136,6 +138,9 @@ class FaultProxy:
             self.statuses[status] = self.statuses.get(status, 0) + 1
             route = (lines[0].split(b" ")[1].split(b"?")[0].decode("ascii", "replace"), status)
             self.routes[route] = self.routes.get(route, 0) + 1
+            if status in (429, 503):
+                ra = self._header(resp.partition(b"\r\n\r\n")[0].split(b"\r\n"), b"retry-after")
+                self.retry_after[ra] = self.retry_after.get(ra, 0) + 1
             if status not in ALLOWED:
                 self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
             if is_push and status == 200:
