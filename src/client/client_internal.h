@@ -55,6 +55,7 @@ struct sy_client {
 	bool stopped; /* auth, upgrade: needs the app */
 	sy_client_phase phase;
 	int64_t next_due_ms;
+	int64_t clock_seen_ms; /* the clock at the last step: one read later is a step back */
 	unsigned backoff_ms;
 	struct {
 		const char *sql; /* a string literal: looked up by its address */

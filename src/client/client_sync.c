@@ -574,9 +574,23 @@ int sy_cl_retry_after(const char *value, size_t len)
 	return end != tmp && v >= 0 && v < 86400 ? (int)v : -1;
 }
 
+/* The wall clock went back (the device's clock was stepped) by how much since *seen; *seen
+ * becomes now. */
+static int64_t stepped_back(int64_t *seen, int64_t now)
+{
+	int64_t back = *seen > now ? *seen - now : 0;
+	*seen = now;
+	return back;
+}
+
 sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
 {
 	int64_t now = sy_cl_now(c);
+	/* A due time is a delay from when it was set: a step back of the device's clock moves
+	 * it back too, or a Retry-After of seconds would wait for the step's hours. */
+	int64_t back = stepped_back(&c->clock_seen_ms, now);
+	if (back > 0 && c->next_due_ms > 0)
+		c->next_due_ms -= back;
 	sy_client_rc rc = SY_CLIENT_OK;
 	*next_due_ms = now;
 	if (c->inflight != SY_CL_REQ_NONE) {
@@ -636,7 +650,7 @@ static void pause_ms(sy_client *c, int64_t ms)
 
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)
 {
-	int64_t start_ms = sy_cl_now(c);
+	int64_t start_ms = sy_cl_now(c), seen = start_ms;
 	int64_t deadline = timeout_ms > 0 ? start_ms + timeout_ms : INT64_MAX;
 	sy_client_kick(c);
 	for (;;) {
@@ -645,6 +659,10 @@ sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)
 		if (rc != SY_CLIENT_OK)
 			return rc;
 		int64_t now = sy_cl_now(c);
+		/* the timeout is a duration: a step back of the clock does not lengthen it */
+		int64_t back = stepped_back(&seen, now);
+		if (back > 0 && deadline != INT64_MAX)
+			deadline -= back;
 		if (c->inflight != SY_CL_REQ_NONE) {
 			int64_t left = deadline - now;
 			if (left <= 0)
@@ -667,7 +685,10 @@ sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)
 		if (now >= deadline)
 			return sy_cl_fail(err, SY_CLIENT_ETIMEOUT, "sync: out of time (%s)",
 			                  c->last_error[0] ? c->last_error : "busy");
-		if (next > now)
-			pause_ms(c, (next < deadline ? next : deadline) - now);
+		if (next > now) {
+			int64_t ms = (next < deadline ? next : deadline) - now;
+			pause_ms(c, ms);
+			seen += ms; /* it slept that long, whatever the clock says */
+		}
 	}
 }

@@ -48,6 +48,7 @@ typedef struct {
 
 struct fake {
 	int64_t now;
+	int64_t step_at_sleep; /* added to the clock at the next sleep (a clock step), once */
 	uint64_t generation;
 	sy_manifest *manifests[3]; /* by version */
 	uint64_t schema;
@@ -149,7 +150,14 @@ static int64_t clock_fn(void *ctx)
 
 static void sleep_fn(void *ctx, int64_t ms)
 {
-	((fake *)ctx)->now += ms;
+	fake *f = ctx;
+	f->now += ms + f->step_at_sleep;
+	f->step_at_sleep = 0;
+}
+
+void fake_step_clock_at_sleep(fake *f, int64_t ms)
+{
+	f->step_at_sleep = ms;
 }
 
 static frow *find_row(fake *f, const char *table, const char *pk)

@@ -24,6 +24,8 @@ sy_client_transport fake_transport(fake *f);
 /* Options wired to f: transport, clock, sleep. */
 void fake_options(fake *f, sy_client_options *o);
 int64_t fake_now(fake *f);
+/* The clock steps by ms (back when negative) during the client's next sleep. */
+void fake_step_clock_at_sleep(fake *f, int64_t ms);
 void fake_advance(fake *f, int64_t ms);
 
 /* The next push answers status with the error code (Retry-After when >= 0), without executing. */

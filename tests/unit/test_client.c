@@ -88,6 +88,45 @@ static void test_retry_after_same_bytes(void)
 	stop();
 }
 
+/* The device's clock stepped back an hour while a Retry-After of 7 s runs: the retry is
+ * still 7 s after the answer, instead of after the hour passed again; and a step back
+ * during a sync's wait does not lengthen its timeout. */
+static void test_clock_step_back(void)
+{
+	start();
+	const char *mid = w('i', "\"a\"", "{\"title\":\"one\"}");
+	char keep[SY_UUID_LEN + 1];
+	snprintf(keep, sizeof keep, "%s", mid);
+	fake_fail_next_push(F, 503, "temporary_unavailable", 7);
+	step_until_inflight();
+	step_until_settled();
+	CU_ASSERT_EQUAL(fake_push_count(F), 1);
+	int64_t next;
+	OK(sy_client_step(C, &next, &E));
+	CU_ASSERT(next - fake_now(F) > 6000 && next - fake_now(F) <= 7000);
+	fake_advance(F, -3600 * 1000);
+	OK(sy_client_step(C, &next, &E));
+	CU_ASSERT(next - fake_now(F) > 6000 && next - fake_now(F) <= 7000);
+	if (!(next - fake_now(F) <= 7000))
+		fprintf(stderr, "after the step back: due in %lld ms\n",
+		        (long long)(next - fake_now(F)));
+	CU_ASSERT_EQUAL(sy_client_sync(C, 20000, &E), SY_CLIENT_OK);
+	CU_ASSERT_EQUAL(fake_push_count(F), 2);
+	CU_ASSERT_EQUAL(state(keep), SY_INTENT_APPLIED);
+	/* Another 503 with 7 s, a sync of 5 s, the clock an hour back during its wait: out of
+	 * time after its 5 s, not after an hour and 5 s. */
+	(void)w('i', "\"b\"", "{\"title\":\"two\"}");
+	fake_fail_next_push(F, 503, "temporary_unavailable", 7);
+	int64_t t0 = fake_now(F);
+	fake_step_clock_at_sleep(F, -3600 * 1000);
+	CU_ASSERT_EQUAL(sy_client_sync(C, 5000, &E), SY_CLIENT_ETIMEOUT);
+	int64_t waited = fake_now(F) - t0 + 3600 * 1000;
+	CU_ASSERT(waited >= 5000 && waited < 7000);
+	if (!(waited < 7000))
+		fprintf(stderr, "a sync of 5 s waited %lld ms\n", (long long)waited);
+	stop();
+}
+
 /* A gateway's 502 (or any 5xx the protocol does not give) for a push: retried with the
  * same bytes after a backoff, like no answer; the queue is not frozen. */
 static void test_gateway_error_retried(void)
@@ -703,6 +742,8 @@ int main(void)
 	        {"identities persisted before transmission", test_identity_persisted_before_send},
 	        {"429/503 retried after Retry-After with the same bytes",
 	         test_retry_after_same_bytes},
+	        {"the device's clock stepped back: a Retry-After stays seconds",
+	         test_clock_step_back},
 	        {"a gateway's 502 for a push: the same bytes again, not frozen",
 	         test_gateway_error_retried},
 	        {"lost response: exact replay, state as without the loss",
