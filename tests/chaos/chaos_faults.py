@@ -19,7 +19,8 @@ interval --fault-every), each kind counted:
   device_retired                          a device retired with queued intents (each ten minutes,
                                           once at least)
 
-and the topology's own kinds (chaos_topology.py: PgBouncer restarted, its server connections
+and the topology's own kinds (chaos_topology.py: the replication slot dropped and the tables'
+disk full, chaos_disk.py, in every topology; PgBouncer restarted, its server connections
 terminated, the replica restarted or its replay paused), drawn with the random ones.
 
 The one-shot events happen at seeded random moments of the run (the publish near its middle);

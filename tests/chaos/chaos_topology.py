@@ -39,6 +39,7 @@ import threading
 import time
 
 import synchro_e2e as e2e
+from chaos_disk import DISK_FAULTS, DiskFull
 from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S
 from failover_stack import FailoverStack, SyncStandby
 from pg_standby import Standby, _bin
@@ -68,8 +69,9 @@ def make_stack(name, workers):
             "replica": ReplicaTopology, "failover": FailoverTopology}[name](workers)
 
 
-class Topology(ChaosStack):
-    """nginx, the responders, PostgreSQL, two walsyncs; the fault every topology has:
+class Topology(DiskFull, ChaosStack):
+    """nginx, the responders, PostgreSQL, two walsyncs; the faults every topology has:
+db_disk_full (chaos_disk.py: the tables' disk full for 1-6 s) and
 
     walsync_slot_dropped  the leading walsync's walsender terminated and its replication slot
                           dropped: walsync creates it again and resolves the stream break
@@ -82,7 +84,7 @@ class Topology(ChaosStack):
                           chain rule; the devices' replicas must still converge."""
     name = "nginx"
     # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
-    faults = (("walsync_slot_dropped", 1),)
+    faults = (("walsync_slot_dropped", 1),) + DISK_FAULTS
     SLOT = "synchro"
 
     def __init__(self, workers, **kw):
@@ -114,6 +116,8 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
     def topology_fault(self, kind, rng):
         if kind == "walsync_slot_dropped":
             return self.drop_slot()
+        if kind == "db_disk_full":
+            return self.disk_fault(rng)
         raise AssertionError("%s: no fault %s" % (self.name, kind))
 
     def drop_slot(self):
@@ -184,7 +188,9 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
         through checker.v)."""
 
     def topology_figures(self):
-        return {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
+        fig = {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
+        fig.update(self.disk_figures())
+        return fig
 
 
 class ApacheTopology(Topology):
@@ -271,7 +277,7 @@ class ReplicaTopology(Topology):
 
     def start_all(self):
         # before synchro is installed: the standby replays the install as everything after
-        self.standby = Standby("chaos-standby").create().start()
+        self.standby = Standby("chaos-standby").create(self.standby_disk_args()).start()
         super().start_all()
 
     def write_conf(self, **fcgi):
@@ -374,7 +380,7 @@ class FailoverTopology(Topology, FailoverStack):
         self.failovers = 0
 
     def start_all(self):
-        self.standby = SyncStandby("chaos-failover").create().start()
+        self.standby = SyncStandby("chaos-failover").create(self.standby_disk_args()).start()
         super().start_all()
         self.standby.make_synchronous()
 
