@@ -80,16 +80,16 @@ class DiskFull:
     def disk_fault(self, rng):
         """Fills the current primary's disk, holds it full, frees it (the fault loop waits:
         every other server-side fault would wait for the lock anyway)."""
-        disk = self.current_disk()
-        if disk is None:
-            return False
         hold = rng.uniform(*HOLD_S)
         with self.lock:
-            filled = disk.fill()
+            disk = self.current_disk()  # under the lock: a failover moves it
+            if disk is None:
+                return False
             t0 = time.monotonic()
-            self.note("the database's disk full (a filler of %.0f MB, %.1f MB used); %.1f s"
-                      % (filled / 1048576.0, disk.used_mb() - filled / 1048576.0, hold))
             try:
+                filled = disk.fill()
+                self.note("the database's disk full (a filler of %.0f MB, %.1f MB used); %.1f s"
+                          % (filled / 1048576.0, disk.used_mb() - filled / 1048576.0, hold))
                 time.sleep(hold)
             finally:
                 disk.free()
