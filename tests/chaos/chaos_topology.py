@@ -71,7 +71,6 @@ def make_stack(name, workers):
 
 class Topology(DiskFull, ChaosStack):
     """nginx, the responders, PostgreSQL, two walsyncs; the faults every topology has:
-db_disk_full (chaos_disk.py: the tables' disk full for 1-6 s) and
 
     walsync_slot_dropped  the leading walsync's walsender terminated and its replication slot
                           dropped: walsync creates it again and resolves the stream break
@@ -81,7 +80,9 @@ db_disk_full (chaos_disk.py: the tables' disk full for 1-6 s) and
                           WAL (pg_walinspect, between the break's materialized and slot
                           positions), and the checker excuses exactly the accepted mutations of
                           those transactions from "one transition" and their rows from the
-                          chain rule; the devices' replicas must still converge."""
+                          chain rule; the devices' replicas must still converge.
+    db_disk_full          the disk of the database's tables full for 1-6 s, then space back
+                          (DiskFull, chaos_disk.py)."""
     name = "nginx"
     # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
     faults = (("walsync_slot_dropped", 1),) + DISK_FAULTS
