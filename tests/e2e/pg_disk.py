@@ -62,7 +62,8 @@ class TmpfsDisk:
                             "synchro-disk", self.mnt], capture_output=True, text=True)
         if r.returncode != 0:
             shutil.rmtree(self.mnt, ignore_errors=True)
-            raise MountRefused("mount -t tmpfs: %s" % (r.stderr.strip() or "exit %d" % r.returncode))
+            why = r.stderr.strip().splitlines()
+            raise MountRefused("mount -t tmpfs: %s" % (why[0] if why else "exit %d" % r.returncode))
         self.mounted = True
         os.mkdir(self.location, 0o700)
         if _owner():
