@@ -20,8 +20,9 @@ interval --fault-every), each kind counted:
                                           once at least)
 
 and the topology's own kinds (chaos_topology.py: the replication slot dropped, a host's clock
-stepped (chaos_clock.py), PgBouncer restarted, its server connections terminated, the replica
-restarted or its replay paused, the primary failed over), drawn with the random ones.
+stepped (chaos_clock.py) and the tables' disk full (chaos_disk.py) in every topology; PgBouncer
+restarted, its server connections terminated, the replica restarted or its replay paused, the
+primary failed over), drawn with the random ones.
 
 The one-shot events happen at seeded random moments of the run (the publish near its middle);
 so does one fault of every random kind, so that each run has each kind at least once."""

@@ -40,6 +40,7 @@ import time
 
 import synchro_e2e as e2e
 from chaos_clock import ClockSteps
+from chaos_disk import DISK_FAULTS, DiskFull
 from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S, WALSYNC_NAMES
 from failover_stack import FailoverStack, SyncStandby
 from pg_standby import Standby, _bin
@@ -69,7 +70,7 @@ def make_stack(name, workers):
             "replica": ReplicaTopology, "failover": FailoverTopology}[name](workers)
 
 
-class Topology(ClockSteps, ChaosStack):
+class Topology(DiskFull, ClockSteps, ChaosStack):
     """nginx, the responders, PostgreSQL, two walsyncs; the faults every topology has:
 
     walsync_slot_dropped  the leading walsync's walsender terminated and its replication slot
@@ -81,10 +82,12 @@ class Topology(ClockSteps, ChaosStack):
                           positions), and the checker excuses exactly the accepted mutations of
                           those transactions from "one transition" and their rows from the
                           chain rule; the devices' replicas must still converge.
-    clock_step            the responders' or a walsync's host clock stepped (chaos_clock.py)."""
+    clock_step            the responders' or a walsync's host clock stepped (chaos_clock.py).
+    db_disk_full          the disk of the database's tables full for 1-6 s, then space back
+                          (DiskFull, chaos_disk.py)."""
     name = "nginx"
     # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
-    faults = (("walsync_slot_dropped", 1),) + ClockSteps.clock_faults
+    faults = (("walsync_slot_dropped", 1),) + ClockSteps.clock_faults + DISK_FAULTS
     SLOT = "synchro"
 
     def __init__(self, workers, **kw):
@@ -129,6 +132,8 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
             return self.drop_slot()
         if kind == "clock_step":
             return self.clock_step(rng)
+        if kind == "db_disk_full":
+            return self.disk_fault(rng)
         raise AssertionError("%s: no fault %s" % (self.name, kind))
 
     def drop_slot(self):
@@ -202,6 +207,7 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
     def topology_figures(self):
         fig = {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}
         fig.update(self.clock_figures())
+        fig.update(self.disk_figures())
         return fig
 
 
@@ -289,7 +295,7 @@ class ReplicaTopology(Topology):
 
     def start_all(self):
         # before synchro is installed: the standby replays the install as everything after
-        self.standby = Standby("chaos-standby").create().start()
+        self.standby = Standby("chaos-standby").create(self.standby_disk_args()).start()
         super().start_all()
 
     def write_conf(self, **fcgi):
@@ -393,7 +399,7 @@ class FailoverTopology(Topology, FailoverStack):
         self.failovers = 0
 
     def start_all(self):
-        self.standby = SyncStandby("chaos-failover").create().start()
+        self.standby = SyncStandby("chaos-failover").create(self.standby_disk_args()).start()
         super().start_all()
         self.standby.make_synchronous()
 

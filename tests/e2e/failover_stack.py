@@ -36,8 +36,8 @@ STANDBY_NAME = "synchro_standby"
 
 
 class SyncStandby(Standby):
-    def create(self):
-        super().create()
+    def create(self, args=()):
+        super().create(args)
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write("cluster_name = '%s'\n" % STANDBY_NAME)
         return self

@@ -50,6 +50,15 @@ EXTRA_DIST += tests/e2e/push_check.py tests/e2e/push_suite.py tests/e2e/test_pus
 	tests/e2e/test_push_dispatch.pgt tests/e2e/test_push_replay.pgt \
 	tests/e2e/test_push_concurrency.pgt tests/e2e/test_push_capacity.pgt
 
+# The database's disk full (tests/e2e/pg_disk.py: the tables and indexes on a small tmpfs
+# tablespace, filled until ENOSPC, then freed): pushes answer 503 and commit nothing, walsync
+# retries without skipping a change, reads answer; once freed the same batches apply once and
+# another client converges. Skips (77) when mount is not permitted.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_disk_full.pgt
+endif
+EXTRA_DIST += tests/e2e/pg_disk.py tests/e2e/test_disk_full.pgt
+
 # synchroctl status (synchroctl(1) "STATUS") against the stack with walsync leader and standby:
 # exit statuses, --json members, the human form's lines, counts after pushes, lag, roles.
 if HAVE_PG_SERVER

@@ -69,12 +69,13 @@ class Standby:
             raise AssertionError("%s: exit %d: %s%s" % (" ".join(argv), r.returncode, r.stdout, r.stderr))
         return r
 
-    def create(self):
-        """pg_basebackup -R (streaming the WAL it needs) from the primary, then the standby's own
-        socket, port and log settings over the copied postgresql.conf."""
+    def create(self, args=()):
+        """pg_basebackup -R (streaming the WAL it needs) from the primary, with these arguments
+        too (e.g. --tablespace-mapping), then the standby's own socket, port and log settings
+        over the copied postgresql.conf."""
         self._as_owner([_bin("pg_basebackup"), "-h", os.environ["PGHOST"], "-p", os.environ["PGPORT"],
                         "-U", os.environ.get("PGUSER", "postgres"), "-D", self.data, "-R", "-X", "stream",
-                        "-c", "fast", "--no-sync"])
+                        "-c", "fast", "--no-sync"] + list(args))
         conf = os.path.join(self.data, "postgresql.conf")
         extra = ("\n# pg_standby.py\nport = %d\nunix_socket_directories = '%s'\nhot_standby = on\n"
                  "hot_standby_feedback = on\nmax_standby_streaming_delay = 30s\nwal_receiver_status_interval = 1s\n"
