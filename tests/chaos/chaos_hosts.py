@@ -117,8 +117,8 @@ def remove_stale():
     for line in _ip("-o", "link", "show", check=False).stdout.splitlines():
         m = re.match(r"\d+: (" + LINK_PREFIX + r"(\d+)h\d+p?)[@:]", line)
         if m and not _alive(int(m.group(2))):
-            _ip("link", "del", m.group(1), check=False)
-            removed.append(m.group(1))
+            if _ip("link", "del", m.group(1), check=False).returncode == 0:
+                removed.append(m.group(1))
     return removed
 
 
