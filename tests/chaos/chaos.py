@@ -262,7 +262,7 @@ def main(argv):
             return 77
     absent = missing(a.topology)
     if absent:
-        print("chaos: %s (topology %s); skipping" % (absent, a.topology))
+        print("chaos: topology %s: %s; skipping" % (a.topology, absent))
         return 77
     if "PGHOST" not in os.environ or "SYNCHRO_PG_DATA" not in os.environ:
         print("chaos: run inside tests/integration/with-pg (contrib/chaos does)", file=sys.stderr)

@@ -69,7 +69,7 @@ SAMPLE_EVERY_S = 0.02
 def missing():
     """Why the topology cannot run here, else None."""
     if os.getuid() != 0:
-        return "root needed to make network namespaces and veth links (running as uid %d)" % os.getuid()
+        return "not root (uid %d), and making network namespaces and veth links needs it" % os.getuid()
     if not shutil.which("ip"):
         return "ip (iproute2) not installed"
     probe = "%sprobe-%d" % (NS_PREFIX, os.getpid())
