@@ -152,7 +152,7 @@ def run(a):
     try:
         stack.start_all()
         stack.install_mirror()
-        proxy = FaultProxy(stack.port, "%d/proxy" % a.seed)
+        proxy = FaultProxy(stack.upstreams(), "%d/proxy" % a.seed, connect_timeout=stack.upstream_connect_timeout)
         hot = setup_hot_rows(stack, rng)
         for i in range(a.devices):
             user = USERS[i % len(USERS)]
@@ -262,7 +262,7 @@ def main(argv):
             return 77
     absent = missing(a.topology)
     if absent:
-        print("chaos: %s not installed (topology %s); skipping" % (absent, a.topology))
+        print("chaos: topology %s: %s; skipping" % (a.topology, absent))
         return 77
     if "PGHOST" not in os.environ or "SYNCHRO_PG_DATA" not in os.environ:
         print("chaos: run inside tests/integration/with-pg (contrib/chaos does)", file=sys.stderr)

@@ -86,6 +86,13 @@ class ChaosStack(e2e.Stack):
         self.continue_all()
         super().stop()
 
+    # the fault proxy's upstreams (the web server; a topology of several hosts names each)
+    # and its connect timeout (None: the proxy's default)
+    upstream_connect_timeout = None
+
+    def upstreams(self):
+        return [("127.0.0.1", self.port)]
+
     # --- queries --------------------------------------------------------------------------
     def q(self, sql, check=True):
         return self.psql(sql, check=check)

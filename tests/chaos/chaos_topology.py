@@ -27,6 +27,10 @@ natural (chaos_faults.py draws them with the others and counts each kind):
              standby promoted; the processes reconnect to it, walsync finds no slot and
              resolves the stream break, the devices rebuild; the run, its other faults
              and the checker go on against the new primary).
+  hosts      two responder hosts in network namespaces, each its own nginx and responders,
+             reaching the one PostgreSQL over TCP; the fault proxy balances between them;
+             admission caps low enough to bind, sampled across both (chaos_hosts.py).
+             Faults: host_partition, host_responders_kill.
 
 `contrib/chaos --topology NAME` runs one; `--topology seed` picks one from the seed (pick()),
 as the CI-size run (test_chaos.pgt) does with a seed that changes every day."""
@@ -45,7 +49,7 @@ from chaos_stack import ChaosStack, FASTCGI_READ_TIMEOUT_S, WALSYNC_NAMES
 from failover_stack import FailoverStack, SyncStandby
 from pg_standby import Standby, _bin
 
-TOPOLOGIES = ("nginx", "apache", "pgbouncer", "replica", "failover")
+TOPOLOGIES = ("nginx", "apache", "pgbouncer", "replica", "failover", "hosts")
 
 
 def pick(seed):
@@ -55,17 +59,25 @@ def pick(seed):
 
 
 def missing(name):
-    """The program the topology `name` needs that is not installed, else None."""
+    """Why the topology `name` cannot run here (a program it needs is not installed, ...),
+    else None."""
     need = {"nginx": ["nginx"], "apache": ["apache2"], "pgbouncer": ["nginx", "pgbouncer"],
-            "replica": ["nginx", "pg_basebackup"], "failover": ["nginx", "pg_basebackup"]}[name]
+            "replica": ["nginx", "pg_basebackup"], "failover": ["nginx", "pg_basebackup"],
+            "hosts": ["nginx"]}[name]
     pgbin = os.environ.get("PG_BINDIR", "/usr/lib/postgresql/15/bin")
     for prog in need:
         if not (shutil.which(prog) or os.path.exists("/usr/sbin/" + prog) or os.path.exists(os.path.join(pgbin, prog))):
-            return prog
+            return "%s not installed" % prog
+    if name == "hosts":
+        import chaos_hosts
+        return chaos_hosts.missing()
     return None
 
 
 def make_stack(name, workers):
+    if name == "hosts":
+        from chaos_hosts import HostsTopology
+        return HostsTopology(workers)
     return {"nginx": Topology, "apache": ApacheTopology, "pgbouncer": PgBouncerTopology,
             "replica": ReplicaTopology, "failover": FailoverTopology}[name](workers)
 

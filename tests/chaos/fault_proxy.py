@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The chaos suite's fault proxy: a loopback-only HTTP/1.1 proxy between the simulated devices
-and nginx. Each connection carries one request (the proxy answers Connection: close); the
-proxy reads the whole request (answering "Expect: 100-continue" itself), sends it to nginx,
-reads the whole response and then, by its seeded random choice:
+and the web server. Each connection carries one request (the proxy answers Connection: close);
+the proxy reads the whole request (answering "Expect: 100-continue" itself), sends it to the
+web server (with several upstreams, the `hosts` topology's, to one of them by its own seeded
+random choice, as a load balancer would; one it cannot connect to within the connect timeout
+is no answer, status 0), reads the whole response and then, by its seeded random choice:
 
   pass             sends the response;
   drop_after_commit  (a push answered 200: the server committed) closes without sending it;
@@ -13,7 +15,9 @@ each push answered 200, the exact body by batch id, delivered or not (the checke
 every 200 of one batch to be byte-identical, the dropped ones included); for each pull
 answered 200, the cursor the device sent and the one it was answered (the checker requires
 the answer never older than the request: a lagging replica must not answer); and the
-Retry-After of every 429 and 503 (chaos_clock.py requires the configured one)."""
+Retry-After of every 429 and 503 (chaos_clock.py requires the configured one). Per upstream:
+the status tally, and for every push the upstream, status and replay marker (Synchro-Replay)
+of each answer by batch id (which host executed a batch first and which replayed it)."""
 
 import json
 import random
@@ -30,9 +34,17 @@ ALLOWED = {0, 200, 409, 422, 429, 503}
 
 
 class FaultProxy:
-    def __init__(self, upstream_port, seed, drop_rate=0.0, reset_rate=0.0):
-        self.upstream_port = upstream_port
+    def __init__(self, upstreams, seed, drop_rate=0.0, reset_rate=0.0, connect_timeout=None):
+        """upstreams: the web server's port on the loopback, or a list of (address, port);
+        connect_timeout: seconds to connect to one (default TIMEOUT_S)."""
+        if isinstance(upstreams, int):
+            upstreams = [("127.0.0.1", upstreams)]
+        self.upstreams = list(upstreams)
+        self.connect_timeout = connect_timeout or TIMEOUT_S
         self.rng = random.Random(seed)
+        # the upstream of each request: a stream of its own, so that the fault draws above
+        # are the same whatever the number of upstreams
+        self.pick_rng = random.Random("%s/upstream" % seed)
         self.lock = threading.Lock()
         self.drop_rate = drop_rate
         self.reset_rate = reset_rate
@@ -43,6 +55,8 @@ class FaultProxy:
         self.pulls = []             # (client_id, cursor sent, cursor answered) of each pull answered 200
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.retry_after = {}       # Retry-After of the 429 and 503 answers (None: absent) -> count
+        self.by_upstream = {}       # (upstream index, status) -> count
+        self.push_answers = {}      # batch_id -> [(upstream index, status, replay), ...] of every push
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -121,21 +135,34 @@ class FaultProxy:
                 return
             body += chunk
         keep = [ln for ln in lines if not ln.lower().startswith((b"connection:", b"expect:"))]
-        upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=TIMEOUT_S)
+        with self.lock:
+            n = len(self.upstreams)
+            index = self.pick_rng.randrange(n) if n > 1 else 0
+        resp = b""
         try:
-            upstream.sendall(b"\r\n".join(keep + [b"Connection: close"]) + b"\r\n\r\n" + body)
-            resp = b""
-            while True:
-                chunk = upstream.recv(65536)
-                if not chunk:
-                    break
-                resp += chunk
-        finally:
-            upstream.close()
+            upstream = socket.create_connection(self.upstreams[index], timeout=self.connect_timeout)
+        except OSError:
+            upstream = None  # no answer (status 0): the client's connection is closed
+        if upstream is not None:
+            try:
+                upstream.settimeout(TIMEOUT_S)
+                upstream.sendall(b"\r\n".join(keep + [b"Connection: close"]) + b"\r\n\r\n" + body)
+                while True:
+                    chunk = upstream.recv(65536)
+                    if not chunk:
+                        break
+                    resp += chunk
+            finally:
+                upstream.close()
         status = self._status(resp)
         is_push = lines[0].startswith(b"POST /v3/push")
         with self.lock:
             self.statuses[status] = self.statuses.get(status, 0) + 1
+            self.by_upstream[(index, status)] = self.by_upstream.get((index, status), 0) + 1
+            if is_push:
+                self._record_push_answer(index, status, body, resp)
+            if upstream is None:
+                return
             route = (lines[0].split(b" ")[1].split(b"?")[0].decode("ascii", "replace"), status)
             self.routes[route] = self.routes.get(route, 0) + 1
             if status in (429, 503):
@@ -184,6 +211,15 @@ class FaultProxy:
             self.pulls.append((req["client_id"], req["cursor"], json.loads(self._body(resp))["cursor"]))
         except (ValueError, KeyError, TypeError):
             self.unexpected.append("a pull answered 200 without a cursor in its request or answer")
+
+    def _record_push_answer(self, index, status, req_body, resp):
+        try:
+            batch_id = json.loads(req_body)["batch_id"]
+        except (ValueError, KeyError, TypeError):
+            return
+        head = resp.partition(b"\r\n\r\n")[0].split(b"\r\n")
+        replay = self._header(head, b"synchro-replay") is not None
+        self.push_answers.setdefault(batch_id, []).append((index, status, replay))
 
     def _record_push(self, req_body, resp):
         try:
