@@ -312,27 +312,9 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
             # the load balancer's health checks come from the database's side of the link
             assert "allow 127.0.0.1;" in site, "the nginx site changed its /healthz rule"
             site = site.replace("allow 127.0.0.1;", "allow 127.0.0.1;\n        allow %s;" % h.db_ip)
-            conf = os.path.join(h.dir, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write("""daemon off;
-worker_processes 1;
-pid %(d)s/nginx.pid;
-error_log %(log)s warn;
-%(user)s
-events { worker_connections %(wc)d; }
-http {
-    access_log off;
-    client_body_temp_path %(d)s/nginx-body;
-    fastcgi_temp_path %(d)s/nginx-fastcgi;
-    proxy_temp_path %(d)s/nginx-proxy;
-    uwsgi_temp_path %(d)s/nginx-uwsgi;
-    scgi_temp_path %(d)s/nginx-scgi;
-%(site)s
-}
-""" % {"d": h.dir, "log": os.path.join(self.dir, h.nginx + "-error.log"), "site": site,
-                    "user": self.nginx_user(), "wc": self.nginx_worker_connections})
-            self.spawn(h.nginx, ["ip", "netns", "exec", h.ns, "nginx", "-p", h.dir, "-c", conf,
-                                 "-e", os.path.join(self.dir, h.nginx + "-error.log")])
+            log = os.path.join(self.dir, h.nginx + "-error.log")
+            conf = self.write_nginx_conf(h.dir, site, log, 1)
+            self.spawn(h.nginx, ["ip", "netns", "exec", h.ns, "nginx", "-p", h.dir, "-c", conf, "-e", log])
         for h in self.hosts:
             e2e.wait_for(lambda: self.host_status(h, "/healthz") == 200, timeout=60, what="healthz of " + h.label)
 
@@ -367,20 +349,8 @@ http {
         finally:
             c.close()
 
-    def responders(self):
-        masters = {self.procs[h.fcgi].pid for h in self.hosts if h.fcgi in self.procs}
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % entry) as f:
-                    fields = f.read().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if len(fields) > 1 and int(fields[1]) in masters:
-                pids.append(int(entry))
-        return pids
+    def responder_masters(self):
+        return {self.procs[h.fcgi].pid for h in self.hosts if h.fcgi in self.procs}
 
     def show_logs(self, lines=40):
         super().show_logs(lines)

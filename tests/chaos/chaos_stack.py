@@ -100,9 +100,14 @@ class ChaosStack(e2e.Stack):
     def leader(self):
         return self.q("SELECT writer_id FROM synchro.writer_lease WHERE lease_until > now()", check=False)
 
-    def responders(self):
+    def responder_masters(self):
+        """The pids of the synchro-fcgi masters whose children are the responders."""
         master = self.procs.get("fcgi")
-        if master is None:
+        return {master.pid} if master is not None else set()
+
+    def responders(self):
+        masters = self.responder_masters()
+        if not masters:
             return []
         pids = []
         for entry in os.listdir("/proc"):
@@ -115,7 +120,7 @@ class ChaosStack(e2e.Stack):
                 continue
             # pid (comm) state ppid ...: comm may hold spaces, so split after its ")"
             fields = stat.rpartition(")")[2].split()
-            if len(fields) > 1 and int(fields[1]) == master.pid:
+            if len(fields) > 1 and int(fields[1]) in masters:
                 pids.append(int(entry))
         return pids
 

@@ -478,15 +478,15 @@ class Stack:
                     .replace("/run/synchro/synchro.sock", self.sock)
                     .replace("/etc/nginx/synchro.htpasswd", self.htpasswd()))
 
-    def start_nginx(self):
-        d = self.dir
+    def write_nginx_conf(self, d, site, error_log, workers):
+        """Writes d/nginx.conf: nginx in the foreground with its pid and temporary files in
+        d, the site inside its http block; returns its path."""
         conf = os.path.join(d, "nginx.conf")
-        site = self.nginx_site()
         with open(conf, "w") as f:
             f.write("""daemon off;
-worker_processes 2;
+worker_processes %(workers)d;
 pid %(d)s/nginx.pid;
-error_log %(d)s/nginx-error.log warn;
+error_log %(log)s warn;
 %(user)s
 events { worker_connections %(wc)d; }
 http {
@@ -498,8 +498,15 @@ http {
     scgi_temp_path %(d)s/nginx-scgi;
 %(site)s
 }
-""" % {"d": d, "site": site, "user": self.nginx_user(), "wc": self.nginx_worker_connections})
-        self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "nginx-error.log")])
+""" % {"d": d, "log": error_log, "site": site, "workers": workers, "user": self.nginx_user(),
+       "wc": self.nginx_worker_connections})
+        return conf
+
+    def start_nginx(self):
+        d = self.dir
+        log = os.path.join(d, "nginx-error.log")
+        conf = self.write_nginx_conf(d, self.nginx_site(), log, 2)
+        self.spawn("nginx", ["nginx", "-p", d, "-c", conf, "-e", log])
 
     @staticmethod
     def nginx_user():
