@@ -117,13 +117,15 @@ const cases = {
     const a = await offline(pa, "a");
     const b = await offline(pb, "b");
     const serverOffline = await ask("server_rows", { ids: [a.id, b.id, shared] });
-    await ca.setOffline(false);
-    await cb.setOffline(false);
     const online = (p) =>
       p.evaluate(async () => {
         await window.s.sync(60000);
       });
+    // a comes back first and syncs; only then b. (A store keeps stepping on its own: b,
+    // back online at the same time, could retry its push on its backoff before a's sync.)
+    await ca.setOffline(false);
     await online(pa);
+    await cb.setOffline(false);
     await online(pb);
     // b's edit of the shared row came second: a conflict, explained, with the server's row.
     const conflict = await pb.evaluate(async (shared) => {
