@@ -41,9 +41,6 @@ Faults of its own:
 Needs root (network namespaces and veth links) and `ip` (iproute2): missing() says why
 not."""
 
-import base64
-import http.client
-import json
 import os
 import re
 import shutil
@@ -327,27 +324,10 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
         except OSError:
             return None
 
-    def request(self, method, path, body=None, user="alice", protocol="3", headers=None, raw=None, timeout=30,
-                host=None):
+    def request(self, *args, host=None, **kw):
         """The e2e Stack's request, to one host (default: the first one not partitioned)."""
         h = host or next((x for x in self.hosts if not x.partitioned), self.hosts[0])
-        hdr = {}
-        if user is not None:
-            hdr["Authorization"] = "Basic " + base64.b64encode(
-                ("%s:%s" % (user, e2e.USERS.get(user, "wrong"))).encode()).decode()
-        if protocol is not None:
-            hdr["Synchro-Protocol"] = protocol
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        if data is not None:
-            hdr["Content-Type"] = "application/json"
-        hdr.update(headers or {})
-        c = http.client.HTTPConnection(h.ip, self.port, timeout=timeout)
-        try:
-            c.request(method, path, body=data, headers=hdr)
-            r = c.getresponse()
-            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-        finally:
-            c.close()
+        return super().request(*args, address=h.ip, **kw)
 
     def responder_masters(self):
         return {self.procs[h.fcgi].pid for h in self.hosts if h.fcgi in self.procs}

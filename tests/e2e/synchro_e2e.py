@@ -640,7 +640,8 @@ Mutex file:%(d)s default
         self.spawn("apache", ["apache2", "-f", conf, "-DFOREGROUND"])
 
     # --- HTTP ----------------------------------------------------------------
-    def request(self, method, path, body=None, user="alice", protocol="3", headers=None, raw=None, timeout=30):
+    def request(self, method, path, body=None, user="alice", protocol="3", headers=None, raw=None, timeout=30,
+                address="127.0.0.1"):
         h = {}
         if user is not None:
             h["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % (user, USERS.get(user, "wrong"))).encode()).decode()
@@ -650,7 +651,7 @@ Mutex file:%(d)s default
         if data is not None:
             h["Content-Type"] = "application/json"
         h.update(headers or {})
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c = http.client.HTTPConnection(address, self.port, timeout=timeout)
         try:
             c.request(method, path, body=data, headers=h)
             r = c.getresponse()
