@@ -158,7 +158,9 @@ void sy_ws_stream_start(walsync *w)
 		return;
 	sy_ws_stream_reset(w);
 	w->confirmed = slot.confirmed_flush;
-	w->backoff_ms = 0;
+	/* The backoff starts afresh after a changelog write (or a stream that stayed up, see
+	 * sy_ws_backoff), not here: a stream that starts and fails its first write backs off. */
+	w->stream_up_ms = sy_clock_ms();
 	char a[SY_STORE_LSN_MAX + 1], b[SY_STORE_LSN_MAX + 1];
 	sy_store_lsn_format(slot.confirmed_flush, a);
 	sy_store_lsn_format(w->skip_upto, b);
@@ -213,6 +215,7 @@ void sy_ws_flush_batch(walsync *w)
 		}
 		if (w->batch_end > w->durable)
 			w->durable = w->batch_end;
+		w->backoff_ms = 0;
 		w->stats.commits++;
 		if (w->exit_after_commits > 0 && w->stats.commits >= w->exit_after_commits) {
 			sy_log(SY_LOG_INFO,
@@ -248,6 +251,7 @@ static bool flush_piece(walsync *w)
 	sy_store_written wr;
 	if (write_batch(w, true, &wr) != SY_STORE_OK)
 		return false;
+	w->backoff_ms = 0;
 	sy_store_changes_clear_rows(w->batch);
 	w->stats.pieces++;
 	w->stats.entries_total += wr.inserted;
