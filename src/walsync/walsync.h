@@ -43,7 +43,7 @@ typedef struct walsync {
 	int64_t next_renew_ms;
 	int64_t backoff_ms;
 	int64_t retry_at_ms;
-	int64_t stream_up_ms; /* when the stream started (0: no stream) */
+	int64_t stream_up_ms; /* when the stream last started, if no failure came since (else 0) */
 	PGconn *hb;   /* the heartbeat's own connection: renews while db writes */
 	bool hb_lost; /* a heartbeat during a write found the lease lost */
 

@@ -184,7 +184,9 @@ static sy_store_status write_batch(walsync *w, bool piece, sy_store_written *wr)
 		sy_ws_demote(w, "its changelog write was refused");
 		return SY_STORE_CONFLICT;
 	}
-	if (st != SY_STORE_OK)
+	if (st == SY_STORE_OK)
+		w->backoff_ms = 0; /* a changelog write: the backoff starts afresh */
+	else
 		sy_ws_store_failed(w, st, &err);
 	return st;
 }
@@ -215,7 +217,6 @@ void sy_ws_flush_batch(walsync *w)
 		}
 		if (w->batch_end > w->durable)
 			w->durable = w->batch_end;
-		w->backoff_ms = 0;
 		w->stats.commits++;
 		if (w->exit_after_commits > 0 && w->stats.commits >= w->exit_after_commits) {
 			sy_log(SY_LOG_INFO,
@@ -251,7 +252,6 @@ static bool flush_piece(walsync *w)
 	sy_store_written wr;
 	if (write_batch(w, true, &wr) != SY_STORE_OK)
 		return false;
-	w->backoff_ms = 0;
 	sy_store_changes_clear_rows(w->batch);
 	w->stats.pieces++;
 	w->stats.entries_total += wr.inserted;

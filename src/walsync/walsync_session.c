@@ -61,7 +61,6 @@ void sy_ws_stream_close(walsync *w)
 		sy_store_disconnect(w->repl); /* forgets an unusable mark with the connection */
 		w->repl = NULL;
 	}
-	w->stream_up_ms = 0;
 	sy_ws_stream_reset(w);
 }
 
@@ -76,10 +75,12 @@ void sy_ws_db_close(walsync *w)
 void sy_ws_backoff(walsync *w)
 {
 	int64_t now = sy_clock_ms();
-	/* A stream that ran longer than the longest wait before it failed starts afresh;
-	 * one that fails as soon as it starts (a full disk) backs off further. */
+	/* A stream that ran longer than the longest wait before this failure (closed before
+	 * it or not) starts afresh; one that fails as soon as it starts (a full disk) backs
+	 * off further. */
 	if (w->stream_up_ms && now - w->stream_up_ms >= BACKOFF_MAX_MS)
 		w->backoff_ms = 0;
+	w->stream_up_ms = 0;
 	w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 500;
 	if (w->backoff_ms > BACKOFF_MAX_MS)
 		w->backoff_ms = BACKOFF_MAX_MS;
