@@ -35,7 +35,8 @@ static int fail(sy_client_rc rc, const sy_client_error *err)
 
 static void usage(FILE *f)
 {
-	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--json] COMMAND ...\n"
+	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--poll MS] [--json]"
+	      " COMMAND ...\n"
 	      "commands:\n"
 	      "  connect                         register / reconnect and fetch the schema\n"
 	      "  insert TABLE PK field=value...  write intents (field:=JSON for a raw value)\n"
@@ -346,9 +347,11 @@ int main(int argc, char **argv)
 	static const struct option longs[] = {
 	        {"db", required_argument, NULL, 'd'},   {"url", required_argument, NULL, 'u'},
 	        {"user", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
-	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+	        {"poll", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0}};
 	const char *db = NULL, *url = getenv("SYNCHRO_URL"), *userarg = getenv("SYNCHRO_USER");
 	bool json = false;
+	unsigned poll_ms = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "+d:u:jh", longs, NULL)) != -1) {
 		switch (opt) {
@@ -356,6 +359,16 @@ int main(int argc, char **argv)
 		case 'u': url = optarg; break;
 		case 'U': userarg = optarg; break;
 		case 'j': json = true; break;
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 86400000) {
+				fprintf(stderr, "synchro-cli: --poll: milliseconds, 1 to 86400000\n");
+				return SY_CLI_USAGE;
+			}
+			poll_ms = (unsigned)v;
+			break;
+		}
 		case 'h': usage(stdout); return SY_CLI_OK;
 		default: usage(stderr); return SY_CLI_USAGE;
 		}
@@ -381,7 +394,8 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	char *password = NULL, *user = userarg ? split_user(userarg, &password) : NULL;
-	sy_client_options o = {.url = url, .user = user, .password = password};
+	sy_client_options o = {
+	        .url = url, .user = user, .password = password, .poll_interval_ms = poll_ms};
 	sy_client *c = NULL;
 	sy_client_error err = {0};
 	sy_client_rc rc = sy_client_open(db, &o, &c, &err);

@@ -623,6 +623,9 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 		*next_due_ms = c->next_due_ms;
 		return SY_CLIENT_OK;
 	}
+	/* Idle until now: the poll interval passed, so a pull is due again. */
+	if (c->phase == SY_PHASE_IDLE)
+		c->pull_caught_up = false;
 	rc = decide(c, now, err);
 	*next_due_ms = c->inflight != SY_CL_REQ_NONE ? now : c->next_due_ms;
 	return rc;

@@ -2,7 +2,7 @@
 /*
  * libsynchro-client's own machinery against the fake server: sealing ahead and
  * pipelined batches (with their successors), listeners, store versions, atomic
- * groups over a limit.
+ * groups over a limit; the idle poll.
  */
 #include "config.h"
 
@@ -310,6 +310,51 @@ static void test_atomic_member_without_base_blocks_the_group(void)
 	stop();
 }
 
+/*
+ * An app's own loop: steps, and until the time a step returns, waits on the
+ * transport (in flight) or lets the clock run (idle), for ms of the fake clock.
+ */
+static void run_loop(int64_t ms)
+{
+	int64_t end = fake_now(F) + ms;
+	for (int n = 0; n < 10000 && fake_now(F) < end; n++) {
+		int64_t next;
+		OK(sy_client_step(C, &next, &E));
+		int64_t now = fake_now(F);
+		if (C->inflight != SY_CL_REQ_NONE)
+			sy_client_wait(C, 0);
+		else if (next > now)
+			fake_advance(F, (next < end ? next : end) - now);
+	}
+}
+
+static bool has_row(const char *pk)
+{
+	char *row = NULL;
+	sy_client_row_state st;
+	bool found = sy_client_get(C, "todo", pk, &row, &st, &E) == SY_CLIENT_OK && row != NULL;
+	sy_client_free(row);
+	return found;
+}
+
+static void test_idle_polls(void)
+{
+	start(); /* poll interval: 60 s */
+	size_t pulls = fake_requests(F, "/v3/pull");
+	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"other\"}");
+	run_loop(59000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls); /* not yet due */
+	CU_ASSERT_FALSE(has_row("\"p\""));
+	run_loop(2000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls + 1);
+	CU_ASSERT_TRUE(has_row("\"p\""));
+	CU_ASSERT_EQUAL(C->phase, SY_PHASE_IDLE);
+	/* and at every interval after it, with nothing new to bring */
+	run_loop(3 * 60000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls + 4);
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -319,6 +364,7 @@ int main(void)
 	        {"the batch after the one in flight sealed with the answered one's reconciliation",
 	         test_sealed_ahead_with_reconcile},
 	        {"a store of a newer version is refused", test_store_version_refused},
+	        {"an idle device pulls at every poll interval", test_idle_polls},
 	        {"batches pipelined: the next goes while one is reconciled",
 	         test_pipelined_batches},
 	        {"an atomic transaction over a push limit is blocked whole",
