@@ -7,6 +7,13 @@ TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 
+# Live updates through nginx's nchan module (conf/nginx/synchro-live.conf): who hears what,
+# the publisher's address, walsync's publishing and its metrics. Skips without nchan.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_live.pgt
+endif
+EXTRA_DIST += tests/e2e/test_live.pgt
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;
