@@ -35,7 +35,8 @@ static int fail(sy_client_rc rc, const sy_client_error *err)
 
 static void usage(FILE *f)
 {
-	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--poll MS] [--json]"
+	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--poll MS] [--no-live]"
+	      " [--json]"
 	      " COMMAND ...\n"
 	      "commands:\n"
 	      "  connect                         register / reconnect and fetch the schema\n"
@@ -255,14 +256,9 @@ static int cmd_sync(sy_client *c, int argc, char **argv)
 			clock_gettime(CLOCK_REALTIME, &now);
 			int64_t ms = next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 			if (ms > 0) {
-				/* In flight: the transport wakes us; idle: sleep until due (or 1
-				 * s). */
-				int t = ms > 1000 ? 1000 : (int)ms;
-				sy_client_wait(c, t);
-				if (t > 10) {
-					struct timespec ts = {t / 1000, (long)(t % 1000) * 1000000};
-					nanosleep(&ts, NULL);
-				}
+				/* In flight: the transport wakes us; idle: a live notification, or
+				 * the due time (1 s at most, to see a signal). */
+				sy_client_wait(c, ms > 1000 ? 1000 : (int)ms);
 			}
 		}
 	} while (!once && !stop_requested);
@@ -348,10 +344,11 @@ int main(int argc, char **argv)
 	        {"db", required_argument, NULL, 'd'},   {"url", required_argument, NULL, 'u'},
 	        {"user", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
 	        {"poll", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
-	        {NULL, 0, NULL, 0}};
+	        {"no-live", no_argument, NULL, 'L'},    {NULL, 0, NULL, 0}};
 	const char *db = NULL, *url = getenv("SYNCHRO_URL"), *userarg = getenv("SYNCHRO_USER");
 	bool json = false;
 	unsigned poll_ms = 0;
+	bool live_off = false;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "+d:u:jh", longs, NULL)) != -1) {
 		switch (opt) {
@@ -359,6 +356,7 @@ int main(int argc, char **argv)
 		case 'u': url = optarg; break;
 		case 'U': userarg = optarg; break;
 		case 'j': json = true; break;
+		case 'L': live_off = true; break;
 		case 'p': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -395,7 +393,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	char *password = NULL, *user = userarg ? split_user(userarg, &password) : NULL;
 	sy_client_options o = {
-	        .url = url, .user = user, .password = password, .poll_interval_ms = poll_ms};
+	        .url = url, .user = user, .password = password, .poll_interval_ms = poll_ms,
+	        .live_off = live_off};
 	sy_client *c = NULL;
 	sy_client_error err = {0};
 	sy_client_rc rc = sy_client_open(db, &o, &c, &err);

@@ -64,6 +64,8 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 		                          opts->request_timeout_s, &c->tr, err);
 #endif
 	}
+	if (rc == SY_CLIENT_OK && opts->transport == NULL && opts->url != NULL && !opts->live_off)
+		rc = sy_cl_live_open(c, opts->url, opts->user, opts->password, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_store_open(c, path, err);
 	if (rc == SY_CLIENT_OK)
@@ -85,6 +87,7 @@ void sy_client_close(sy_client *c)
 		c->tr.cancel(c->tr.ctx);
 	if (c->tr.destroy != NULL)
 		c->tr.destroy(c->tr.ctx);
+	sy_cl_live_close(c);
 	sy_free(c->done.body);
 	sy_free(c->inflight_body);
 	sy_manifest_free(c->manifest);

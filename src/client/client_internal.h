@@ -24,6 +24,8 @@ typedef enum {
 	SY_CL_REQ_REBUILD
 } sy_cl_req;
 
+typedef struct sy_cl_live sy_cl_live;
+
 struct sy_client {
 	sqlite3 *db;
 	char client_id[SY_UUID_LEN + 1];
@@ -69,6 +71,7 @@ struct sy_client {
 	char last_error[48];
 	char last_message[256];
 	bool last_retryable;
+	sy_cl_live *live; /* the live subscription (client_live.c); NULL: none */
 };
 
 struct sy_client_txn {
@@ -76,6 +79,16 @@ struct sy_client_txn {
 	int64_t id;
 	bool atomic;
 };
+
+/* client_live.c: the live subscription beside the transport (libcurl builds only) */
+SY_MUST_CHECK sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user,
+                                           const char *password, sy_client_error *err);
+void sy_cl_live_close(sy_client *c);
+/* Reads what arrived (a notification past the store's cursor kicks a pull) and subscribes
+ * again when due. */
+void sy_cl_live_step(sy_client *c, int64_t now);
+/* Waits at most timeout_ms for the subscription; false when none is open. */
+bool sy_cl_live_wait(sy_client *c, int timeout_ms);
 
 /* errors.c-like helpers */
 sy_client_rc sy_cl_fail(sy_client_error *err, sy_client_rc rc, const char *fmt, ...)

@@ -593,6 +593,7 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 		c->next_due_ms -= back;
 	sy_client_rc rc = SY_CLIENT_OK;
 	*next_due_ms = now;
+	sy_cl_live_step(c, now);
 	if (c->inflight != SY_CL_REQ_NONE) {
 		if (!c->done_ready && c->tr.poll(c->tr.ctx, 0, &c->done) == 1)
 			c->done_ready = true;
@@ -631,12 +632,19 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 	return rc;
 }
 
+static void pause_ms(sy_client *c, int64_t ms);
+
 void sy_client_wait(sy_client *c, int timeout_ms)
 {
-	if (c->inflight == SY_CL_REQ_NONE || c->done_ready)
+	if (c->done_ready)
 		return;
-	if (c->tr.poll(c->tr.ctx, timeout_ms, &c->done) == 1)
-		c->done_ready = true;
+	if (c->inflight != SY_CL_REQ_NONE) {
+		if (c->tr.poll(c->tr.ctx, timeout_ms, &c->done) == 1)
+			c->done_ready = true;
+		return;
+	}
+	if (!sy_cl_live_wait(c, timeout_ms))
+		pause_ms(c, timeout_ms);
 }
 
 static void pause_ms(sy_client *c, int64_t ms)

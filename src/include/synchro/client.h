@@ -124,6 +124,9 @@ typedef struct {
 	unsigned batch_max;         /* mutations per sealed batch; 0: 1000 (the ADR's limit) */
 	unsigned poll_interval_ms;  /* idle interval between pulls; 0: 30000 */
 	unsigned request_timeout_s; /* libcurl transport; 0: 60 */
+	/* Live updates (libcurl transport): a subscription to the user's notifications
+	 * (/v3/live) makes a pull due as soon as the server has changes; true: the poll only. */
+	bool live_off;
 } sy_client_options;
 
 typedef struct sy_client sy_client;
@@ -242,8 +245,8 @@ SY_MUST_CHECK sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy
  * foreground), unless a server's Retry-After is running. A commit does this too.
  */
 void sy_client_kick(sy_client *c);
-/* Waits at most timeout_ms for the in-flight request (the transport's poll); returns at once when
- * none. */
+/* Waits at most timeout_ms: for the in-flight request (the transport's poll), else for a live
+ * notification; with neither, the time passes. Call sy_client_step after it. */
 void sy_client_wait(sy_client *c, int timeout_ms);
 /*
  * The blocking loop over sy_client_step: returns OK once every sendable intent
