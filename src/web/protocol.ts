@@ -66,6 +66,7 @@ export interface OpenArgs {
   password: string;
   pollIntervalMs: number;
   requestTimeoutMs: number;
+  live: boolean;
 }
 
 export type Request =

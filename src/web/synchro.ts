@@ -50,6 +50,9 @@ export interface OpenOptions {
   pollIntervalMs?: number;
   /** A request's time limit, in ms (default 60000). */
   requestTimeoutMs?: number;
+  /** Live updates: subscribe to the server's notifications and pull as soon as it has
+   *  changes (default true; false: the poll only). */
+  live?: boolean;
   /** Where worker.js is (default: beside this module). */
   workerUrl?: string | URL;
 }
@@ -226,6 +229,7 @@ export class Synchro {
       password,
       pollIntervalMs: options.pollIntervalMs ?? 30000,
       requestTimeoutMs: options.requestTimeoutMs ?? 60000,
+      live: options.live ?? true,
     };
     const s = new Synchro(args, options.workerUrl ?? new URL("./worker.js", import.meta.url));
     const locks = (navigator as unknown as { locks?: LockManager }).locks;

@@ -273,6 +273,59 @@ function sync(timeoutMs: number): Promise<Status> {
   });
 }
 
+// --- live updates: a long-poll on /v3/live beside the requests ------------------------
+
+// A notification names a cursor and nothing else; anything else only makes a pull due.
+const NOTIFICATION = /^\{"cursor":"(c1\.[0-9a-f]{16}\.[0-9a-f]{8})"\}$/;
+let liveOn = false;
+let liveAbort: AbortController | null = null;
+
+async function liveLoop(): Promise<void> {
+  let backoff = 0;
+  let since: Record<string, string> = {}; // nchan's id of the last message, sent back
+  while (liveOn && client) {
+    const abort = new AbortController();
+    liveAbort = abort;
+    let code = 0;
+    let body = "";
+    let lastModified: string | null = null;
+    let etag: string | null = null;
+    try {
+      const r = await fetch(base + "/v3/live", {
+        headers: { Authorization: authorization, Accept: "text/plain", ...since },
+        signal: abort.signal,
+        cache: "no-store",
+        credentials: "omit",
+        redirect: "error",
+      });
+      body = await r.text();
+      code = r.status;
+      lastModified = r.headers.get("Last-Modified");
+      etag = r.headers.get("Etag");
+    } catch {
+      code = 0; // no answer (or closed): as a request's
+    }
+    if (!liveOn || !client) return;
+    if (code === 200) {
+      backoff = 0;
+      since = {};
+      if (lastModified) since["If-Modified-Since"] = lastModified;
+      if (etag) since["If-None-Match"] = etag;
+      const m = NOTIFICATION.exec(body);
+      if (!m || (status().cursor ?? "") < m[1]) {
+        core!._sy_web_kick(client);
+        schedule(0);
+      }
+      continue;
+    }
+    if (code === 304 || code === 408) continue; // nothing new in time: again
+    // no answer, 5xx: again soon; 401, 403, 404 (no live updates there): after a minute
+    const min = code === 0 || code === 429 || code >= 500 ? 1000 : 60000;
+    backoff = Math.min(Math.max(backoff * 2, min), 300000);
+    await new Promise((r) => setTimeout(r, backoff));
+  }
+}
+
 // --- the store's files ----------------------------------------------------------------
 
 async function openFiles(name: string): Promise<void> {
@@ -338,6 +391,10 @@ async function open(a: OpenArgs): Promise<Status> {
     throw new SynchroError(e);
   }
   schedule(0);
+  if (a.live) {
+    liveOn = true;
+    void liveLoop();
+  }
   return status();
 }
 
@@ -423,6 +480,8 @@ async function handle(r: Request): Promise<unknown> {
       return undefined;
     case "close":
       if (timer !== null) clearTimeout(timer);
+      liveOn = false;
+      liveAbort?.abort();
       settle((w) => w.reject(new SynchroError({ rc: "estate", message: "closed" })));
       lives.clear();
       c._sy_web_close(client);

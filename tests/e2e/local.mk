@@ -12,7 +12,7 @@ EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 if HAVE_PG_SERVER
 TESTS += tests/e2e/test_live.pgt
 endif
-EXTRA_DIST += tests/e2e/test_live.pgt
+EXTRA_DIST += tests/e2e/test_live.pgt tests/e2e/live_stack.py
 
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
