@@ -231,7 +231,8 @@ void sy_cl_live_step(sy_client *c, int64_t now)
 					sy_client_kick(c);
 			} else if (code == 304 || code == 408) {
 				l->backoff_ms = 0; /* no message in time: subscribe again */
-			} else if (code == 0 || code == 429 || code >= 500) {
+			} else if (code == 0 || code == 410 || code == 429 || code >= 500) {
+				/* no answer, nginx reloading (410), overloaded: again soon */
 				later(l, now, LIVE_RETRY_MIN_MS);
 			} else {
 				/* 401, 403, 404 (no live updates on this server), 400...: the poll only,

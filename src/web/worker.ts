@@ -319,8 +319,9 @@ async function liveLoop(): Promise<void> {
       continue;
     }
     if (code === 304 || code === 408) continue; // nothing new in time: again
-    // no answer, 5xx: again soon; 401, 403, 404 (no live updates there): after a minute
-    const min = code === 0 || code === 429 || code >= 500 ? 1000 : 60000;
+    // no answer, nginx reloading (410), 5xx: again soon; 401, 403, 404 (no live updates
+    // there): after a minute
+    const min = code === 0 || code === 410 || code === 429 || code >= 500 ? 1000 : 60000;
     backoff = Math.min(Math.max(backoff * 2, min), 300000);
     await new Promise((r) => setTimeout(r, backoff));
   }

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Live updates in a test stack: a mixin for synchro_e2e.Stack (and its subclasses) whose
 nginx loads the nchan module and includes conf/nginx/synchro-live.conf where
-conf/nginx/synchro.conf shows it; publisher_url() is what [walsync] notify_url gets."""
+conf/nginx/synchro.conf shows it; publisher_url() is what [walsync] notify_url gets. The
+chaos suite uses the functions."""
 
 import os
 
@@ -18,20 +19,33 @@ def nchan_missing(name):
     return None
 
 
+def live_site(site):
+    """The site (conf/nginx/synchro.conf as a stack writes it) with the live locations."""
+    if INCLUDE not in site:
+        raise AssertionError("conf/nginx/synchro.conf has no '%s'" % INCLUDE)
+    return site.replace(INCLUDE, "include %s;" % os.path.join(e2e.SRC, "conf/nginx/synchro-live.conf"))
+
+
+def load_nchan(conf):
+    """nginx.conf at path conf loads the module."""
+    with open(conf) as f:
+        text = f.read()
+    with open(conf, "w") as f:
+        f.write("load_module %s;\n%s" % (NCHAN, text))
+
+
+def publisher_url(port):
+    return "http://127.0.0.1:%d/v3/live-publish/" % port
+
+
 class LiveSite:
     def nginx_site(self):
-        site = super().nginx_site()
-        if INCLUDE not in site:
-            raise AssertionError("conf/nginx/synchro.conf has no '%s'" % INCLUDE)
-        return site.replace(INCLUDE, "include %s;" % os.path.join(e2e.SRC, "conf/nginx/synchro-live.conf"))
+        return live_site(super().nginx_site())
 
     def write_nginx_conf(self, d, site, error_log, workers):
         conf = super().write_nginx_conf(d, site, error_log, workers)
-        with open(conf) as f:
-            text = f.read()
-        with open(conf, "w") as f:
-            f.write("load_module %s;\n%s" % (NCHAN, text))
+        load_nchan(conf)
         return conf
 
     def publisher_url(self):
-        return "http://127.0.0.1:%d/v3/live-publish/" % self.port
+        return publisher_url(self.port)
