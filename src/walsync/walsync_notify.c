@@ -86,10 +86,12 @@ long long sy_ws_notify_failed(const sy_ws_notify *n)
 
 bool sy_ws_notify_configure(sy_ws_notify *n, const char *url, int timeout_ms)
 {
-	n->on = false;
-	n->timeout_ms = timeout_ms;
-	if (url[0] == '\0')
+	/* A URL refused leaves the running settings (a reload keeps them). */
+	if (url[0] == '\0') {
+		n->on = false;
+		n->timeout_ms = timeout_ms;
 		return true;
+	}
 	const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
 	const char *slash = p ? strchr(p, '/') : NULL;
 	const char *colon = NULL;
@@ -100,7 +102,7 @@ bool sy_ws_notify_configure(sy_ws_notify *n, const char *url, int timeout_ms)
 		colon = strchr(p, ':');
 	}
 	if (slash == NULL || colon == NULL || colon > slash || colon == p ||
-	    (size_t)(colon - p) >= sizeof n->host || strlen(slash) >= sizeof n->path - 1) {
+	    (size_t)(colon - p) >= 256 || strlen(slash) >= 510) {
 		sy_log(SY_LOG_ERR, "[walsync] notify_url: http://HOST:PORT/PATH/ expected");
 		return false;
 	}
@@ -115,8 +117,6 @@ bool sy_ws_notify_configure(sy_ws_notify *n, const char *url, int timeout_ms)
 		snprintf(host, sizeof host, "%.*s", (int)(colon - p - 2), p + 1);
 	else
 		snprintf(host, sizeof host, "%.*s", (int)(colon - p), p);
-	snprintf(n->host, sizeof n->host, "%.*s", (int)(colon - p), p);
-	snprintf(n->path, sizeof n->path, "%s%s", slash, slash[strlen(slash) - 1] == '/' ? "" : "/");
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
 	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0 || res == NULL || res->ai_addrlen > sizeof n->addr) {
@@ -129,6 +129,9 @@ bool sy_ws_notify_configure(sy_ws_notify *n, const char *url, int timeout_ms)
 	memcpy(&n->addr, res->ai_addr, res->ai_addrlen);
 	n->addrlen = res->ai_addrlen;
 	freeaddrinfo(res);
+	snprintf(n->host, sizeof n->host, "%.*s", (int)(colon - p), p);
+	snprintf(n->path, sizeof n->path, "%s%s", slash, slash[strlen(slash) - 1] == '/' ? "" : "/");
+	n->timeout_ms = timeout_ms;
 	n->on = true;
 	return true;
 }
