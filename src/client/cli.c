@@ -361,7 +361,8 @@ int main(int argc, char **argv)
 			char *end;
 			long v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 86400000) {
-				fprintf(stderr, "synchro-cli: --poll: milliseconds, 1 to 86400000\n");
+				fprintf(stderr,
+				        "synchro-cli: --poll: milliseconds, 1 to 86400000\n");
 				return SY_CLI_USAGE;
 			}
 			poll_ms = (unsigned)v;
@@ -392,9 +393,11 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	char *password = NULL, *user = userarg ? split_user(userarg, &password) : NULL;
-	sy_client_options o = {
-	        .url = url, .user = user, .password = password, .poll_interval_ms = poll_ms,
-	        .live_off = live_off};
+	sy_client_options o = {.url = url,
+	                       .user = user,
+	                       .password = password,
+	                       .poll_interval_ms = poll_ms,
+	                       .live_off = live_off};
 	sy_client *c = NULL;
 	sy_client_error err = {0};
 	sy_client_rc rc = sy_client_open(db, &o, &c, &err);

@@ -24,10 +24,10 @@
 
 #ifndef SY_WEB
 
-#define LIVE_MAX_BODY 4096
+#define LIVE_MAX_BODY     4096
 #define LIVE_RETRY_MIN_MS 1000
 #define LIVE_RETRY_MAX_MS 300000
-#define LIVE_REFUSED_MS 60000 /* 401, 403, 404: no live updates there (yet) */
+#define LIVE_REFUSED_MS   60000 /* 401, 403, 404: no live updates there (yet) */
 
 struct sy_cl_live {
 	CURLM *multi;
@@ -81,8 +81,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
-sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user,
-                             const char *password, sy_client_error *err)
+sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user, const char *password,
+                             sy_client_error *err)
 {
 	sy_cl_live *l = sy_calloc(1, sizeof *l);
 	if (l == NULL)
@@ -225,7 +225,8 @@ void sy_cl_live_step(sy_client *c, int64_t now)
 			stop(l);
 			if (code == 200) {
 				l->backoff_ms = 0;
-				memcpy(l->last_modified, l->got_last_modified, sizeof l->last_modified);
+				memcpy(l->last_modified, l->got_last_modified,
+				       sizeof l->last_modified);
 				memcpy(l->etag, l->got_etag, sizeof l->etag);
 				if (!already_have(c, l->body.data ? l->body.data : "", l->body.len))
 					sy_client_kick(c);
@@ -235,8 +236,8 @@ void sy_cl_live_step(sy_client *c, int64_t now)
 				/* no answer, nginx reloading (410), overloaded: again soon */
 				later(l, now, LIVE_RETRY_MIN_MS);
 			} else {
-				/* 401, 403, 404 (no live updates on this server), 400...: the poll only,
-				 * for a while */
+				/* 401, 403, 404 (no live updates on this server), 400...: the poll
+				 * only, for a while */
 				later(l, now, LIVE_REFUSED_MS);
 			}
 		}
@@ -260,8 +261,8 @@ bool sy_cl_live_wait(sy_client *c, int timeout_ms)
 
 #else /* SY_WEB: the worker subscribes with fetch (worker.ts) */
 
-sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user,
-                             const char *password, sy_client_error *err)
+sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user, const char *password,
+                             sy_client_error *err)
 {
 	(void)c, (void)url, (void)user, (void)password, (void)err;
 	return SY_CLIENT_OK;

@@ -130,7 +130,8 @@ bool sy_ws_notify_configure(sy_ws_notify *n, const char *url, int timeout_ms)
 	n->addrlen = res->ai_addrlen;
 	freeaddrinfo(res);
 	snprintf(n->host, sizeof n->host, "%.*s", (int)(colon - p), p);
-	snprintf(n->path, sizeof n->path, "%s%s", slash, slash[strlen(slash) - 1] == '/' ? "" : "/");
+	snprintf(n->path, sizeof n->path, "%s%s", slash,
+	         slash[strlen(slash) - 1] == '/' ? "" : "/");
 	n->timeout_ms = timeout_ms;
 	n->on = true;
 	return true;
@@ -191,8 +192,8 @@ static void segment(sy_buf *b, const char *user)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (const unsigned char *s = (const unsigned char *)user; *s; s++) {
-		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		    *s == '-' || *s == '.' || *s == '_' || *s == '~') {
+		if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' || *s == '_' || *s == '~') {
 			sy_buf_putc(b, (char)*s);
 		} else {
 			sy_buf_putc(b, '%');
