@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <libpq-fe.h>
 
 #include "store/cfg.h"
 #include "synchro/alloc.h"
@@ -343,6 +346,48 @@ fail:
 	return NULL;
 }
 
+/* Whether a libpq connection string (keyword/value or URI) carries a password. A string
+ * libpq cannot parse is reported where it is used, without its text. */
+static bool holds_password(const char *conninfo)
+{
+	if (conninfo == NULL || *conninfo == '\0')
+		return false;
+	char *msg = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &msg);
+	PQfreemem(msg);
+	if (opts == NULL)
+		return false;
+	bool found = false;
+	for (const PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL && *o->val != '\0')
+			found = true;
+	PQconninfoFree(opts);
+	return found;
+}
+
+/*
+ * A file holding a database password that every user of the host may read is refused, as
+ * libpq ignores such a password file: the password is already out, and a program that
+ * goes on with it hides that. Its owner and group are the administrator's choice (root and
+ * the program's group, mode 0640).
+ */
+static bool check_mode(const sy_cfg *cfg, FILE *f, const char *path, sy_error *err)
+{
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || (st.st_mode & S_IROTH) == 0)
+		return true;
+	const char *key = holds_password(sy_cfg_str(cfg, "database", "conninfo")) ? "conninfo"
+	                  : holds_password(sy_cfg_str(cfg, "database", "pull_conninfo"))
+	                          ? "pull_conninfo"
+	                          : NULL;
+	if (key == NULL)
+		return true;
+	return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+	                    "%.120s: every user may read it (mode %04o) and [database] %s holds a "
+	                    "password: chmod o-r it, or keep the password in ~/.pgpass",
+	                    path, (unsigned)(st.st_mode & 07777), key);
+}
+
 sy_cfg *sy_cfg_load(const char *path, sy_error *err)
 {
 	sy_cfg *cfg = NULL;
@@ -375,6 +420,10 @@ sy_cfg *sy_cfg_load(const char *path, sy_error *err)
 		goto fail;
 	}
 	cfg = sy_cfg_parse(text ? text : "", len, path, err);
+	if (cfg && !check_mode(cfg, f, path, err)) {
+		sy_cfg_free(cfg);
+		cfg = NULL;
+	}
 fail:
 	fclose(f);
 	sy_free(text);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/cfg.h"
@@ -279,6 +280,55 @@ static void test_load_file(void)
 	CU_ASSERT(strstr(err.message, "cannot open") != NULL);
 }
 
+/* A file with a password in [database] conninfo or pull_conninfo is refused while every
+ * user may read it, and loads once it is not; one without a password loads either way. */
+static void test_password_mode(void)
+{
+	char path[] = "/tmp/sy-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	struct {
+		const char *text;
+		const char *key; /* the key named in the refusal; NULL: accepted at 0644 */
+	} cases[] = {
+	        {"[database]\nconninfo = host=/tmp dbname=x password=s3cr3t\n", "conninfo"},
+	        {"[database]\nconninfo = postgresql://u:s3cr3t@db/x\n", "conninfo"},
+	        {"[database]\nconninfo = host=/tmp\npull_conninfo = host=r password=s3cr3t\n",
+	         "pull_conninfo"},
+	        {"[database]\nconninfo = host=/tmp dbname=x user=u\n", NULL},
+	        {"[database]\nconninfo = host=/tmp password=\n", NULL},
+	        {"[fcgi]\nworkers = 2\n", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		FILE *f = fopen(path, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fputs(cases[i].text, f);
+		fclose(f);
+		CU_ASSERT_FATAL(chmod(path, 0644) == 0);
+		sy_error err = {0};
+		sy_cfg *cfg = sy_cfg_load(path, &err);
+		if (cases[i].key == NULL) {
+			CU_ASSERT_PTR_NOT_NULL(cfg);
+		} else {
+			CU_ASSERT_PTR_NULL(cfg);
+			char want[300];
+			snprintf(want, sizeof want,
+			         "%s: every user may read it (mode 0644) and [database] %s holds a "
+			         "password: chmod o-r it, or keep the password in ~/.pgpass",
+			         path, cases[i].key);
+			CU_ASSERT_STRING_EQUAL(err.message, want);
+			CU_ASSERT(strstr(err.message, "s3cr3t") == NULL);
+		}
+		sy_cfg_free(cfg);
+		CU_ASSERT_FATAL(chmod(path, 0640) == 0);
+		cfg = sy_cfg_load(path, &err);
+		CU_ASSERT_PTR_NOT_NULL(cfg);
+		sy_cfg_free(cfg);
+	}
+	unlink(path);
+}
+
 static long alloc_budget = -1;
 static void *budget_malloc(size_t n)
 {
@@ -363,6 +413,7 @@ int main(void)
 	        {"errors name file:line", test_errors},
 	        {"values never echoed", test_no_echo},
 	        {"load a file", test_load_file},
+	        {"a password in a file every user may read", test_password_mode},
 	        {"allocation failures", test_alloc_failures},
 	        CU_TEST_INFO_NULL,
 	};
