@@ -279,8 +279,9 @@ psql -d app -f "$ex/grants.sql" || die "the example's grants failed"
 say "database installed (synchroctl init, example schema, publish)"
 
 # --- the units' command lines, as the units run them ------------------------------------------
-# User=, Group=, SupplementaryGroups=, RuntimeDirectory= and each ExecStartPre=/ExecStart= of
-# the installed unit; the process stays in the background (Type=simple).
+# User=, Group=, SupplementaryGroups=, UMask=, RuntimeDirectory= and each
+# ExecStartPre=/ExecStart= of the installed unit; the process stays in the background
+# (Type=simple). The rest of the sandboxing needs systemd: tests/packages/test_units.sh.
 unit_key() { sed -n "s/^$2=//p" "/lib/systemd/system/$1" | head -n 1; }
 start_unit() { # UNIT NAME
 	user=$(unit_key "$1" User)
@@ -290,6 +291,8 @@ start_unit() { # UNIT NAME
 	rmode=$(unit_key "$1" RuntimeDirectoryMode)
 	[ -z "$rdir" ] || install -d -o "$user" -g "$group" -m "${rmode:-0755}" "/run/$rdir"
 	as="runuser -u $user -g $group${extra:+ -G $extra} --"
+	saved_umask=$(umask)
+	umask "$(unit_key "$1" UMask)"
 	sed -n 's/^ExecStartPre=//p' "/lib/systemd/system/$1" | while read -r cmd; do
 		# shellcheck disable=SC2086
 		$as $cmd >>"$tmp/log/$2.log" 2>&1 || { echo "ExecStartPre=$cmd failed"; exit 1; }
@@ -299,6 +302,7 @@ start_unit() { # UNIT NAME
 	# shellcheck disable=SC2086
 	setsid $as $cmd >>"$tmp/log/$2.log" 2>&1 </dev/null &
 	pids="$pids $!"
+	umask "$saved_umask"
 }
 start_unit synchro-walsync.service walsync
 start_unit synchro-fcgi.service fcgi
