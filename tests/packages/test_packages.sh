@@ -169,6 +169,7 @@ for u in synchro-fcgi synchro-walsync; do
 	[ "$(id -nG $u 2>&1)" = $u ] || fail "$u is in the groups $(id -nG $u 2>&1), want $u only"
 done
 getent group synchro-web >/dev/null || fail "no group synchro-web after install"
+[ -f /usr/share/doc/synchro-server/README.Debian ] || fail "no README.Debian (the users and synchro-web)"
 [ -z "$(getent group synchro-web | cut -d: -f4)" ] ||
 	fail "synchro-web holds $(getent group synchro-web | cut -d: -f4) before the administrator adds anyone"
 # The samples: conffiles, each root:its program's group 0640, and each one a configuration
