@@ -362,6 +362,9 @@ until [ "$(curl -s "$url/healthz")" = ok ]; do
 	[ $i -le 300 ] || { cat "$tmp/log/fcgi.log" "$tmp/log/nginx-error.log"; die "no answer from $url/healthz"; }
 	sleep 0.1
 done
+# doc/operations.md's way to see what runs as the user put into synchro-web.
+ps -o user=,comm= -u www-data | grep -q '^www-data  *nginx$' ||
+	fail "ps -o user=,comm= -u www-data does not list nginx's workers: $(ps -o user=,comm= -u www-data)"
 say "synchro-walsync, synchro-fcgi and nginx run ($url)"
 
 # --- push, replay, pull ------------------------------------------------------------------------------
