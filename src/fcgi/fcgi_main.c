@@ -266,7 +266,9 @@ int main(int argc, char **argv)
 	listen_fd =
 	        sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
 	                          nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
-	                          (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024, &err);
+	                          (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024,
+	                          strcmp(sy_cfg_str(ctx.cfg, "fcgi", "listen_public"), "yes") == 0,
+	                          &err);
 	if (listen_fd < 0) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		goto fail;

@@ -147,7 +147,25 @@ fail:
 	return -1;
 }
 
-static int listen_tcp(const char *spec, int backlog, sy_error *err)
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+static bool loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/*
+ * FastCGI has no authentication: whoever reaches the port names any user. An address
+ * other than loopback is bound only when allow_public says so, and then with a warning.
+ */
+static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error *err)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
@@ -174,6 +192,18 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, gai_strerror(rc));
 		return -1;
 	}
+	for (struct addrinfo *ai = res; ai != NULL && !allow_public; ai = ai->ai_next) {
+		if (!loopback(ai->ai_addr)) {
+			freeaddrinfo(res);
+			sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			             "listen %s: not a loopback address. Anyone who reaches a FastCGI "
+			             "port can act as any user: listen on a UNIX socket or 127.0.0.1, "
+			             "or set [fcgi] listen_public = yes (behind a firewall that lets "
+			             "only the web server in)",
+			             spec);
+			return -1;
+		}
+	}
 	int fd = -1;
 	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -190,11 +220,16 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 	freeaddrinfo(res);
 	if (fd < 0)
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, strerror(saved));
+	else if (allow_public)
+		sy_log(SY_LOG_WARNING,
+		       "listening on %s (listen_public = yes): anyone who reaches this port can act "
+		       "as any user; let only the web server reach it",
+		       spec);
 	return fd;
 }
 
 int sy_prefork_listen(const char *spec, const char *owner, const char *group, unsigned mode,
-                      int backlog, sy_error *err)
+                      int backlog, bool allow_public, sy_error *err)
 {
 	if (spec == NULL || *spec == '\0') {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen: not set");
@@ -204,7 +239,7 @@ int sy_prefork_listen(const char *spec, const char *owner, const char *group, un
 		spec += 5;
 	if (spec[0] == '/')
 		return listen_unix(spec, owner, group, mode, backlog, err);
-	return listen_tcp(spec, backlog, err);
+	return listen_tcp(spec, backlog, allow_public, err);
 }
 
 /* --- the master ---------------------------------------------------------- */

@@ -15,6 +15,13 @@ TESTS += tests/e2e/test_identity.pgt
 endif
 EXTRA_DIST += tests/e2e/test_identity.pgt
 
+# Failing closed: a request body's deadline (408, the responder free again; directly and behind
+# Apache's mod_proxy_fcgi, which streams bodies), a TCP listen address other than loopback.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_fail_closed.pgt
+endif
+EXTRA_DIST += tests/e2e/test_fail_closed.pgt
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;
