@@ -162,10 +162,11 @@ static bool loopback(const struct sockaddr *sa)
 }
 
 /*
+ * The addresses of host:port (a new list: freeaddrinfo()), or NULL with *err set.
  * FastCGI has no authentication: whoever reaches the port names any user. An address
- * other than loopback is bound only when allow_public says so, and then with a warning.
+ * other than loopback is refused unless allow_public says so.
  */
-static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error *err)
+static struct addrinfo *resolve_tcp(const char *spec, bool allow_public, sy_error *err)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
@@ -173,7 +174,7 @@ static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error
 	    colon[1] == '\0') {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		             "listen: expected an absolute socket path or host:port, got %s", spec);
-		return -1;
+		return NULL;
 	}
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = '\0';
@@ -190,7 +191,7 @@ static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error
 	int rc = getaddrinfo(strcmp(h, "*") == 0 ? NULL : h, colon + 1, &hints, &res);
 	if (rc != 0) {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, gai_strerror(rc));
-		return -1;
+		return NULL;
 	}
 	for (struct addrinfo *ai = res; ai != NULL && !allow_public; ai = ai->ai_next) {
 		if (!loopback(ai->ai_addr)) {
@@ -201,11 +202,22 @@ static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error
 			             "or set [fcgi] listen_public = yes (behind a firewall that lets "
 			             "only the web server in)",
 			             spec);
-			return -1;
+			return NULL;
 		}
 	}
+	return res;
+}
+
+/* host:port bound; a public address (allowed) with a warning in the log. */
+static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error *err)
+{
+	struct addrinfo *res = resolve_tcp(spec, allow_public, err);
+	if (res == NULL)
+		return -1;
+	bool public = false;
 	int fd = -1;
 	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+		public = !loopback(ai->ai_addr);
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
 		if (fd < 0)
 			continue;
@@ -220,12 +232,25 @@ static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error
 	freeaddrinfo(res);
 	if (fd < 0)
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, strerror(saved));
-	else if (allow_public)
+	else if (public)
 		sy_log(SY_LOG_WARNING,
 		       "listening on %s (listen_public = yes): anyone who reaches this port can act "
 		       "as any user; let only the web server reach it",
 		       spec);
 	return fd;
+}
+
+bool sy_prefork_listen_check(const char *spec, bool allow_public, sy_error *err)
+{
+	if (strncmp(spec, "unix:", 5) == 0)
+		spec += 5;
+	if (spec[0] == '\0' || spec[0] == '/')
+		return true;
+	struct addrinfo *res = resolve_tcp(spec, allow_public, err);
+	if (res == NULL)
+		return false;
+	freeaddrinfo(res);
+	return true;
 }
 
 int sy_prefork_listen(const char *spec, const char *owner, const char *group, unsigned mode,

@@ -26,6 +26,13 @@ SY_MUST_CHECK int sy_prefork_listen(const char *spec, const char *owner, const c
                                     unsigned mode, int backlog, bool allow_public,
                                     sy_error *err);
 
+/*
+ * Checks spec as sy_prefork_listen() would, without binding: a host:port that does not
+ * resolve, or whose address is not loopback without allow_public, is false with *err set.
+ * An empty spec or a UNIX socket path is true.
+ */
+SY_MUST_CHECK bool sy_prefork_listen_check(const char *spec, bool allow_public, sy_error *err);
+
 /* Whether fd 0 is a listening socket handed over by spawn-fcgi or mod_fcgid. */
 bool sy_prefork_fd0_is_listener(void);
 
