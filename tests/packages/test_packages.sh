@@ -341,8 +341,8 @@ cmp -s "$tmp/b1" "$tmp/b2" || fail "the replay's body differs from the first ans
 
 # synchro-cli (a device of alice): an insert synced, then a second device pulls both rows,
 # through synchro-walsync's changelog (polled: walsync materializes asynchronously).
-cli1() { dev=phone; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
-cli2() { dev=laptop; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
+cli1() { dev=phone; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
+cli2() { dev=laptop; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
 cli1 connect >/dev/null 2>"$tmp/err" || fail "synchro-cli connect: $(cat "$tmp/err")"
 bread=$(uuid)
 cli1 insert todo "$bread" title='buy bread' >/dev/null || fail "synchro-cli insert failed"
