@@ -19,7 +19,6 @@ typedef struct sy_responder {
 	const sy_cfg *cfg;
 	/* settings read from cfg at start */
 	const char *conninfo;
-	const char *auth_param;
 	int lock_timeout_ms;
 	unsigned retry_after_s;
 	int pull_wait_ms;

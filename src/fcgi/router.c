@@ -59,12 +59,47 @@ static void method_not_allowed(sy_responder *r, sy_http *h, const char *allowed)
 	sy_buf_free(&body);
 }
 
-/* Authentication (PROTOCOL §1): identity only from the parameter the web server sets; a
- * value no route could use as a user id (control characters, invalid UTF-8, too long)
- * authenticates nobody. */
-static bool check_auth(sy_responder *r, sy_http *h, sy_request *req, sy_error *why)
+/*
+ * Authentication (PROTOCOL §1): the user comes from SYNCHRO_USER alone, the parameter that
+ * only the web server's configuration sets (conf/nginx, conf/apache), from the user it
+ * authenticated. A client's header reaches a responder as an HTTP_ parameter and never
+ * names the user. A request whose identity is ambiguous authenticates nobody: the parameter
+ * twice (a second line in the site, e.g. beside an include that sets it too; libfcgi would
+ * return the first), or a Synchro-User header (HTTP_SYNCHRO_USER: a client trying to name
+ * a user). Either is logged with its reason, never with a value. A value no route could use
+ * as a user id (control characters, invalid UTF-8, too long) authenticates nobody either.
+ */
+#define SY_USER_PARAM "SYNCHRO_USER"
+
+static bool check_auth(sy_http *h, sy_request *req, sy_error *why)
 {
-	const char *u = sy_http_param(h, r->auth_param);
+	static const char name[] = SY_USER_PARAM "=";
+	static const char header[] = "HTTP_" SY_USER_PARAM "=";
+	const char *u = NULL;
+	unsigned count = 0;
+	bool spoof = false;
+	for (char **e = h->fcgx->envp; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, name, sizeof name - 1) == 0) {
+			if (count++ == 0)
+				u = *e + sizeof name - 1;
+		} else if (strncmp(*e, header, sizeof header - 1) == 0) {
+			spoof = true;
+		}
+	}
+	if (count > 1) {
+		sy_log(SY_LOG_WARNING,
+		       "%s %s refused (401): the parameter " SY_USER_PARAM " came %u times; the web "
+		       "server's configuration must set it once",
+		       h->method, h->path, count);
+		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
+	}
+	if (spoof) {
+		sy_log(SY_LOG_WARNING,
+		       "%s %s refused (401): the request carries a Synchro-User header "
+		       "(HTTP_" SY_USER_PARAM "); only the web server names the user",
+		       h->method, h->path);
+		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
+	}
 	sy_error err;
 	if (u == NULL || !sy_fp_user_valid(u, strlen(u), &err))
 		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
@@ -105,7 +140,7 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 		}
 		bool pass;
 		switch (d.gate) {
-		case SY_GATE_AUTH: pass = check_auth(r, h, req, &why); break;
+		case SY_GATE_AUTH: pass = check_auth(h, req, &why); break;
 		case SY_GATE_PROTOCOL: pass = check_protocol(h, &why); break;
 		case SY_GATE_STRUCTURE:
 			assert(rt->body_max > 0);

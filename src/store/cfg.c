@@ -44,8 +44,6 @@ static const sy_cfg_option options[] = {
          NULL},
         {"fcgi", "max_requests", SY_CFG_INT, "10000",
          "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
-        {"fcgi", "auth_param", SY_CFG_STRING, "REMOTE_USER",
-         "FastCGI parameter holding the authenticated user", NOLIMIT},
         {"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
          "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
         {"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,

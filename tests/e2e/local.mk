@@ -7,6 +7,14 @@ TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 
+# Identity (conf/nginx, conf/apache): the user from SYNCHRO_USER alone, set once by the web
+# server; the parameter twice, a Synchro-User header, auth_request beside a Basic header, and
+# the caller's Authorization header (an echo responder shows what reaches the responders).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_identity.pgt
+endif
+EXTRA_DIST += tests/e2e/test_identity.pgt
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;

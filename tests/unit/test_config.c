@@ -29,7 +29,6 @@ static void test_defaults_valid(void)
 	                                          {"fcgi", "listen_mode"},
 	                                          {"fcgi", "workers"},
 	                                          {"fcgi", "max_requests"},
-	                                          {"fcgi", "auth_param"},
 	                                          {"fcgi", "lock_timeout_ms"},
 	                                          {"fcgi", "retry_after_s"},
 	                                          {"fcgi", "pull_wait_ms"},
@@ -164,7 +163,7 @@ static void test_parse(void)
 	                    "[ fcgi ]\n"
 	                    "workers=8\n"
 	                    "listen_mode = 600\n"
-	                    "auth_param =\n"
+	                    "listen_owner =\n"
 	                    "[log]\n"
 	                    "\tlevel\t=\tdebug",
 	                    &err);
@@ -173,8 +172,8 @@ static void test_parse(void)
 	                       "host=/tmp dbname=x password=a#b;c");
 	CU_ASSERT_EQUAL(sy_cfg_int(cfg, "fcgi", "workers"), 8);
 	CU_ASSERT_EQUAL(sy_cfg_int(cfg, "fcgi", "listen_mode"), 0600);
-	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "fcgi", "auth_param"), "");
-	CU_ASSERT(sy_cfg_is_set(cfg, "fcgi", "auth_param"));
+	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "fcgi", "listen_owner"), "");
+	CU_ASSERT(sy_cfg_is_set(cfg, "fcgi", "listen_owner"));
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "log", "level"), "debug");
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "log", "target"), "stderr");
 	CU_ASSERT(!sy_cfg_is_set(cfg, "log", "target"));
@@ -186,7 +185,7 @@ static void test_parse(void)
 static void test_defaults_without_file(void)
 {
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "database", "conninfo"), "");
-	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "fcgi", "auth_param"), "REMOTE_USER");
+	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "fcgi", "listen"), "");
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "fcgi", "pull_wait_ms"), 5000);
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "fcgi", "listen_mode"), 0660);
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "walsync", "lease_s"), 30);
