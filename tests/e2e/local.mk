@@ -15,6 +15,14 @@ TESTS += tests/e2e/test_identity.pgt
 endif
 EXTRA_DIST += tests/e2e/test_identity.pgt
 
+# Bearer tokens (doc/operations.md "Bearer tokens", tests/e2e/token_stack.py): nginx with
+# auth_request to a token endpoint, Apache with mod_auth_openidc and JWTs signed RS256 and
+# ES256; refused tokens answered 401 before any responder; a token renewed mid-sync.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_tokens.pgt
+endif
+EXTRA_DIST += tests/e2e/test_tokens.pgt tests/e2e/token_stack.py
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;
