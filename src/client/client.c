@@ -27,37 +27,6 @@ const char *sy_client_rc_name(sy_client_rc rc)
 	return (unsigned)rc < sizeof names / sizeof names[0] ? names[rc] : "unknown";
 }
 
-static void wipe_free(char *s)
-{
-	if (s == NULL)
-		return;
-	volatile char *v = s;
-	while (*v != '\0')
-		*v++ = '\0';
-	sy_free(s);
-}
-
-static bool token_ok(const char *t)
-{
-	if (t == NULL || *t == '\0' || strlen(t) > 16384)
-		return false;
-	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
-		if (*p <= 0x20 || *p >= 0x7f)
-			return false;
-	return true;
-}
-
-bool sy_cl_token_take(sy_client *c, char *t)
-{
-	if (!token_ok(t)) {
-		wipe_free(t);
-		return false;
-	}
-	wipe_free(c->token);
-	c->token = t;
-	return true;
-}
-
 sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_client **out,
                             sy_client_error *err)
 {
@@ -88,7 +57,7 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 	sy_client_rc rc = SY_CLIENT_OK;
 	if ((opts->token != NULL || opts->token_fn != NULL) && opts->user != NULL)
 		rc = sy_cl_fail(err, SY_CLIENT_EINVAL, "both a bearer token and a user: give one");
-	else if (opts->token != NULL && !token_ok(opts->token))
+	else if (opts->token != NULL && !sy_cl_token_ok(opts->token))
 		rc = sy_cl_fail(err, SY_CLIENT_EINVAL,
 		                "the bearer token is empty or has a space or control character");
 	else if (opts->token != NULL &&
@@ -134,7 +103,7 @@ void sy_client_close(sy_client *c)
 	sy_manifest_free(c->manifest);
 	sy_cl_cache_free(c);
 	sy_cl_req_free(c);
-	wipe_free(c->token);
+	sy_cl_wipe_free(c->token);
 	if (c->db != NULL)
 		sqlite3_close(c->db);
 	sy_free(c);

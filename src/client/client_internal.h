@@ -277,9 +277,12 @@ SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char
  * (client_sync.c; every transport parses it here). */
 int sy_cl_retry_after(const char *value, size_t len);
 
-/* client.c: takes t (new, may be NULL) as the bearer token when it is one (printable
- * ASCII without space); false (t wiped and freed, the old token kept) otherwise. */
+/* client_token.c: whether t is a bearer token (printable ASCII without space, at most 16 KiB);
+ * sy_cl_token_take takes t (new, may be NULL) as c's token when it is one, else wipes and frees
+ * it and keeps the old one (false); sy_cl_wipe_free zeroes a string, then frees it. */
+bool sy_cl_token_ok(const char *t);
 bool sy_cl_token_take(sy_client *c, char *t);
+void sy_cl_wipe_free(char *s);
 
 /* client_transport.c (not in the WebAssembly build, whose transport is fetch) */
 SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,
