@@ -367,7 +367,7 @@ if command -v cc >/dev/null 2>&1; then
 		fail "example_todo does not build against libsynchro-client-dev: $(cat "$tmp/err")"
 	ldd "$tmp/example_todo" | grep -Eq 'libsynchro-client.so.0 => (/usr)?/lib/' ||
 		fail "example_todo is not linked to the installed libsynchro-client.so.0"
-	"$tmp/example_todo" "$tmp/tablet.db" "$url" alice:alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
+	SYNCHRO_PASSWORD=alice "$tmp/example_todo" "$tmp/tablet.db" "$url" alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
 		fail "example_todo failed: $(cat "$tmp/err")"
 	grep -q 'buy tea' "$tmp/out" || fail "example_todo did not list its todo: $(cat "$tmp/out")"
 fi
