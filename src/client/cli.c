@@ -38,7 +38,8 @@ static int fail(sy_client_rc rc, const sy_client_error *err)
 
 static void usage(FILE *f)
 {
-	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME [--password-file F] | --token-file F]\n"
+	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME [--password-file F] | --token-file "
+	      "F]\n"
 	      "                   [--json] COMMAND ...\n"
 	      "credentials: the password from --password-file, $SYNCHRO_PASSWORD or a prompt;\n"
 	      "  a bearer token from --token-file or $SYNCHRO_TOKEN\n"
@@ -416,24 +417,42 @@ static char *token_again(void *ctx)
 
 typedef struct {
 	const char *user, *password_file, *token_file;
+	bool user_arg;          /* user came from --user, not from $SYNCHRO_USER */
 	char *password, *token; /* new */
 } cli_creds;
 
-/* Where the credentials come from; SY_CLI_OK, or SY_CLI_USAGE with a message. */
+static char *dup_secret(const char *s)
+{
+	char *d = sy_strndup(s, strlen(s));
+	if (d == NULL)
+		fprintf(stderr, "synchro-cli: out of memory\n");
+	return d;
+}
+
+/*
+ * Where the credentials come from: --token-file; --user with --password-file,
+ * $SYNCHRO_PASSWORD or the prompt; else $SYNCHRO_TOKEN; else $SYNCHRO_USER as --user.
+ * SY_CLI_OK, or SY_CLI_USAGE with a message.
+ */
 static int get_creds(cli_creds *k, bool network)
 {
 	if (k->user != NULL && strchr(k->user, ':') != NULL) {
-		fprintf(stderr, "synchro-cli: --user takes a name only: a password on the command"
-		                " line is visible to every user of this host (ps, /proc). Put it in"
-		                " a file for --password-file, in $SYNCHRO_PASSWORD, or type it at"
-		                " the prompt.\n");
+		fprintf(stderr,
+		        "synchro-cli: %s takes a name only: a password on the command line is"
+		        " visible to every user of this host (ps, /proc). Put it in a file for"
+		        " --password-file, in $SYNCHRO_PASSWORD, or type it at the prompt.\n",
+		        k->user_arg ? "--user" : "$SYNCHRO_USER");
 		return SY_CLI_USAGE;
 	}
-	const char *env_token = getenv("SYNCHRO_TOKEN");
-	if (k->user != NULL && k->token_file != NULL) {
+	if (k->user_arg && k->token_file != NULL) {
 		fprintf(stderr, "synchro-cli: --user and --token-file: give one\n");
 		return SY_CLI_USAGE;
 	}
+	const char *env_token = getenv("SYNCHRO_TOKEN");
+	bool by_token =
+	        k->token_file != NULL || (!k->user_arg && env_token != NULL && *env_token != '\0');
+	if (by_token)
+		k->user = NULL;
 	if (k->user == NULL && k->password_file != NULL) {
 		fprintf(stderr, "synchro-cli: --password-file needs --user NAME\n");
 		return SY_CLI_USAGE;
@@ -443,8 +462,9 @@ static int get_creds(cli_creds *k, bool network)
 	if (k->token_file != NULL) {
 		if ((k->token = read_secret_file(k->token_file, "--token-file")) == NULL)
 			return SY_CLI_USAGE;
-	} else if (k->user == NULL && env_token != NULL && *env_token != '\0') {
-		k->token = sy_strndup(env_token, strlen(env_token));
+	} else if (by_token) {
+		if ((k->token = dup_secret(env_token)) == NULL)
+			return SY_CLI_ERROR;
 	} else if (k->user != NULL) {
 		const char *env_pw = getenv("SYNCHRO_PASSWORD");
 		if (k->password_file != NULL) {
@@ -452,7 +472,8 @@ static int get_creds(cli_creds *k, bool network)
 			    NULL)
 				return SY_CLI_USAGE;
 		} else if (env_pw != NULL) {
-			k->password = sy_strndup(env_pw, strlen(env_pw));
+			if ((k->password = dup_secret(env_pw)) == NULL)
+				return SY_CLI_ERROR;
 		} else {
 			k->password = prompt_password(k->user);
 		}
@@ -462,11 +483,14 @@ static int get_creds(cli_creds *k, bool network)
 
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-	        {"db", required_argument, NULL, 'd'},   {"url", required_argument, NULL, 'u'},
-	        {"user", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
-	        {"help", no_argument, NULL, 'h'},       {"password-file", required_argument, NULL, 'P'},
-	        {"token-file", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0}};
+	static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
+	                                      {"url", required_argument, NULL, 'u'},
+	                                      {"user", required_argument, NULL, 'U'},
+	                                      {"json", no_argument, NULL, 'j'},
+	                                      {"help", no_argument, NULL, 'h'},
+	                                      {"password-file", required_argument, NULL, 'P'},
+	                                      {"token-file", required_argument, NULL, 'T'},
+	                                      {NULL, 0, NULL, 0}};
 	const char *db = NULL, *url = getenv("SYNCHRO_URL");
 	cli_creds k = {.user = getenv("SYNCHRO_USER")};
 	bool json = false;
@@ -475,7 +499,10 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'd': db = optarg; break;
 		case 'u': url = optarg; break;
-		case 'U': k.user = optarg; break;
+		case 'U':
+			k.user = optarg;
+			k.user_arg = true;
+			break;
 		case 'P': k.password_file = optarg; break;
 		case 'T': k.token_file = optarg; break;
 		case 'j': json = true; break;

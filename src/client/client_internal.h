@@ -49,7 +49,7 @@ struct sy_client {
 	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
 	size_t inflight_len;
 	const char *inflight_method, *inflight_path; /* string literals */
-	bool auth_retried; /* this request went again after a 401 already */
+	bool auth_retried;       /* this request went again after a 401 already */
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
 	bool sealed_ahead; /* the next batch was sealed while this push is in flight */

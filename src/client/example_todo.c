@@ -2,8 +2,9 @@
 /*
  * The example program of doc/client.md: an offline-first to-do list over
  * libsynchro-client. Usage: SYNCHRO_PASSWORD=... example_todo DB URL USER TITLE
- * (the password from the environment: a command line is visible to every user). It syncs (connect, schema, rebuild or pull), adds one to-do, syncs again,
- * explains anything that did not apply, and prints the visible rows.
+ * (the password from the environment: a command line is visible to every user). It syncs (connect,
+ * schema, rebuild or pull), adds one to-do, syncs again, explains anything that did not apply, and
+ * prints the visible rows.
  */
 #include <stdio.h>
 #include <stdlib.h>

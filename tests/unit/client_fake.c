@@ -71,8 +71,8 @@ struct fake {
 	int fail_status, fail_retry;
 	char fail_code[48];
 	bool drop, corrupt, hold, rebuild, retired, garble_pull;
-	char *token;         /* the bearer token every request needs, or NULL */
-	char *refused[MAX];  /* bodies of the pushes refused 401 */
+	char *token;        /* the bearer token every request needs, or NULL */
+	char *refused[MAX]; /* bodies of the pushes refused 401 */
 	size_t refused_len[MAX], nrefused;
 	/* the response in flight */
 	bool have;

@@ -68,7 +68,7 @@ typedef struct {
 	const char *path;   /* "/v3/push", ... */
 	const char *body;   /* NULL for GET */
 	size_t body_len;
-	const char *token;  /* bearer token to send, or NULL: the transport's own credentials */
+	const char *token; /* bearer token to send, or NULL: the transport's own credentials */
 } sy_client_request;
 
 /* What the transport hands back: body new from sy_client_alloc(); the library steals it. */
