@@ -4,8 +4,8 @@
 - TokenEndpoint: the shop's own token endpoint that nginx's auth_request asks (python's
   http.server on 127.0.0.1): 200 and the user in Synchro-User for a token it knows, 401
   otherwise; it records every token it saw and can renew a refused token into a file;
-- bearer_nginx_site(): conf/nginx/synchro.conf edited as the section says, with the shipped
-  conf/nginx/synchro-bearer.conf and synchro-bearer-endpoint.conf;
+- bearer_nginx_site(): conf/nginx/synchro.conf edited as the section says: its include lines
+  of the shipped conf/nginx/synchro-bearer.conf and synchro-bearer-endpoint.conf;
 - oidc_apache_snippet(), JwksServer and make_jwt(): conf/apache/synchro-oidc.conf after
   synchro-proxy-fcgi.conf, keys made with openssl and published as a JWK set on 127.0.0.1,
   JWTs signed RS256 and ES256 with them (openssl dgst);
@@ -74,22 +74,34 @@ def _conf(name):
         return f.read()
 
 
-def bearer_nginx_site(site, endpoint_port):
-    """The stack's nginx site (conf/nginx/synchro.conf with its paths) with the bearer
-    snippets in place as doc/operations.md says: in /v3/, the auth_basic lines and the
-    SYNCHRO_USER line replaced by synchro-bearer.conf; synchro-bearer-endpoint.conf beside
-    the locations, its endpoint address this test's."""
+# The lines doc/operations.md "Bearer tokens" tells a sysadmin to put in the site.
+INCLUDE_V3 = "include snippets/synchro-bearer.conf;"
+INCLUDE_SERVER = "include snippets/synchro-bearer-endpoint.conf;"
+
+
+def bearer_nginx_site(site, endpoint_port, directory):
+    """The stack's nginx site (conf/nginx/synchro.conf with its paths) edited as
+    doc/operations.md says: the shipped snippets copied to snippets/ beside nginx.conf (the
+    endpoint's address this test's), in /v3/ the auth_basic lines and the SYNCHRO_USER line
+    replaced by INCLUDE_V3, and INCLUDE_SERVER beside the locations."""
+    snippets = os.path.join(directory, "snippets")
+    os.makedirs(snippets, exist_ok=True)
+    os.chmod(snippets, 0o755)
+    for name, text in (("synchro-bearer.conf", _conf("nginx/synchro-bearer.conf")),
+                       ("synchro-bearer-endpoint.conf", _conf("nginx/synchro-bearer-endpoint.conf")
+                        .replace("127.0.0.1:9180", "127.0.0.1:%d" % endpoint_port))):
+        path = os.path.join(snippets, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o644)
     lines = site.split("\n")
     at = [i for i, line in enumerate(lines) if line.strip().startswith(BEARER_LINES)]
     assert len(at) == 3, "conf/nginx/synchro.conf: expected the auth_basic and SYNCHRO_USER lines, got %r" % at
-    inner = "\n".join("        " + line for line in _conf("nginx/synchro-bearer.conf").split("\n"))
-    lines[at[-1]] = inner
+    lines[at[-1]] = "        " + INCLUDE_V3
     for i in reversed(at[:-1]):
         del lines[i]
     site = "\n".join(lines)
-    endpoint = _conf("nginx/synchro-bearer-endpoint.conf").replace("127.0.0.1:9180", "127.0.0.1:%d" % endpoint_port)
-    endpoint = "\n".join("    " + line for line in endpoint.split("\n"))
-    return site.replace("    location / {", endpoint + "\n    location / {", 1)
+    return site.replace("    location / {", "    %s\n\n    location / {" % INCLUDE_SERVER, 1)
 
 
 def _b64(data):
