@@ -240,7 +240,8 @@ export class Synchro {
    * A tab that joins another tab's store checks its own credentials with the server
    * (GET /v3/schema under them) before it is treated as signed in: the owner's worker
    * syncs with the owner's credentials, so without this check any password would do.
-   * 401 or 403: rc "eserver" (auth_required); no answer: rc "enetwork".
+   * 401 or 403: rc "eserver" (auth_required). When the server gives no answer (offline),
+   * the tab opens as an owning tab opens offline: with the store this browser holds.
    */
   private async checkCredentials(): Promise<void> {
     const attempt = async (fresh: boolean): Promise<number> => {
@@ -262,19 +263,17 @@ export class Synchro {
       await r.arrayBuffer().catch(() => undefined);
       return r.status;
     };
-    let status: number;
+    let status = 0;
     try {
       status = await attempt(false);
       if (status === 401 && this.args.token) status = await attempt(true);
-    } catch (e) {
-      throw new SynchroError({ rc: "enetwork", message: "this tab's credentials could not be checked: " + String(e) });
+    } catch {
+      status = 0; // no answer: offline
     } finally {
       this.checkToken = null;
     }
     if (status === 401 || status === 403)
       throw new SynchroError({ rc: "eserver", message: "auth_required: the server refused this tab's credentials" });
-    if (status < 200 || status > 299)
-      throw new SynchroError({ rc: "enetwork", message: "this tab's credentials could not be checked: HTTP " + status });
   }
   private checkToken: string | null = null;
 
