@@ -36,6 +36,7 @@ void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight
 	r->lock_timeout_ms = (int)sy_cfg_int(cfg, "fcgi", "lock_timeout_ms");
 	r->retry_after_s = (unsigned)sy_cfg_int(cfg, "fcgi", "retry_after_s");
 	r->pull_wait_ms = (int)sy_cfg_int(cfg, "fcgi", "pull_wait_ms");
+	r->body_timeout_ms = (int)sy_cfg_int(cfg, "fcgi", "body_timeout_ms");
 	r->inflight = inflight;
 	r->metrics = metrics;
 	r->slot = slot;

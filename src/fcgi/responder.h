@@ -22,6 +22,7 @@ typedef struct sy_responder {
 	int lock_timeout_ms;
 	unsigned retry_after_s;
 	int pull_wait_ms;
+	int body_timeout_ms;
 	/* the connection, opened lazily; NULL while down */
 	PGconn *pg;
 	double next_connect_at; /* monotonic seconds: no attempt before (backoff) */

@@ -60,6 +60,27 @@ static void method_not_allowed(sy_responder *r, sy_http *h, const char *allowed)
 }
 
 /*
+ * A body that did not come within [fcgi] body_timeout_ms: 408 in the protocol's error form,
+ * retryable (nothing was done; the same request may be sent again), and the responder is
+ * free for the next request.
+ */
+static void body_timeout(sy_responder *r, sy_http *h, const char *message)
+{
+	char header[64];
+	snprintf(header, sizeof header, "Retry-After: %u\r\n", r->retry_after_s);
+	sy_buf body = SY_BUF_INIT;
+	sy_error err;
+	sy_log(SY_LOG_INFO, "%s %s answered 408: %s", h->method, h->path, message);
+	if (sy_outcome_error_body(&body, SY_ERR_TEMPORARY_UNAVAILABLE, message, NULL, NULL, &err)) {
+		h->error = SY_ERR_TEMPORARY_UNAVAILABLE;
+		sy_http_json(h, 408, &body, header);
+	} else {
+		sy_responder_error(r, h, SY_ERR_NOMEM, "out of memory");
+	}
+	sy_buf_free(&body);
+}
+
+/*
  * Authentication (PROTOCOL §1): the user comes from SYNCHRO_USER alone, the parameter that
  * only the web server's configuration sets (conf/nginx, conf/apache), from the user it
  * authenticated. A client's header reaches a responder as an HTTP_ parameter and never
@@ -88,8 +109,8 @@ static bool check_auth(sy_http *h, sy_request *req, sy_error *why)
 	}
 	if (count > 1) {
 		sy_log(SY_LOG_WARNING,
-		       "%s %s refused (401): the parameter " SY_USER_PARAM " came %u times; the web "
-		       "server's configuration must set it once",
+		       "%s %s refused (401): the parameter " SY_USER_PARAM
+		       " came %u times; the web server's configuration must set it once",
 		       h->method, h->path, count);
 		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
 	}
@@ -146,8 +167,12 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 			assert(rt->body_max > 0);
 			/* The body within its limit (PROTOCOL §1: CONTENT_LENGTH above it is
 			 * refused before a byte is read); its structure is the handler's. */
-			if (sy_http_read_body(h, rt->body_max, &why))
+			if (sy_http_read_body(h, rt->body_max, r->body_timeout_ms, &why))
 				return true;
+			if (h->timed_out) {
+				body_timeout(r, h, why.message);
+				return false;
+			}
 			pass = false;
 			break;
 		default: return true; /* the handler's gates, or the database's, or none left */

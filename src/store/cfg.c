@@ -34,6 +34,10 @@ static const sy_cfg_option options[] = {
 
         {"fcgi", "listen", SY_CFG_STRING, "",
          "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
+        {"fcgi", "listen_public", SY_CFG_ENUM, "no",
+         "yes: listen may be a TCP address other than loopback (logged as a warning); no: such "
+         "an address is refused at start",
+         0, 0, "no|yes"},
         {"fcgi", "listen_owner", SY_CFG_STRING, "", "owner of the UNIX socket; empty: unchanged",
          NOLIMIT},
         {"fcgi", "listen_group", SY_CFG_STRING, "", "group of the UNIX socket; empty: unchanged",
@@ -44,6 +48,9 @@ static const sy_cfg_option options[] = {
          NULL},
         {"fcgi", "max_requests", SY_CFG_INT, "10000",
          "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
+        {"fcgi", "body_timeout_ms", SY_CFG_INT, "30000",
+         "longest time a request body takes to arrive before the request is answered 408", 100,
+         3600000, NULL},
         {"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
          "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
         {"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,

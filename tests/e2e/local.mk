@@ -23,6 +23,20 @@ TESTS += tests/e2e/test_tokens.pgt
 endif
 EXTRA_DIST += tests/e2e/test_tokens.pgt tests/e2e/token_stack.py
 
+# Failing closed: a request body's deadline (408, the responder free again; directly and behind
+# Apache's mod_proxy_fcgi, which streams bodies), a TCP listen address other than loopback.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_fail_closed.pgt
+endif
+EXTRA_DIST += tests/e2e/test_fail_closed.pgt
+
+# What nginx and Apache answer themselves on Synchro's locations (a bad Content-Length, a URI
+# or a header too large, a refused method, the responders stopped), in the protocol's form.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_web_errors.pgt
+endif
+EXTRA_DIST += tests/e2e/test_web_errors.pgt
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;

@@ -606,7 +606,7 @@ log_disconnections = 0
         except KeyError:
             return False
 
-    # modules a subclass's snippet needs beyond the shipped ones' (e.g. ["auth_openidc"])
+    # modules a subclass loads besides those start_apache() always loads (e.g. ["reqtimeout"])
     apache_extra_modules = []
 
     def apache_snippet(self):
