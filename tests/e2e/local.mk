@@ -15,6 +15,14 @@ TESTS += tests/e2e/test_identity.pgt
 endif
 EXTRA_DIST += tests/e2e/test_identity.pgt
 
+# Bearer tokens (doc/operations.md "Bearer tokens", tests/e2e/token_stack.py): nginx with
+# auth_request to a token endpoint, Apache with mod_auth_openidc and JWTs signed RS256 and
+# ES256; refused tokens answered 401 before any responder; a token renewed mid-sync.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_tokens.pgt
+endif
+EXTRA_DIST += tests/e2e/test_tokens.pgt tests/e2e/token_stack.py
+
 # Failing closed: a request body's deadline (408, the responder free again; directly and behind
 # Apache's mod_proxy_fcgi, which streams bodies), a TCP listen address other than loopback.
 if HAVE_PG_SERVER
