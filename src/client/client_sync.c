@@ -259,10 +259,11 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		return SY_CLIENT_OK;
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
-	if (r->status == 429 || r->status >= 500) {
-		/* 429/503: the ADR's retry. Any other 5xx is no answer of the protocol (a
-		 * gateway's 502/504 page, a server fault): as when none came, the same bytes
-		 * again after a backoff; the queue is never frozen by it. */
+	if (r->status == 408 || r->status == 429 || r->status >= 500) {
+		/* 429/503: the ADR's retry. A 408 says the body did not arrive in time, so
+		 * nothing ran. Any other 5xx is no answer of the protocol (a gateway's 502/504
+		 * page, a server fault). Each is retried as when no answer came: the same
+		 * bytes again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
