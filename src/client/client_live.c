@@ -148,7 +148,7 @@ void sy_cl_live_close(sy_client *c)
 	c->live = NULL;
 }
 
-static void subscribe(sy_cl_live *l)
+static void subscribe(sy_client *c, sy_cl_live *l)
 {
 	sy_buf_reset(&l->body);
 	l->got_last_modified[0] = l->got_etag[0] = '\0';
@@ -166,6 +166,11 @@ static void subscribe(sy_cl_live *l)
 	}
 	l->headers = s;
 	curl_easy_setopt(l->easy, CURLOPT_HTTPHEADER, l->headers);
+	if (c->token != NULL) {
+		/* the client's current bearer token (renewed by its requests after a 401) */
+		curl_easy_setopt(l->easy, CURLOPT_XOAUTH2_BEARER, c->token);
+		curl_easy_setopt(l->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+	}
 	if (s != NULL && curl_multi_add_handle(l->multi, l->easy) == CURLM_OK)
 		l->active = true;
 }
@@ -244,7 +249,7 @@ void sy_cl_live_step(sy_client *c, int64_t now)
 	}
 	/* Subscribed while idle only: a sync that ends when caught up never opens one. */
 	if (!l->active && now >= l->retry_at_ms && c->phase == SY_PHASE_IDLE)
-		subscribe(l);
+		subscribe(c, l);
 }
 
 bool sy_cl_live_wait(sy_client *c, int timeout_ms)

@@ -114,10 +114,11 @@ class Listener:
 class Device:
     def __init__(self, stack, name):
         self.path = os.path.join(stack.dir, name + ".db")
-        base = [CLI, "-d", self.path, "-u", "http://127.0.0.1:%d" % stack.port, "--user", "carol:carol",
+        base = [CLI, "-d", self.path, "-u", "http://127.0.0.1:%d" % stack.port, "--user", "carol",
                 "--poll", "30000"]
-        subprocess.run(base + ["connect"], check=True, capture_output=True, timeout=60)
-        stack.spawn(name, base + ["sync"])
+        env = dict(os.environ, SYNCHRO_PASSWORD=e2e.USERS["carol"])
+        subprocess.run(base + ["connect"], check=True, capture_output=True, timeout=60, env=env)
+        stack.spawn(name, base + ["sync"], env=env)
         self.db = sqlite3.connect(self.path, timeout=5)
 
     def has(self, pk):
