@@ -208,6 +208,14 @@ static bool already_have(sy_client *c, const char *body, size_t len)
 	return have;
 }
 
+/* Subscribed while idle after a pull that caught up only: a sync that ends there (the state
+ * of a client just opened is idle too) never opens one. */
+static bool may_subscribe(const sy_client *c, const sy_cl_live *l, int64_t now)
+{
+	return !l->active && now >= l->retry_at_ms && c->phase == SY_PHASE_IDLE &&
+	       c->pull_caught_up && c->inflight == SY_CL_REQ_NONE && !c->stopped && !c->retired;
+}
+
 void sy_cl_live_step(sy_client *c, int64_t now)
 {
 	sy_cl_live *l = c->live;
@@ -247,15 +255,19 @@ void sy_cl_live_step(sy_client *c, int64_t now)
 			}
 		}
 	}
-	/* Subscribed while idle only: a sync that ends when caught up never opens one. */
-	if (!l->active && now >= l->retry_at_ms && c->phase == SY_PHASE_IDLE)
+	if (may_subscribe(c, l, now))
 		subscribe(c, l);
 }
 
 bool sy_cl_live_wait(sy_client *c, int timeout_ms)
 {
 	sy_cl_live *l = c->live;
-	if (l == NULL || !l->active)
+	if (l == NULL)
+		return false;
+	/* The step that went idle ran before: subscribe now rather than at the next step. */
+	if (may_subscribe(c, l, sy_cl_now(c)))
+		subscribe(c, l);
+	if (!l->active)
 		return false;
 	int running = 0;
 	curl_multi_perform(l->multi, &running);
