@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,6 +159,8 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size_t len,
                               bool *has_more, sy_client_error *err)
 {
+	/* the body of an answer to the pull or rebuild request */
+	assert(body != NULL);
 	sy_error e = {0};
 	*has_more = false;
 	sy_json_doc *doc = sy_json_parse(body, len, &e);
