@@ -601,6 +601,80 @@ static void test_upgrade_builds_tables(void)
 	stop();
 }
 
+/* --- a synced table named like one of the store's own ------------------------------ */
+
+#define COLLIDING                                                                                  \
+	"{\"tables\":[{\"table_id\":\"rows\",\"relation\":\"public.rows\",\"pk\":{\"field_id\":"   \
+	"\"id\",\"column\":\"id\",\"type\":\"int64\"},\"fields\":[{\"field_id\":\"value\","        \
+	"\"column\":\"value\",\"type\":\"text\",\"nullable\":true,\"writable\":true}],"            \
+	"\"delete\":{\"mode\":\"hard\"},\"policy\":{\"read\":\"all\",\"write\":\"all\"}},"         \
+	"{\"table_id\":\"meta\",\"relation\":\"public.meta\",\"pk\":{\"field_id\":\"key\","        \
+	"\"column\":\"key\",\"type\":\"text\"},\"fields\":[{\"field_id\":\"value\",\"column\":"    \
+	"\"value\",\"type\":\"float64\",\"nullable\":true,\"writable\":true}],\"delete\":"         \
+	"{\"mode\":\"hard\"},\"policy\":{\"read\":\"all\",\"write\":\"all\"}}]}"
+
+static void test_colliding_names(void)
+{
+	start();
+	sy_client_close(C);
+	C = NULL;
+	/* a schema whose tables are called rows and meta, made current */
+	sy_error e = {0};
+	sy_manifest *m = sy_manifest_parse(COLLIDING, strlen(COLLIDING), &e);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(path, &db), SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db,
+	                                         "INSERT INTO schemas(version, hash, manifest)"
+	                                         " VALUES (7, ?1, ?2); UPDATE meta SET value = ?1"
+	                                         " WHERE key = 'schema_hash'",
+	                                         -1, &st, NULL),
+	                      SQLITE_OK);
+	sqlite3_bind_text(st, 1, m->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, COLLIDING, -1, SQLITE_STATIC);
+	CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	CU_ASSERT_EQUAL(sqlite3_exec(db,
+	                             "UPDATE meta SET value = '7' WHERE key = 'schema_version';"
+	                             " UPDATE meta SET value = ("
+	                             "SELECT hash FROM schemas WHERE version = 7) WHERE key ="
+	                             " 'schema_hash'",
+	                             NULL, NULL, NULL),
+	                SQLITE_OK);
+	sqlite3_close(db);
+	sy_manifest_free(m);
+	reopen(); /* the tables built for schema 7 */
+	sy_client_txn *t;
+	OK(sy_client_begin(C, false, &t, &E));
+	OK(sy_client_insert(t, "rows", "\"42\"", "{\"value\":\"app\"}", NULL, &E));
+	OK(sy_client_insert(t, "meta", "\"k\"", "{\"value\":1.5}", NULL, &E));
+	OK(sy_client_commit(t, &E));
+	/* the app's names mean the app's tables; the store's own are out of reach */
+	char *r = q("SELECT id, value, _state FROM rows", NULL);
+	CU_ASSERT_STRING_EQUAL(r, "{\"id\":42,\"value\":\"app\",\"_state\":\"pending\"}\n");
+	sy_free(r);
+	r = q("SELECT key, value FROM meta", NULL);
+	CU_ASSERT_STRING_EQUAL(r, "{\"key\":\"k\",\"value\":1.5}\n");
+	sy_free(r);
+	r = q("SELECT count(*) AS n FROM rows", NULL);
+	CU_ASSERT_STRING_EQUAL(r, "{\"n\":1}\n");
+	sy_free(r);
+	refused("SELECT * FROM main.rows", NULL, "reading main.rows");
+	refused("SELECT * FROM main.meta", NULL, "reading main.meta");
+	/* and the store goes on reading its own: its meta, its server rows */
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_EQUAL(s.schema_version, 7);
+	CU_ASSERT_EQUAL(s.counts[SY_INTENT_PENDING], 2);
+	char *row = NULL;
+	OK(sy_client_get(C, "rows", "\"42\"", &row, NULL, &E));
+	CU_ASSERT_STRING_EQUAL(row, "{\"id\":\"42\",\"value\":\"app\"}");
+	sy_free(row);
+	verify_ok("colliding names");
+	stop();
+}
+
 int main(void)
 {
 	static CU_TestInfo tests[] = {
@@ -610,6 +684,7 @@ int main(void)
 	        {"live queries run after the changes of what they read", test_live},
 	        {"the app's indexes are in the query plan", test_index_used},
 	        {"a store from before the visible tables gets them", test_upgrade_builds_tables},
+	        {"synced tables named rows and meta", test_colliding_names},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client queries", tests);
