@@ -73,6 +73,8 @@ struct sy_client {
 
 	/* The visible tables (client_visible.c): run before every COMMIT of the store. */
 	sy_client_rc (*before_commit)(sy_client *c, sy_client_error *err);
+	/* and before a statement replaces every server row (a rebuild's last page) */
+	sy_client_rc (*rows_replacing)(sy_client *c, sy_client_error *err);
 	struct sy_cl_visible *vis;
 	/* The tables whose visible rows changed since the live queries last ran (new strings;
 	 * changed_all: more than the array holds). */

@@ -197,12 +197,17 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		rc = sy_cl_meta_set(c, "rebuild_token", token->u.string.data, err);
 		*has_more = true;
 	} else if (rc == SY_CLIENT_OK) {
-		/* The last page: the staged snapshot replaces the rows, with its cursor. */
-		rc = sy_cl_exec(c,
-		                "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
-		                " DELETE FROM rebuild_rows;"
-		                " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
-		                err);
+		/* The last page: the staged snapshot replaces the rows, with its cursor; the
+		 * visible tables are built again from scratch at the commit (client_visible.c). */
+		if (c->rows_replacing != NULL)
+			rc = c->rows_replacing(c, err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_cl_exec(
+			        c,
+			        "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
+			        " DELETE FROM rebuild_rows;"
+			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
+			        err);
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
 	}

@@ -31,7 +31,10 @@
  * version differs from the one the tables were built for (meta visible_schema), the
  * tables are dropped and built again from scratch for the new manifest in that same
  * commit; opening a store whose tables are not current (a store from before they
- * existed) builds them in a transaction of its own. Reads never build or fix anything.
+ * existed) builds them in a transaction of its own. A rebuild's last page, which replaces
+ * every server row, deletes visible_schema in its transaction: the triggers record nothing
+ * while it is absent (their WHEN), and its commit builds the tables from scratch, so a
+ * million-row swap is not a million-entry dirty list. Reads never build or fix anything.
  * Indexes the app asked for (sy_client_index) are kept in visible_indexes and made again
  * with the tables.
  * Layer: middle of src/client (doc/hacking.md).
@@ -48,6 +51,9 @@
 #include "synchro/jcs.h"
 
 #define PREFIX "visible:"
+/* While no visible_schema is recorded, the next commit builds every table from scratch:
+ * nothing to record until then. */
+#define TRACKING "WHEN EXISTS (SELECT 1 FROM main.meta WHERE key = 'visible_schema')"
 
 typedef struct {
 	sqlite3_stmt *upsert, *del, *check;
@@ -503,6 +509,19 @@ static sy_client_rc apply_all(sy_client *c, struct sy_cl_visible *v, const char 
 	return rc;
 }
 
+/* What records the (table, pk) a statement touches (see the head comment). */
+#define RECORD(t, when, keys)                                                                      \
+	"CREATE TEMP TRIGGER IF NOT EXISTS visible_" t " " when " " TRACKING                       \
+	" BEGIN INSERT OR IGNORE INTO visible_dirty VALUES " keys "; END;"
+/* clang-format off */
+static const char *const triggers =
+	RECORD("rows_insert", "AFTER INSERT ON main.rows", "(NEW.tbl, NEW.pk)")
+	RECORD("rows_update", "AFTER UPDATE ON main.rows", "(OLD.tbl, OLD.pk), (NEW.tbl, NEW.pk)")
+	RECORD("rows_delete", "AFTER DELETE ON main.rows", "(OLD.tbl, OLD.pk)")
+	RECORD("intents_insert", "AFTER INSERT ON main.intents", "(NEW.tbl, NEW.pk)")
+	RECORD("intents_update", "AFTER UPDATE OF state ON main.intents", "(NEW.tbl, NEW.pk)");
+/* clang-format on */
+
 /* Inside a write transaction: the tables made again for version and filled from scratch. */
 static sy_client_rc build(sy_client *c, uint64_t version, sy_client_error *err)
 {
@@ -518,14 +537,30 @@ static sy_client_rc build(sy_client *c, uint64_t version, sy_client_error *err)
 		return rc;
 	for (size_t i = 0; v->m != NULL && i < v->m->table_count; i++)
 		changed_add(c, v->m->tables[i].table_id);
-	if ((rc = apply_all(
-	             c, v,
-	             "SELECT tbl, pk FROM rows UNION SELECT tbl, pk FROM intents ORDER BY 1, 2",
-	             err)) != SY_CLIENT_OK)
+	/* in index order, no sort held in memory; a row with intents is written twice, the
+	 * same both times */
+	if ((rc = apply_all(c, v, "SELECT tbl, pk FROM rows", err)) != SY_CLIENT_OK ||
+	    (rc = apply_all(c, v, "SELECT DISTINCT tbl, pk FROM intents", err)) != SY_CLIENT_OK)
 		return rc;
-	if ((rc = sy_cl_meta_set_int(c, "visible_schema", (int64_t)version, err)) != SY_CLIENT_OK)
+	if ((rc = sy_cl_meta_set_int(c, "visible_schema", (int64_t)version, err)) != SY_CLIENT_OK ||
+	    (rc = sy_cl_exec(c, triggers, err)) != SY_CLIENT_OK)
 		return rc;
 	return sy_cl_exec(c, "DELETE FROM temp.visible_dirty", err);
+}
+
+/* The hook run just before a statement replaces every server row (a rebuild's last page):
+ * the tables are built from scratch at the commit, and until then nothing is recorded,
+ * not even the keys of the rows deleted (SQLite deletes every row at once only from a
+ * table without triggers; with them it first collects every key, in memory). */
+static sy_client_rc rows_replacing(sy_client *c, sy_client_error *err)
+{
+	assert(!sqlite3_get_autocommit(c->db));
+	return sy_cl_exec(c,
+	                  "DELETE FROM meta WHERE key = 'visible_schema';"
+	                  " DROP TRIGGER temp.visible_rows_insert;"
+	                  " DROP TRIGGER temp.visible_rows_update;"
+	                  " DROP TRIGGER temp.visible_rows_delete",
+	                  err);
 }
 
 /* The hook run before every COMMIT (see the head comment). */
@@ -565,25 +600,16 @@ static sy_client_rc before_commit(sy_client *c, sy_client_error *err)
 
 sy_client_rc sy_cl_visible_open(sy_client *c, sy_client_error *err)
 {
-	sy_client_rc rc = sy_cl_exec(
-	        c,
-	        "CREATE TEMP TABLE visible_dirty(tbl TEXT NOT NULL, pk TEXT NOT NULL,"
-	        " PRIMARY KEY(tbl, pk)) WITHOUT ROWID;"
-	        "CREATE TEMP TRIGGER visible_rows_insert AFTER INSERT ON main.rows BEGIN"
-	        " INSERT OR IGNORE INTO visible_dirty VALUES (NEW.tbl, NEW.pk); END;"
-	        "CREATE TEMP TRIGGER visible_rows_update AFTER UPDATE ON main.rows BEGIN"
-	        " INSERT OR IGNORE INTO visible_dirty VALUES (OLD.tbl, OLD.pk), (NEW.tbl, NEW.pk);"
-	        " END;"
-	        "CREATE TEMP TRIGGER visible_rows_delete AFTER DELETE ON main.rows BEGIN"
-	        " INSERT OR IGNORE INTO visible_dirty VALUES (OLD.tbl, OLD.pk); END;"
-	        "CREATE TEMP TRIGGER visible_intents_insert AFTER INSERT ON main.intents BEGIN"
-	        " INSERT OR IGNORE INTO visible_dirty VALUES (NEW.tbl, NEW.pk); END;"
-	        "CREATE TEMP TRIGGER visible_intents_update AFTER UPDATE OF state ON main.intents"
-	        " BEGIN INSERT OR IGNORE INTO visible_dirty VALUES (NEW.tbl, NEW.pk); END;",
-	        err);
+	sy_client_rc rc = sy_cl_exec(c,
+	                             "CREATE TEMP TABLE visible_dirty(tbl TEXT NOT NULL,"
+	                             " pk TEXT NOT NULL, PRIMARY KEY(tbl, pk)) WITHOUT ROWID",
+	                             err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_exec(c, triggers, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	c->before_commit = before_commit;
+	c->rows_replacing = rows_replacing;
 	uint64_t current = 0;
 	int64_t built = -1;
 	if ((rc = versions(c, &current, &built, err)) != SY_CLIENT_OK)
