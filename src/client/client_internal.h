@@ -155,6 +155,10 @@ void sy_cl_changed_clear(sy_client *c);
 
 /* client_query.c */
 void sy_cl_query_free(sy_client *c);
+/* sy_client_query's result as {"tables":[the synced tables it reads],"rows":[row objects]}
+ * appended to out (the browser API's answer). */
+SY_MUST_CHECK sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json,
+                                            sy_buf *out, sy_client_error *err);
 /* Re-runs the live queries that read a table changed since they last ran. */
 void sy_cl_live_run(sy_client *c);
 

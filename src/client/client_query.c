@@ -52,6 +52,7 @@ struct sy_cl_query {
 	int64_t views_for; /* the visible_schema the views were made for; -1: none */
 	bool internal;     /* our own statements run: the authorizer allows them */
 	bool running;      /* the live queries are being run */
+	bool shared;       /* db is the store's own connection (the browser's single one) */
 	/* of the statement being prepared */
 	char **reads;
 	size_t nreads;
@@ -152,7 +153,8 @@ void sy_cl_query_free(sy_client *c)
 		l->st = NULL;
 		l->c = NULL;
 	}
-	sqlite3_close(q->db);
+	if (!q->shared)
+		sqlite3_close(q->db);
 	reads_free(q->reads, q->nreads);
 	reads_free(q->store, q->nstore);
 	sy_free(q);
@@ -182,6 +184,12 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 		q->views_for = -1;
 		c->query = q;
 		c->live_hook = live_hook;
+#ifdef SY_WEB
+		q->shared = true;
+		q->db = c->db;
+		(void)path;
+	}
+#else
 		if (sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
 		                    NULL) != SQLITE_OK) {
 			sy_client_rc rc =
@@ -193,6 +201,7 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 		sqlite3_busy_timeout(q->db, 5000);
 		sqlite3_set_authorizer(q->db, authorize, q);
 	}
+#endif
 	q->internal = true;
 	sqlite3_stmt *st = NULL;
 	int64_t built = -1;
@@ -228,7 +237,7 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 	                       "SELECT CASE WHEN is_store THEN name ELSE substr(name, 9) END,"
 	                       " is_store FROM (SELECT name, substr(name, 1, 8) != '" PREFIX "'"
 	                       " AS is_store, type FROM main.sqlite_master)"
-	                       " WHERE is_store OR type = 'table'",
+	                       " WHERE is_store OR type = 'table' ORDER BY is_store DESC",
 	                       -1, &st, NULL) != SQLITE_OK) {
 		sy_buf_free(&b);
 		rc = q_fail(q, err, "the visible tables");
@@ -252,6 +261,14 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 				q->store[q->nstore++] = name;
 			continue;
 		}
+		/* on the store's own connection, a view never hides one of the store's names
+		 * (its statements would read the view): such a table is read by its
+		 * physical name there */
+		bool hidden = false;
+		for (size_t i = 0; q->shared && i < q->nstore; i++)
+			hidden = hidden || strcmp(q->store[i], (const char *)t) == 0;
+		if (hidden || (q->shared && strcmp((const char *)t, "visible_dirty") == 0))
+			continue;
 		char *s = sqlite3_mprintf(
 		        "CREATE TEMP VIEW \"%w\" AS SELECT * FROM main.\"" PREFIX "%w\";", t, t);
 		if (s == NULL)
@@ -357,7 +374,12 @@ static sy_client_rc q_prepare(sy_client *c, const char *sql, const char *params_
 	q->nreads = 0;
 	sqlite3_stmt *st = NULL;
 	const char *tail = NULL;
+	/* on a shared connection, the authorizer checks the app's statement alone */
+	if (q->shared)
+		sqlite3_set_authorizer(q->db, authorize, q);
 	int s = sqlite3_prepare_v2(q->db, sql, -1, &st, &tail);
+	if (q->shared)
+		sqlite3_set_authorizer(q->db, NULL, NULL);
 	if (s == SQLITE_NOMEM || q->oom) {
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 		goto fail;
@@ -476,6 +498,32 @@ static sy_client_rc q_run(sy_client *c, sqlite3_stmt *st, sy_client_query_fn fn,
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	sqlite3_reset(st);
 	sy_buf_free(&b);
+	return rc;
+}
+
+sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json, sy_buf *out,
+                              sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	char **tables = NULL;
+	size_t n = 0;
+	sy_client_rc rc = q_prepare(c, sql, params_json, &st, &tables, &n, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	sy_buf_puts(out, "{\"tables\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			sy_buf_putc(out, ',');
+		if (!sy_jcs_write_string(out, tables[i], strlen(tables[i])))
+			out->failed = true;
+	}
+	sy_buf_puts(out, "],\"rows\":");
+	rc = q_run(c, st, NULL, NULL, out, err);
+	sy_buf_putc(out, '}');
+	if (rc == SY_CLIENT_OK && out->failed)
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	sqlite3_finalize(st);
+	reads_free(tables, n);
 	return rc;
 }
 
