@@ -283,8 +283,8 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	else if (b.data != NULL && sqlite3_exec(q->db, b.data, NULL, NULL, NULL) != SQLITE_OK)
 		rc = q_fail(q, err, "the views");
-	else
-		q->views_for = built;
+	else /* made inside a write transaction that may yet roll back: checked again */
+		q->views_for = sqlite3_get_autocommit(q->db) ? built : -1;
 	sy_buf_free(&b);
 done:
 	q->internal = false;

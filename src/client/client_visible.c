@@ -9,12 +9,13 @@
  * main database: its pk field (the PRIMARY KEY), every manifest field in manifest order,
  * then _state ('synced', 'pending', 'conflict', 'blocked'). A manifest name is any UTF-8
  * without control characters, so it may be "rows" or "meta", a table of the store's own;
- * no manifest name starts with "visible:" only because the prefix is always there, so a
- * physical name can never be one of the store's tables nor another manifest table's. The
- * app never writes the prefix: its SQL runs on a second, read-only connection where each
- * table has a TEMP view under the app's name (client_query.c); temp names come first in
- * SQLite's lookup there, and the store's own connection has no such views, so its own
- * statements always mean its own tables.
+ * the prefix keeps every physical name apart from the store's tables (none starts with
+ * it) and from the other manifest tables'. The app never writes the prefix: natively its
+ * SQL runs on a second, read-only connection where each table has a TEMP view under the
+ * app's name (client_query.c); temp names come first in SQLite's lookup there, and the
+ * store's own connection has no such views, so its own statements always mean its own
+ * tables. In the browser, whose store has one connection, the views are on it, except
+ * for a name the store uses itself.
  * Types. int32, int64 and bool are INTEGER (true is 1), float64 REAL, every other type
  * TEXT in its wire form (numeric as its exact decimal, timestamps, dates and uuids as
  * text, bytes as base64, json as its JSON text). A field absent from a row is NULL.
@@ -23,9 +24,10 @@
  * statement's own transaction (a rolled-back savepoint forgets them too). Just before
  * every COMMIT of the store (sy_cl_commit calls c->before_commit) the dirty rows'
  * overlays are computed (sy_cl_overlay_compute, the same code sy_client_get reads with)
- * and written: so the tables change in the same SQLite transaction as the local commit,
- * reconciled answer, pull or rebuild page, resolve or schema change that changed their
- * inputs, whichever code path did it, and a crash leaves both or neither. A row whose
+ * and written (a row the overlay no longer shows deleted): so the tables change in the
+ * same SQLite transaction as the local commit, reconciled answer, pull or rebuild page,
+ * resolve or schema change that changed their inputs, whichever code path did it, and a
+ * crash leaves both or neither. A row whose
  * visible form did not change is not written (the upsert's WHERE), and only tables with
  * a real change go on the changed list that live queries read. When the current schema
  * version differs from the one the tables were built for (meta visible_schema), the

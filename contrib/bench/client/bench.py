@@ -269,11 +269,17 @@ def main_rows(counts):
         url = "http://127.0.0.1:%d" % stack.port
         have = 0
         for n in counts:
+            logged = int(stack.psql("SELECT count(*) FROM synchro.changelog"))
             stack.psql("INSERT INTO public.todo(id, title, done, owner) SELECT gen_random_uuid(),"
                        " 'row ' || i, i %% 2 = 0, 'alice' FROM generate_series(%d, %d) i" % (have + 1, n))
+            # the device asks once walsync has materialized them (else its first sync pulls
+            # them again as changes after its rebuild)
+            t0 = time.monotonic()
+            while int(stack.psql("SELECT count(*) FROM synchro.changelog")) < logged + n - have:
+                if time.monotonic() - t0 > 900:
+                    raise SystemExit("bench: walsync did not materialize %d rows in 900 s" % (n - have))
+                time.sleep(0.5)
             have = n
-            # the rows reach the changelog before the device asks (walsync materializes them)
-            time.sleep(2)
             results.append(client("rows", os.path.join(stack.dir, "rows%d.db" % n), url, "alice:alice", str(n)))
     finally:
         stack.stop()

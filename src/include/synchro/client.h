@@ -428,8 +428,8 @@ SY_MUST_CHECK sy_client_rc sy_client_remap(sy_client *c, const char *mutation_id
 
 /*
  * Checks the store: SQLite's integrity check, every stored row's checksum
- * under its schema, every sealed batch's SHA-256 against its bytes and every
- * intent's links. *report (new, sy_client_free(); may be NULL) lists what failed.
+ * under its schema, every sealed batch's SHA-256 against its bytes, every
+ * intent's links, and every synced table against the overlay computed from scratch. *report (new, sy_client_free(); may be NULL) lists what failed.
  * OK when all holds, EPROTOCOL when something does not.
  */
 SY_MUST_CHECK sy_client_rc sy_client_verify(sy_client *c, char **report, sy_client_error *err);
