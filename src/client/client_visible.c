@@ -18,7 +18,9 @@
  * for a name the store uses itself.
  * Types. int32, int64 and bool are INTEGER (true is 1), float64 REAL, every other type
  * TEXT in its wire form (numeric as its exact decimal, timestamps, dates and uuids as
- * text, bytes as base64, json as its JSON text). A field absent from a row is NULL.
+ * text, bytes as base64, json as its JSON text). A field absent from a row is NULL. SQLite
+ * ignores ASCII case in names: a field named as the pk, _state or an earlier field but for
+ * case has no column (has_column).
  * Maintenance. Temporary triggers on this connection's rows and intents tables record
  * each (table, pk) whose inputs a statement touched in temp.visible_dirty, in the
  * statement's own transaction (a rolled-back savepoint forgets them too). Just before
@@ -88,6 +90,22 @@ void sy_cl_visible_ident(sy_buf *b, const char *table)
 		sy_buf_putc(b, *p);
 	}
 	sy_buf_putc(b, '"');
+}
+
+/*
+ * Whether field f has a column: SQLite's names ignore ASCII case, so a field whose name is
+ * that of the pk, of _state or of an earlier field but for case has none (sy_client_get
+ * still shows it).
+ */
+static bool has_column(const sy_table *t, size_t f)
+{
+	const char *name = t->fields[f].field_id;
+	if (sqlite3_stricmp(name, t->pk.field_id) == 0 || sqlite3_stricmp(name, "_state") == 0)
+		return false;
+	for (size_t k = 0; k < f; k++)
+		if (sqlite3_stricmp(name, t->fields[k].field_id) == 0 && has_column(t, k))
+			return false;
+	return true;
 }
 
 static const char *col_type(sy_type t)
@@ -254,9 +272,10 @@ static sy_client_rc make_index(sy_client *c, const sy_table *t, const char *colu
 	for (size_t i = 0; i < a->u.array.count; i++) {
 		const sy_json *n = a->u.array.items[i];
 		const char *name = n->type == SY_JSON_STRING ? n->u.string.data : NULL;
+		const sy_field *fd = name != NULL ? sy_table_field(t, name, n->u.string.len) : NULL;
 		bool known = name != NULL &&
 		             (strcmp(name, "_state") == 0 || strcmp(name, t->pk.field_id) == 0 ||
-		              sy_table_field(t, name, n->u.string.len) != NULL);
+		              (fd != NULL && has_column(t, (size_t)(fd - t->fields))));
 		if (!known) {
 			sy_buf_free(&b);
 			/* a column the schema no longer has: the index is not made again */
@@ -307,6 +326,8 @@ static sy_client_rc make_tables(sy_client *c, struct sy_cl_visible *v, sy_client
 		ident(&b, t->pk.field_id);
 		sy_buf_printf(&b, " %s PRIMARY KEY NOT NULL", col_type(t->pk.type));
 		for (size_t f = 0; f < t->field_count; f++) {
+			if (!has_column(t, f))
+				continue;
 			sy_buf_putc(&b, ',');
 			ident(&b, t->fields[f].field_id);
 			sy_buf_printf(&b, " %s", col_type(t->fields[f].type));
@@ -344,16 +365,22 @@ static sy_client_rc table_stmts(sy_client *c, struct sy_cl_visible *v, size_t i,
 	sy_buf_putc(&b, '(');
 	ident(&b, t->pk.field_id);
 	for (size_t f = 0; f < t->field_count; f++) {
+		if (!has_column(t, f))
+			continue;
 		sy_buf_putc(&b, ',');
 		ident(&b, t->fields[f].field_id);
 	}
 	sy_buf_puts(&b, ",\"_state\") VALUES (?1");
-	for (size_t f = 0; f < t->field_count; f++)
-		sy_buf_printf(&b, ",?%zu", f + 2);
+	for (size_t f = 0; f < t->field_count; f++) {
+		if (has_column(t, f))
+			sy_buf_printf(&b, ",?%zu", f + 2);
+	}
 	sy_buf_printf(&b, ",?%zu) ON CONFLICT(", t->field_count + 2);
 	ident(&b, t->pk.field_id);
 	sy_buf_puts(&b, ") DO UPDATE SET ");
 	for (size_t f = 0; f < t->field_count; f++) {
+		if (!has_column(t, f))
+			continue;
 		ident(&b, t->fields[f].field_id);
 		sy_buf_puts(&b, "=excluded.");
 		ident(&b, t->fields[f].field_id);
@@ -361,11 +388,15 @@ static sy_client_rc table_stmts(sy_client *c, struct sy_cl_visible *v, size_t i,
 	}
 	sy_buf_puts(&b, "\"_state\"=excluded.\"_state\" WHERE (");
 	for (size_t f = 0; f < t->field_count; f++) {
+		if (!has_column(t, f))
+			continue;
 		ident(&b, t->fields[f].field_id);
 		sy_buf_putc(&b, ',');
 	}
 	sy_buf_puts(&b, "\"_state\") IS NOT (");
 	for (size_t f = 0; f < t->field_count; f++) {
+		if (!has_column(t, f))
+			continue;
 		sy_buf_puts(&b, "excluded.");
 		ident(&b, t->fields[f].field_id);
 		sy_buf_putc(&b, ',');
@@ -388,6 +419,8 @@ static sy_client_rc table_stmts(sy_client *c, struct sy_cl_visible *v, size_t i,
 	ident(&b, t->pk.field_id);
 	sy_buf_puts(&b, " = ?1");
 	for (size_t f = 0; f < t->field_count; f++) {
+		if (!has_column(t, f))
+			continue;
 		sy_buf_puts(&b, " AND ");
 		ident(&b, t->fields[f].field_id);
 		sy_buf_printf(&b, " IS ?%zu", f + 2);

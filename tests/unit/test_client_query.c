@@ -606,7 +606,11 @@ static void test_upgrade_builds_tables(void)
 #define COLLIDING                                                                                  \
 	"{\"tables\":[{\"table_id\":\"rows\",\"relation\":\"public.rows\",\"pk\":{\"field_id\":"   \
 	"\"id\",\"column\":\"id\",\"type\":\"int64\"},\"fields\":[{\"field_id\":\"value\","        \
-	"\"column\":\"value\",\"type\":\"text\",\"nullable\":true,\"writable\":true}],"            \
+	"\"column\":\"value\",\"type\":\"text\",\"nullable\":true,\"writable\":true},"             \
+	"{\"field_id\":\"_state\",\"column\":\"app_state\",\"type\":\"text\",\"nullable\":true,"   \
+	"\"writable\":true},{\"field_id\":\"VALUE\",\"column\":\"value_upper\",\"type\":"          \
+	"\"int32\","                                                                               \
+	"\"nullable\":true,\"writable\":true}],"                                                   \
 	"\"delete\":{\"mode\":\"hard\"},\"policy\":{\"read\":\"all\",\"write\":\"all\"}},"         \
 	"{\"table_id\":\"meta\",\"relation\":\"public.meta\",\"pk\":{\"field_id\":\"key\","        \
 	"\"column\":\"key\",\"type\":\"text\"},\"fields\":[{\"field_id\":\"value\",\"column\":"    \
@@ -647,11 +651,13 @@ static void test_colliding_names(void)
 	reopen(); /* the tables built for schema 7 */
 	sy_client_txn *t;
 	OK(sy_client_begin(C, false, &t, &E));
-	OK(sy_client_insert(t, "rows", "\"42\"", "{\"value\":\"app\"}", NULL, &E));
+	OK(sy_client_insert(t, "rows", "\"42\"",
+	                    "{\"value\":\"app\",\"_state\":\"mine\",\"VALUE\":7}", NULL, &E));
 	OK(sy_client_insert(t, "meta", "\"k\"", "{\"value\":1.5}", NULL, &E));
 	OK(sy_client_commit(t, &E));
 	/* the app's names mean the app's tables; the store's own are out of reach */
-	char *r = q("SELECT id, value, _state FROM rows", NULL);
+	/* fields named _state and VALUE (value but for case) have no column of their own */
+	char *r = q("SELECT * FROM rows", NULL);
 	CU_ASSERT_STRING_EQUAL(r, "{\"id\":42,\"value\":\"app\",\"_state\":\"pending\"}\n");
 	sy_free(r);
 	r = q("SELECT key, value FROM meta", NULL);
@@ -669,7 +675,8 @@ static void test_colliding_names(void)
 	CU_ASSERT_EQUAL(s.counts[SY_INTENT_PENDING], 2);
 	char *row = NULL;
 	OK(sy_client_get(C, "rows", "\"42\"", &row, NULL, &E));
-	CU_ASSERT_STRING_EQUAL(row, "{\"id\":\"42\",\"value\":\"app\"}");
+	CU_ASSERT_STRING_EQUAL(row,
+	                       "{\"VALUE\":7,\"_state\":\"mine\",\"id\":\"42\",\"value\":\"app\"}");
 	sy_free(row);
 	verify_ok("colliding names");
 	stop();
