@@ -311,6 +311,13 @@ EMSCRIPTEN_KEEPALIVE char *sy_web_query(sy_client *c, const char *sql, const cha
 	return steal(&b);
 }
 
+/* An index on a synced table's columns (columns_json: a JSON array of names); 1, or 0. */
+EMSCRIPTEN_KEEPALIVE int sy_web_index(sy_client *c, const char *table, const char *columns_json)
+{
+	ok();
+	return sy_client_index(c, table, columns_json, &last) == SY_CLIENT_OK;
+}
+
 /* --- resolve / verify ------------------------------------------------------------ */
 
 /*

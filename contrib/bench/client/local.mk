@@ -16,4 +16,6 @@ bench-client-web: contrib/bench/client/bench_client all
 # them: bench.py --rows
 bench-client-rows: contrib/bench/client/bench_client
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --rows "$${ROWS:-100000}"
-.PHONY: bench-client bench-client-web bench-client-rows
+bench-client-rows-web: contrib/bench/client/bench_client all
+	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --rows "$${ROWS:-100000}" --web
+.PHONY: bench-client bench-client-web bench-client-rows bench-client-rows-web
