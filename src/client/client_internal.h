@@ -29,6 +29,9 @@ struct sy_client {
 	sqlite3 *db;
 	char client_id[SY_UUID_LEN + 1];
 	sy_client_transport tr;
+	char *token; /* the bearer token, wiped when freed; NULL: none */
+	char *(*token_fn)(void *);
+	void *token_ctx;
 	int64_t (*clock_ms)(void *);
 	void *clock_ctx;
 	sy_client_listener listener;
@@ -46,6 +49,8 @@ struct sy_client {
 	char inflight_batch[SY_UUID_LEN + 1];
 	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
 	size_t inflight_len;
+	const char *inflight_method, *inflight_path; /* string literals */
+	bool auth_retried;       /* this request went again after a 401 already */
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
 	bool sealed_ahead; /* the next batch was sealed while this push is in flight */
@@ -318,6 +323,13 @@ SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char
 /* The Retry-After header's value in seconds (0 to 86399), -1 when it is not that
  * (client_sync.c; every transport parses it here). */
 int sy_cl_retry_after(const char *value, size_t len);
+
+/* client_token.c: whether t is a bearer token (printable ASCII without space, at most 16 KiB);
+ * sy_cl_token_take takes t (new, may be NULL) as c's token when it is one, else wipes and frees
+ * it and keeps the old one (false); sy_cl_wipe_free zeroes a string, then frees it. */
+bool sy_cl_token_ok(const char *t);
+bool sy_cl_token_take(sy_client *c, char *t);
+void sy_cl_wipe_free(char *s);
 
 /* client_transport.c (not in the WebAssembly build, whose transport is fetch) */
 SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,

@@ -49,6 +49,7 @@ static sy_client_rc unsettled(sy_client *c, const char *skip, char id[SY_UUID_LE
                               size_t *len, sy_client_error *err);
 static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, const char *path,
                           char *body, size_t len, sy_client_phase phase);
+static void send_inflight(sy_client *c);
 
 static void set_phase(sy_client *c, sy_client_phase p)
 {
@@ -69,7 +70,8 @@ static void note_error(sy_client *c, const char *code, bool retryable, const cha
 static void error_code(const sy_client_response *r, char *code, size_t len, char *msg,
                        size_t msglen)
 {
-	snprintf(code, len, "http_%d", r->status);
+	/* A 401 the web server answers itself (a token refused) means what the protocol's does. */
+	snprintf(code, len, r->status == 401 ? "auth_required" : "http_%d", r->status);
 	msg[0] = '\0';
 	if (r->body == NULL)
 		return;
@@ -260,10 +262,11 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		return SY_CLIENT_OK;
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
-	if (r->status == 429 || r->status >= 500) {
-		/* 429/503: the ADR's retry. Any other 5xx is no answer of the protocol (a
-		 * gateway's 502/504 page, a server fault): as when none came, the same bytes
-		 * again after a backoff; the queue is never frozen by it. */
+	if (r->status == 408 || r->status == 429 || r->status >= 500) {
+		/* 429/503: the ADR's retry. A 408 says the body did not arrive in time, so
+		 * nothing ran. Any other 5xx is no answer of the protocol (a gateway's 502/504
+		 * page, a server fault). Each is retried as when no answer came: the same
+		 * bytes again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
@@ -380,16 +383,47 @@ static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, cons
 	c->inflight_body = body;
 	c->inflight_len = len;
 	c->inflight = kind;
+	c->inflight_method = method;
+	c->inflight_path = path;
+	c->auth_retried = false;
 	c->sealed_ahead = false;
 	set_phase(c, phase);
-	sy_client_request req = {.method = method, .path = path, .body = body, .body_len = len};
+	if (c->token == NULL && c->token_fn != NULL)
+		(void)sy_cl_token_take(c, c->token_fn(c->token_ctx));
+	send_inflight(c);
+	return SY_CLIENT_OK;
+}
+
+/*
+ * A 401 under a bearer token: asks token_fn for a fresh one and sends the same request
+ * again, once, with the same bytes (a sealed batch's included). True when it went again.
+ */
+static bool retry_with_fresh_token(sy_client *c, sy_client_response *r)
+{
+	if (r->status != 401 || c->token_fn == NULL || c->auth_retried)
+		return false;
+	if (!sy_cl_token_take(c, c->token_fn(c->token_ctx)))
+		return false;
+	c->auth_retried = true;
+	sy_free(r->body);
+	memset(r, 0, sizeof *r);
+	send_inflight(c);
+	return true;
+}
+
+static void send_inflight(sy_client *c)
+{
+	sy_client_request req = {.method = c->inflight_method,
+	                         .path = c->inflight_path,
+	                         .body = c->inflight_body,
+	                         .body_len = c->inflight_len,
+	                         .token = c->token};
 	if (!c->tr.start(c->tr.ctx, &req)) {
 		/* Could not start: answered as "no response" (status 0). */
 		memset(&c->done, 0, sizeof c->done);
 		c->done.retry_after_s = -1;
 		c->done_ready = true;
 	}
-	return SY_CLIENT_OK;
 }
 
 /* The oldest unsettled sealed batch: its id and exact bytes (new), or none. */
@@ -607,10 +641,14 @@ static sy_client_rc step(sy_client *c, int64_t *next_due_ms, sy_client_error *er
 			*next_due_ms = now + 10;
 			return seal_ahead(c, err);
 		}
+		c->done_ready = false;
+		if (retry_with_fresh_token(c, &c->done)) {
+			*next_due_ms = now;
+			return SY_CLIENT_OK;
+		}
 		sy_cl_req kind = c->inflight;
 		sy_client_response r = c->done;
 		c->inflight = SY_CL_REQ_NONE;
-		c->done_ready = false;
 		memset(&c->done, 0, sizeof c->done);
 		/* on_response may start the next request (pipelining): this one is done */
 		sy_free(c->inflight_body);

@@ -13,6 +13,7 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_normalize.c \
 	src/client/client_seal.c \
 	src/client/client_request.c \
+	src/client/client_token.c \
 	src/client/client_reconcile.c \
 	src/client/client_pull.c \
 	src/client/client_sync.c \

@@ -173,8 +173,13 @@ int sy_accept_loop(sy_responder *r, int listen_fd, long max_requests)
 		sy_http_init(&h, &req);
 		r->requests++;
 		sy_route(r, &h);
+		/* A body that did not come in time is not waited for: the answer is flushed
+		 * and the connection closed, without libfcgi's wait for the web server. */
+		if (h.timed_out)
+			FCGX_Detach(&req);
+		else
+			close_at_once(&req);
 		sy_http_done(&h);
-		close_at_once(&req);
 		FCGX_Finish_r(&req);
 	}
 	if (ep >= 0)

@@ -206,7 +206,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	bool allow_public = strcmp(sy_cfg_str(ctx.cfg, "fcgi", "listen_public"), "yes") == 0;
 	if (check_only) {
+		if (!sy_prefork_listen_check(sy_cfg_str(ctx.cfg, "fcgi", "listen"), allow_public,
+		                             &err)) {
+			fprintf(stderr, "synchro-fcgi: %s\n", err.message);
+			sy_cfg_free(ctx.cfg);
+			return 2;
+		}
 		printf("synchro-fcgi: %s: configuration ok\n", path != NULL ? path : "(defaults)");
 		sy_cfg_free(ctx.cfg);
 		return 0;
@@ -266,7 +273,8 @@ int main(int argc, char **argv)
 	listen_fd =
 	        sy_prefork_listen(spec, nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_owner")),
 	                          nonempty(sy_cfg_str(ctx.cfg, "fcgi", "listen_group")),
-	                          (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024, &err);
+	                          (unsigned)sy_cfg_int(ctx.cfg, "fcgi", "listen_mode"), 1024,
+	                          allow_public, &err);
 	if (listen_fd < 0) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		goto fail;

@@ -2,7 +2,8 @@
 /*
  * One FastCGI request as HTTP (http.h): the path and parameters, the body read whole within
  * a limit (PROTOCOL §1: CONTENT_LENGTH above it refused before a byte is read), and the
- * one response, written straight to the socket in FastCGI records when it can be; error
+ * one response, written straight to the socket in FastCGI records when it can be; the body
+ * read within a deadline (SIGALRM interrupts the read, answered 408 by the router); error
  * bodies are the core's (ADR "Whole-request failures and HTTP dispatch"; Retry-After on
  * 429 and 503).
  * Layer: base of src/fcgi (doc/hacking.md).
@@ -10,9 +11,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 
 #include "common/log.h"
@@ -53,7 +56,65 @@ const char *sy_http_param(const sy_http *h, const char *name)
 	return FCGX_GetParam(name, h->fcgx->envp);
 }
 
-bool sy_http_read_body(sy_http *h, size_t max, sy_error *err)
+/*
+ * The body's deadline. A web server that streams the body (Apache's mod_proxy_fcgi) holds
+ * a responder for as long as its client takes to send it; without a deadline a few slow
+ * uploads would hold every responder. SIGALRM, installed without SA_RESTART, interrupts
+ * the read() libfcgi is blocked in: the stream then fails and the read returns short.
+ * After the deadline the timer rings every 100 ms until disarmed, so that a signal that
+ * came between two reads cannot leave the next one blocked.
+ */
+static volatile sig_atomic_t deadline_passed;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	deadline_passed = 1;
+}
+
+static void deadline_arm(int timeout_ms)
+{
+	static bool installed;
+	if (!installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_alarm;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL);
+		installed = true;
+	}
+	deadline_passed = 0;
+	struct itimerval it = {.it_interval = {0, 100000},
+	                       .it_value = {timeout_ms / 1000, (timeout_ms % 1000) * 1000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void deadline_disarm(void)
+{
+	struct itimerval off;
+	memset(&off, 0, sizeof off);
+	setitimer(ITIMER_REAL, &off, NULL);
+}
+
+/* The body's octets and the end of stdin after them; false when the deadline passed. */
+static bool read_within(sy_http *h, size_t len, int timeout_ms, size_t *got, bool *at_end)
+{
+	deadline_arm(timeout_ms);
+	*got = 0;
+	while (*got < len && !deadline_passed) {
+		int n = FCGX_GetStr(h->body + *got, (int)(len - *got), h->fcgx->in);
+		if (n <= 0)
+			break;
+		*got += (size_t)n;
+	}
+	/* The end of stdin follows the body at once: read it, so that the responder knows
+	 * the web server has sent everything (it may then close without waiting). */
+	*at_end = *got == len && !deadline_passed && FCGX_GetChar(h->fcgx->in) == EOF;
+	deadline_disarm();
+	return !deadline_passed || *at_end;
+}
+
+bool sy_http_read_body(sy_http *h, size_t max, int timeout_ms, sy_error *err)
 {
 	const char *cl = sy_http_param(h, "CONTENT_LENGTH");
 	if (cl == NULL || *cl == '\0')
@@ -76,20 +137,20 @@ bool sy_http_read_body(sy_http *h, size_t max, sy_error *err)
 	if (h->body == NULL)
 		return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
 	size_t got = 0;
-	while (got < len) {
-		int n = FCGX_GetStr(h->body + got, (int)(len - got), h->fcgx->in);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
+	bool at_end = false;
+	if (!read_within(h, len, timeout_ms, &got, &at_end)) {
+		h->timed_out = true;
+		h->body[got] = '\0';
+		h->body_len = got;
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		                    "request body: not received within %d ms", timeout_ms);
 	}
 	h->body[got] = '\0';
 	h->body_len = got;
 	if (got != len)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		                    "request body: shorter than Content-Length");
-	/* The end of stdin follows the body at once: read it, so that the responder knows
-	 * the web server has sent everything (it may then close without waiting). */
-	if (FCGX_GetChar(h->fcgx->in) != EOF)
+	if (!at_end)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		                    "request body: longer than Content-Length");
 	return true;
@@ -103,6 +164,7 @@ static const char *reason(int status)
 	case 401: return "Unauthorized";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 422: return "Unprocessable Content";
 	case 426: return "Upgrade Required";

@@ -17,6 +17,7 @@ typedef struct {
 	int status; /* the status answered, for logs and metrics */
 	sy_errcode error; /* the request-level error answered (SY_ERR_NONE: none), for metrics */
 	bool answered;
+	bool timed_out; /* the body did not come within its deadline: close without waiting */
 } sy_http;
 
 void sy_http_init(sy_http *h, FCGX_Request *fcgx);
@@ -29,8 +30,10 @@ const char *sy_http_param(const sy_http *h, const char *name);
  * Reads the request body. CONTENT_LENGTH above max is refused before a byte
  * is read (PROTOCOL.md §1); a missing or malformed length, or a body shorter
  * than announced, is refused too. False with *err set (SY_ERR_INVALID_REQUEST).
+ * A body (with the end of stdin) not received within timeout_ms (> 0) is
+ * refused too, with h->timed_out set: the caller answers 408.
  */
-SY_MUST_CHECK bool sy_http_read_body(sy_http *h, size_t max, sy_error *err);
+SY_MUST_CHECK bool sy_http_read_body(sy_http *h, size_t max, int timeout_ms, sy_error *err);
 
 /*
  * Writes a whole response. extra_headers is NULL or CRLF-terminated header

@@ -14,7 +14,7 @@
 #include "fcgi/metrics_push.h"
 
 /* The statuses the responders answer; anything else is counted as "other". */
-static const int statuses[] = {200, 400, 401, 404, 405, 409, 422, 426, 429, 500, 503};
+static const int statuses[] = {200, 400, 401, 404, 405, 408, 409, 422, 426, 429, 500, 503};
 #define NSTATUS (sizeof statuses / sizeof statuses[0] + 1)
 
 /* Latency bucket upper bounds in seconds (Prometheus' defaults). */

@@ -147,7 +147,26 @@ fail:
 	return -1;
 }
 
-static int listen_tcp(const char *spec, int backlog, sy_error *err)
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. */
+static bool loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/*
+ * The addresses of host:port (a new list: freeaddrinfo()), or NULL with *err set.
+ * FastCGI has no authentication: whoever reaches the port names any user. An address
+ * other than loopback is refused unless allow_public says so.
+ */
+static struct addrinfo *resolve_tcp(const char *spec, bool allow_public, sy_error *err)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
@@ -155,7 +174,7 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 	    colon[1] == '\0') {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST,
 		             "listen: expected an absolute socket path or host:port, got %s", spec);
-		return -1;
+		return NULL;
 	}
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = '\0';
@@ -172,10 +191,33 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 	int rc = getaddrinfo(strcmp(h, "*") == 0 ? NULL : h, colon + 1, &hints, &res);
 	if (rc != 0) {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, gai_strerror(rc));
-		return -1;
+		return NULL;
 	}
+	for (struct addrinfo *ai = res; ai != NULL && !allow_public; ai = ai->ai_next) {
+		if (!loopback(ai->ai_addr)) {
+			freeaddrinfo(res);
+			sy_error_set(err, SY_ERR_INVALID_REQUEST,
+			             "listen %s: not a loopback address. Anyone who reaches a FastCGI "
+			             "port can act as any user: listen on a UNIX socket or 127.0.0.1, "
+			             "or set [fcgi] listen_public = yes (behind a firewall that lets "
+			             "only the web server in)",
+			             spec);
+			return NULL;
+		}
+	}
+	return res;
+}
+
+/* host:port bound; a public address (allowed) with a warning in the log. */
+static int listen_tcp(const char *spec, int backlog, bool allow_public, sy_error *err)
+{
+	struct addrinfo *res = resolve_tcp(spec, allow_public, err);
+	if (res == NULL)
+		return -1;
+	bool public = false;
 	int fd = -1;
 	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+		public = !loopback(ai->ai_addr);
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
 		if (fd < 0)
 			continue;
@@ -190,11 +232,29 @@ static int listen_tcp(const char *spec, int backlog, sy_error *err)
 	freeaddrinfo(res);
 	if (fd < 0)
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen %s: %s", spec, strerror(saved));
+	else if (public)
+		sy_log(SY_LOG_WARNING,
+		       "listening on %s (listen_public = yes): anyone who reaches this port can act "
+		       "as any user; let only the web server reach it",
+		       spec);
 	return fd;
 }
 
+bool sy_prefork_listen_check(const char *spec, bool allow_public, sy_error *err)
+{
+	if (strncmp(spec, "unix:", 5) == 0)
+		spec += 5;
+	if (spec[0] == '\0' || spec[0] == '/')
+		return true;
+	struct addrinfo *res = resolve_tcp(spec, allow_public, err);
+	if (res == NULL)
+		return false;
+	freeaddrinfo(res);
+	return true;
+}
+
 int sy_prefork_listen(const char *spec, const char *owner, const char *group, unsigned mode,
-                      int backlog, sy_error *err)
+                      int backlog, bool allow_public, sy_error *err)
 {
 	if (spec == NULL || *spec == '\0') {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "listen: not set");
@@ -204,7 +264,7 @@ int sy_prefork_listen(const char *spec, const char *owner, const char *group, un
 		spec += 5;
 	if (spec[0] == '/')
 		return listen_unix(spec, owner, group, mode, backlog, err);
-	return listen_tcp(spec, backlog, err);
+	return listen_tcp(spec, backlog, allow_public, err);
 }
 
 /* --- the master ---------------------------------------------------------- */

@@ -19,10 +19,19 @@ typedef struct {
  * Opens the listening socket for spec: an absolute UNIX socket path (an
  * existing socket file is replaced) or host:port / [v6]:port. For a UNIX
  * socket, owner/group may be NULL and mode 0 (keep the umask default).
- * Returns the fd, or -1 with *err set.
+ * A host:port whose address is not loopback is refused unless allow_public
+ * (then bound with a warning in the log). Returns the fd, or -1 with *err set.
  */
 SY_MUST_CHECK int sy_prefork_listen(const char *spec, const char *owner, const char *group,
-                                    unsigned mode, int backlog, sy_error *err);
+                                    unsigned mode, int backlog, bool allow_public,
+                                    sy_error *err);
+
+/*
+ * Checks spec as sy_prefork_listen() would, without binding: a host:port that does not
+ * resolve, or whose address is not loopback without allow_public, is false with *err set.
+ * An empty spec or a UNIX socket path is true.
+ */
+SY_MUST_CHECK bool sy_prefork_listen_check(const char *spec, bool allow_public, sy_error *err);
 
 /* Whether fd 0 is a listening socket handed over by spawn-fcgi or mod_fcgid. */
 bool sy_prefork_fd0_is_listener(void);

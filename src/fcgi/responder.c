@@ -33,10 +33,10 @@ void sy_responder_init(sy_responder *r, const sy_cfg *cfg, sy_inflight *inflight
 	memset(r, 0, sizeof *r);
 	r->cfg = cfg;
 	r->conninfo = sy_cfg_str(cfg, "database", "conninfo");
-	r->auth_param = sy_cfg_str(cfg, "fcgi", "auth_param");
 	r->lock_timeout_ms = (int)sy_cfg_int(cfg, "fcgi", "lock_timeout_ms");
 	r->retry_after_s = (unsigned)sy_cfg_int(cfg, "fcgi", "retry_after_s");
 	r->pull_wait_ms = (int)sy_cfg_int(cfg, "fcgi", "pull_wait_ms");
+	r->body_timeout_ms = (int)sy_cfg_int(cfg, "fcgi", "body_timeout_ms");
 	r->inflight = inflight;
 	r->metrics = metrics;
 	r->slot = slot;

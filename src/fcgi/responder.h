@@ -19,10 +19,10 @@ typedef struct sy_responder {
 	const sy_cfg *cfg;
 	/* settings read from cfg at start */
 	const char *conninfo;
-	const char *auth_param;
 	int lock_timeout_ms;
 	unsigned retry_after_s;
 	int pull_wait_ms;
+	int body_timeout_ms;
 	/* the connection, opened lazily; NULL while down */
 	PGconn *pg;
 	double next_connect_at; /* monotonic seconds: no attempt before (backoff) */

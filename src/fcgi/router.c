@@ -59,12 +59,68 @@ static void method_not_allowed(sy_responder *r, sy_http *h, const char *allowed)
 	sy_buf_free(&body);
 }
 
-/* Authentication (PROTOCOL §1): identity only from the parameter the web server sets; a
- * value no route could use as a user id (control characters, invalid UTF-8, too long)
- * authenticates nobody. */
-static bool check_auth(sy_responder *r, sy_http *h, sy_request *req, sy_error *why)
+/*
+ * A body that did not come within [fcgi] body_timeout_ms: 408 in the protocol's error form,
+ * retryable (nothing was done; the same request may be sent again), and the responder is
+ * free for the next request.
+ */
+static void body_timeout(sy_responder *r, sy_http *h, const char *message)
 {
-	const char *u = sy_http_param(h, r->auth_param);
+	char header[64];
+	snprintf(header, sizeof header, "Retry-After: %u\r\n", r->retry_after_s);
+	sy_buf body = SY_BUF_INIT;
+	sy_error err;
+	sy_log(SY_LOG_INFO, "%s %s answered 408: %s", h->method, h->path, message);
+	if (sy_outcome_error_body(&body, SY_ERR_TEMPORARY_UNAVAILABLE, message, NULL, NULL, &err)) {
+		h->error = SY_ERR_TEMPORARY_UNAVAILABLE;
+		sy_http_json(h, 408, &body, header);
+	} else {
+		sy_responder_error(r, h, SY_ERR_NOMEM, "out of memory");
+	}
+	sy_buf_free(&body);
+}
+
+/*
+ * Authentication (PROTOCOL §1): the user comes from SYNCHRO_USER alone, the parameter that
+ * only the web server's configuration sets (conf/nginx, conf/apache), from the user it
+ * authenticated. A client's header reaches a responder as an HTTP_ parameter and never
+ * names the user. A request whose identity is ambiguous authenticates nobody: the parameter
+ * twice (a second line in the site, e.g. beside an include that sets it too; libfcgi would
+ * return the first), or a Synchro-User header (HTTP_SYNCHRO_USER: a client trying to name
+ * a user). Either is logged with its reason, never with a value. A value no route could use
+ * as a user id (control characters, invalid UTF-8, too long) authenticates nobody either.
+ */
+#define SY_USER_PARAM "SYNCHRO_USER"
+
+static bool check_auth(sy_http *h, sy_request *req, sy_error *why)
+{
+	static const char name[] = SY_USER_PARAM "=";
+	static const char header[] = "HTTP_" SY_USER_PARAM "=";
+	const char *u = NULL;
+	unsigned count = 0;
+	bool spoof = false;
+	for (char **e = h->fcgx->envp; e != NULL && *e != NULL; e++) {
+		if (strncmp(*e, name, sizeof name - 1) == 0) {
+			if (count++ == 0)
+				u = *e + sizeof name - 1;
+		} else if (strncmp(*e, header, sizeof header - 1) == 0) {
+			spoof = true;
+		}
+	}
+	if (count > 1) {
+		sy_log(SY_LOG_WARNING,
+		       "%s %s refused (401): the parameter " SY_USER_PARAM
+		       " came %u times; the web server's configuration must set it once",
+		       h->method, h->path, count);
+		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
+	}
+	if (spoof) {
+		sy_log(SY_LOG_WARNING,
+		       "%s %s refused (401): the request carries a Synchro-User header "
+		       "(HTTP_" SY_USER_PARAM "); only the web server names the user",
+		       h->method, h->path);
+		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
+	}
 	sy_error err;
 	if (u == NULL || !sy_fp_user_valid(u, strlen(u), &err))
 		return sy_error_set(why, SY_ERR_AUTH_REQUIRED, "authentication required");
@@ -105,14 +161,18 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 		}
 		bool pass;
 		switch (d.gate) {
-		case SY_GATE_AUTH: pass = check_auth(r, h, req, &why); break;
+		case SY_GATE_AUTH: pass = check_auth(h, req, &why); break;
 		case SY_GATE_PROTOCOL: pass = check_protocol(h, &why); break;
 		case SY_GATE_STRUCTURE:
 			assert(rt->body_max > 0);
 			/* The body within its limit (PROTOCOL §1: CONTENT_LENGTH above it is
 			 * refused before a byte is read); its structure is the handler's. */
-			if (sy_http_read_body(h, rt->body_max, &why))
+			if (sy_http_read_body(h, rt->body_max, r->body_timeout_ms, &why))
 				return true;
+			if (h->timed_out) {
+				body_timeout(r, h, why.message);
+				return false;
+			}
 			pass = false;
 			break;
 		default: return true; /* the handler's gates, or the database's, or none left */

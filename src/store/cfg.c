@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <libpq-fe.h>
 
 #include "store/cfg.h"
 #include "synchro/alloc.h"
@@ -34,6 +37,10 @@ static const sy_cfg_option options[] = {
 
         {"fcgi", "listen", SY_CFG_STRING, "",
          "absolute UNIX socket path or host:port; empty: the socket inherited on fd 0", NOLIMIT},
+        {"fcgi", "listen_public", SY_CFG_ENUM, "no",
+         "yes: listen may be a TCP address other than loopback (logged as a warning); no: such "
+         "an address is refused at start",
+         0, 0, "no|yes"},
         {"fcgi", "listen_owner", SY_CFG_STRING, "", "owner of the UNIX socket; empty: unchanged",
          NOLIMIT},
         {"fcgi", "listen_group", SY_CFG_STRING, "", "group of the UNIX socket; empty: unchanged",
@@ -44,8 +51,9 @@ static const sy_cfg_option options[] = {
          NULL},
         {"fcgi", "max_requests", SY_CFG_INT, "10000",
          "requests a responder serves before it is replaced; 0: never", 0, 1000000000, NULL},
-        {"fcgi", "auth_param", SY_CFG_STRING, "REMOTE_USER",
-         "FastCGI parameter holding the authenticated user", NOLIMIT},
+        {"fcgi", "body_timeout_ms", SY_CFG_INT, "30000",
+         "longest time a request body takes to arrive before the request is answered 408", 100,
+         3600000, NULL},
         {"fcgi", "lock_timeout_ms", SY_CFG_INT, "2000",
          "longest wait for a row lock before answering 503; 0: wait forever", 0, 600000, NULL},
         {"fcgi", "retry_after_s", SY_CFG_INT, "1", "Retry-After seconds sent with 429 and 503", 1,
@@ -343,6 +351,48 @@ fail:
 	return NULL;
 }
 
+/* Whether a libpq connection string (keyword/value or URI) carries a password. A string
+ * libpq cannot parse is reported where it is used, without its text. */
+static bool holds_password(const char *conninfo)
+{
+	if (conninfo == NULL || *conninfo == '\0')
+		return false;
+	char *msg = NULL;
+	PQconninfoOption *opts = PQconninfoParse(conninfo, &msg);
+	PQfreemem(msg);
+	if (opts == NULL)
+		return false;
+	bool found = false;
+	for (const PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL && *o->val != '\0')
+			found = true;
+	PQconninfoFree(opts);
+	return found;
+}
+
+/*
+ * A file holding a database password that every user of the host may read is refused, as
+ * libpq ignores such a password file: the password is already out, and a program that
+ * goes on with it hides that. Its owner and group are the administrator's choice (root and
+ * the program's group, mode 0640).
+ */
+static bool check_mode(const sy_cfg *cfg, FILE *f, const char *path, sy_error *err)
+{
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || (st.st_mode & S_IROTH) == 0)
+		return true;
+	const char *key = holds_password(sy_cfg_str(cfg, "database", "conninfo")) ? "conninfo"
+	                  : holds_password(sy_cfg_str(cfg, "database", "pull_conninfo"))
+	                          ? "pull_conninfo"
+	                          : NULL;
+	if (key == NULL)
+		return true;
+	return sy_error_set(err, SY_ERR_INVALID_REQUEST,
+	                    "%.120s: every user may read it (mode %04o) and [database] %s holds a "
+	                    "password: chmod o-r it, or keep the password in ~/.pgpass",
+	                    path, (unsigned)(st.st_mode & 07777), key);
+}
+
 sy_cfg *sy_cfg_load(const char *path, sy_error *err)
 {
 	sy_cfg *cfg = NULL;
@@ -375,6 +425,10 @@ sy_cfg *sy_cfg_load(const char *path, sy_error *err)
 		goto fail;
 	}
 	cfg = sy_cfg_parse(text ? text : "", len, path, err);
+	if (cfg && !check_mode(cfg, f, path, err)) {
+		sy_cfg_free(cfg);
+		cfg = NULL;
+	}
 fail:
 	fclose(f);
 	sy_free(text);

@@ -34,8 +34,9 @@ typedef struct sy_cfg sy_cfg;
  * trimmed; there is no quoting and no inline comment (a value may contain '#').
  * Unknown sections and keys, duplicate keys, keys outside a section and values of the
  * wrong type are errors naming "path:line"; values are never echoed (conninfo may
- * hold a password). Returns a new configuration the caller frees with sy_cfg_free();
- * NULL with *err set.
+ * hold a password). A file that every user may read (mode o+r) while its [database]
+ * conninfo or pull_conninfo holds a password is refused. Returns a new configuration the
+ * caller frees with sy_cfg_free(); NULL with *err set.
  */
 SY_MUST_CHECK sy_cfg *sy_cfg_load(const char *path, sy_error *err);
 /* The same from memory; name stands for the path in messages. */

@@ -314,6 +314,92 @@ static sy_store_status check_module(PGconn *c, const sy_sql_migration *list, siz
 	return st;
 }
 
+/*
+ * The search_path synchro.synchro_push runs with (migrations 13 and 18). It keeps public:
+ * the application's own triggers on synced tables fire inside the push, as synchro_owner,
+ * and may name their objects without a schema. The module itself names every schema.
+ */
+static const char push_search_path[] = "search_path=pg_catalog, public, pg_temp";
+
+/*
+ * Who may create objects in a schema on the search_path of a function of schema synchro
+ * that runs as its owner (SECURITY DEFINER): the one above, before migration 13 is applied,
+ * and every one installed. A function or operator made there would run as synchro_owner.
+ * Refused: PUBLIC, and any role granted CREATE that is not a superuser, not the schema's
+ * owner (nor a member of it) and not a member of synchro_owner; and a member of
+ * synchro_app or synchro_walsync that may create there by any route (owning the schema).
+ * One row per schema: its name, a function, whether PUBLIC may, and the roles.
+ */
+static const char search_path_sql[] =
+        "WITH settings AS ("
+        "  SELECT $1::text AS setting, 'synchro.synchro_push'::text AS fn"
+        "  UNION"
+        "  SELECT c, 'synchro.' || f.proname FROM pg_catalog.pg_proc f"
+        "    JOIN pg_catalog.pg_namespace n ON n.oid = f.pronamespace"
+        "   CROSS JOIN LATERAL pg_catalog.unnest(f.proconfig) c"
+        "   WHERE n.nspname = 'synchro' AND f.prosecdef AND c LIKE 'search_path=%'"
+        "), path AS ("
+        "  SELECT s.oid, s.nspname, s.nspowner,"
+        "         COALESCE(s.nspacl, pg_catalog.acldefault('n', s.nspowner)) AS acl,"
+        "         pg_catalog.min(st.fn) AS fn"
+        "    FROM settings st"
+        "   CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.string_to_array("
+        "           pg_catalog.substr(st.setting, 13), ',')) AS p(name)"
+        "    JOIN pg_catalog.pg_namespace s ON s.nspname = pg_catalog.btrim(p.name, ' \"')"
+        "   GROUP BY s.oid, s.nspname, s.nspowner, s.nspacl"
+        "), bad AS ("
+        "  SELECT s.oid, 'PUBLIC'::text AS who FROM path s, pg_catalog.aclexplode(s.acl) a"
+        "   WHERE a.grantee = 0 AND a.privilege_type = 'CREATE'"
+        "  UNION"
+        "  SELECT s.oid, r.rolname::text FROM path s, pg_catalog.aclexplode(s.acl) a"
+        "    JOIN pg_catalog.pg_roles r ON r.oid = a.grantee"
+        "   WHERE a.privilege_type = 'CREATE' AND NOT r.rolsuper"
+        "     AND NOT pg_catalog.pg_has_role(r.oid, s.nspowner, 'MEMBER')"
+        "     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles o"
+        "          WHERE o.rolname = 'synchro_owner'"
+        "            AND pg_catalog.pg_has_role(r.oid, o.oid, 'MEMBER'))"
+        "  UNION"
+        "  SELECT s.oid, r.rolname::text FROM path s, pg_catalog.pg_roles r"
+        "   WHERE NOT r.rolsuper AND pg_catalog.has_schema_privilege(r.oid, s.oid, 'CREATE')"
+        "     AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles t"
+        "          WHERE t.rolname IN ('synchro_app', 'synchro_walsync')"
+        "            AND pg_catalog.pg_has_role(r.oid, t.oid, 'MEMBER'))"
+        ")"
+        " SELECT s.nspname, s.fn, pg_catalog.bool_or(b.who = 'PUBLIC'),"
+        "        pg_catalog.string_agg(b.who, ', ' ORDER BY b.who)"
+        "   FROM bad b JOIN path s ON s.oid = b.oid"
+        "  GROUP BY s.nspname, s.fn ORDER BY s.nspname";
+
+/*
+ * Refuses, before anything is applied, a database where someone besides the owners and
+ * superusers may create objects in a schema that a function running as synchro_owner
+ * resolves names in: such an object would run with synchro_owner's rights on every push.
+ */
+static sy_store_status check_search_path(PGconn *c, sy_error *err)
+{
+	sy_store_status st;
+	const char *params[] = {push_search_path};
+	PGresult *r = sy_store_exec(c, search_path_sql, 1, params, PGRES_TUPLES_OK,
+	                            "search_path check", NULL, &st, err);
+	if (!r)
+		return st;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return SY_STORE_OK;
+	}
+	const char *schema = PQgetvalue(r, 0, 0);
+	bool public = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
+	/* PUBLIC: every role may, and revoking it from PUBLIC is the fix. */
+	const char *who = public ? "PUBLIC" : PQgetvalue(r, 0, 3);
+	st = sy_store_fail(err, SY_STORE_FAILED,
+	                   "%.60s may CREATE in schema %.60s, on the search_path of %.60s (it runs as "
+	                   "synchro_owner): REVOKE CREATE ON SCHEMA %.60s FROM %.60s; nothing was "
+	                   "applied",
+	                   who, schema, PQgetvalue(r, 0, 1), schema, who);
+	PQclear(r);
+	return st;
+}
+
 sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list, size_t count,
                                       sy_store_note_fn note, void *arg, size_t *applied,
                                       sy_error *err)
@@ -321,6 +407,8 @@ sy_store_status sy_store_migrate_list(PGconn *c, const sy_sql_migration *list, s
 	int max_version;
 	size_t n = 0;
 	sy_store_status st = check_recorded(c, list, count, &max_version, err);
+	if (st == SY_STORE_OK)
+		st = check_search_path(c, err);
 	if (st == SY_STORE_OK)
 		st = check_module(c, list, count, max_version, err);
 	for (size_t i = 0; st == SY_STORE_OK && i < count; i++) {
@@ -351,6 +439,8 @@ sy_store_status sy_store_migrate_preflight(PGconn *c, sy_error *err)
 	int max_version;
 	sy_store_status st =
 	        check_recorded(c, sy_sql_migrations, sy_sql_migration_count, &max_version, err);
+	if (st == SY_STORE_OK)
+		st = check_search_path(c, err);
 	if (st == SY_STORE_OK)
 		st = check_module(c, sy_sql_migrations, sy_sql_migration_count, max_version, err);
 	return st;

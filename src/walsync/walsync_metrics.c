@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -87,7 +88,10 @@ static bool write_file(const char *path, const sy_buf *b)
 	FILE *f = fopen(tmp, "w");
 	if (f == NULL)
 		return false;
-	bool ok = fwrite(b->data, 1, b->len, f) == b->len;
+	/* node_exporter reads it as another user: readable by all whatever the umask (the unit
+	 * sets UMask=0077). It holds no secret. */
+	bool ok = fchmod(fileno(f), 0644) == 0;
+	ok = fwrite(b->data, 1, b->len, f) == b->len && ok;
 	ok = fclose(f) == 0 && ok;
 	if (ok && rename(tmp, path) == 0)
 		return true;

@@ -4,9 +4,12 @@
 // opened before the C code runs; web_vfs.c uses them), loads libsynchro-client compiled to
 // WebAssembly, runs the HTTP round trips with fetch for the C transport (web_transport.c)
 // and schedules sy_client_step with setTimeout at the time each step returns: the worker
-// never blocks. It answers the page's requests (protocol.ts) one at a time.
+// never blocks. It answers the page's requests (protocol.ts) one at a time. With bearer
+// tokens it asks the page for one, and for a fresh one after a 401 (then sends the same
+// bytes once more).
 
-import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, Write } from "./protocol.js";
+import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, TokenAsk, Write } from "./protocol.js";
+import { basicAuth } from "./protocol.js";
 
 interface SyncHandle {
   read(buf: Uint8Array, opts: { at: number }): number;
@@ -73,6 +76,27 @@ let authorization = "";
 let requestTimeoutMs = 60000;
 let sealedAhead = false;
 
+// Bearer tokens: the page supplies them (OpenArgs.token), asked for the first time and again
+// after a 401; kept in this worker's memory only.
+let tokenMode = false;
+let token: string | null = null;
+let tokenAsks = 0;
+const tokenWaiters = new Map<number, (t: string | null) => void>();
+
+function askToken(): Promise<string | null> {
+  const ask = ++tokenAsks;
+  return new Promise((resolve) => {
+    tokenWaiters.set(ask, resolve);
+    scope.postMessage({ tokenAsk: ask } as TokenAsk);
+  });
+}
+
+async function authHeader(fresh: boolean): Promise<string> {
+  if (!tokenMode) return authorization;
+  if (fresh || token === null) token = await askToken();
+  return token ? "Bearer " + token : "";
+}
+
 const syFetch = {
   current: null as Current | null,
   start(method: string, path: string, body: Uint8Array | null): boolean {
@@ -80,15 +104,29 @@ const syFetch = {
     syFetch.current = cur;
     sealedAhead = false;
     const timer = setTimeout(() => cur.abort.abort(), requestTimeoutMs);
-    fetch(base + path, {
-      method,
-      body: body as BodyInit | null,
-      headers: { "Synchro-Protocol": "3", "Content-Type": "application/json", Authorization: authorization },
-      signal: cur.abort.signal,
-      cache: "no-store",
-      credentials: "omit",
-      redirect: "error",
-    })
+    const send = async (fresh: boolean): Promise<Response> => {
+      const auth = await authHeader(fresh);
+      const headers: Record<string, string> = { "Synchro-Protocol": "3", "Content-Type": "application/json" };
+      if (auth) headers.Authorization = auth;
+      return fetch(base + path, {
+        method,
+        body: body as BodyInit | null,
+        headers,
+        signal: cur.abort.signal,
+        cache: "no-store",
+        credentials: "omit",
+        redirect: "error",
+      });
+    };
+    (async () => {
+      let r = await send(false);
+      // A token refused: a fresh one from the page, and the same bytes once more.
+      if (r.status === 401 && tokenMode) {
+        await r.arrayBuffer().catch(() => undefined);
+        r = await send(true);
+      }
+      return r;
+    })()
       .then(async (r) => {
         const bytes = new Uint8Array(await r.arrayBuffer());
         cur.status = r.status;
@@ -113,14 +151,6 @@ const syFetch = {
     if (cur && !cur.done) cur.abort.abort();
   },
 };
-
-function basicAuth(user: string, password: string): string {
-  // RFC 7617 with UTF-8, as libcurl sends the bytes it is given
-  const bytes = new TextEncoder().encode(user + ":" + password);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return "Basic " + btoa(bin);
-}
 
 // --- calls into the C face (web_api.c) ------------------------------------------------
 
@@ -325,7 +355,9 @@ async function open(a: OpenArgs): Promise<Status> {
     throw e;
   }
   base = a.url.replace(/\/+$/, "");
-  authorization = basicAuth(a.user, a.password);
+  tokenMode = a.token;
+  token = null;
+  authorization = a.token ? "" : basicAuth(a.user, a.password);
   requestTimeoutMs = a.requestTimeoutMs;
   if (!core) {
     const factory = (await import(new URL("./synchro-core.mjs", import.meta.url).href)).default;
@@ -452,6 +484,12 @@ function answer(id: number, value: Promise<unknown>): Promise<void> {
 
 scope.onmessage = (e: MessageEvent) => {
   const r = e.data as Request;
+  if (r.op === "token") {
+    // the page's answer to askToken: not queued (a request in flight waits for it)
+    tokenWaiters.get(r.ask)?.(typeof r.token === "string" && r.token !== "" ? r.token : null);
+    tokenWaiters.delete(r.ask);
+    return;
+  }
   queue = queue.then(() => {
     const value = (async () => handle(r))();
     if (r.op === "sync") {

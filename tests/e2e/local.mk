@@ -7,6 +7,36 @@ TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 
+# Identity (conf/nginx, conf/apache): the user from SYNCHRO_USER alone, set once by the web
+# server; the parameter twice, a Synchro-User header, auth_request beside a Basic header, and
+# the caller's Authorization header (an echo responder shows what reaches the responders).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_identity.pgt
+endif
+EXTRA_DIST += tests/e2e/test_identity.pgt
+
+# Bearer tokens (doc/operations.md "Bearer tokens", tests/e2e/token_stack.py): nginx with
+# auth_request to a token endpoint, Apache with mod_auth_openidc and JWTs signed RS256 and
+# ES256; refused tokens answered 401 before any responder; a token renewed mid-sync.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_tokens.pgt
+endif
+EXTRA_DIST += tests/e2e/test_tokens.pgt tests/e2e/token_stack.py
+
+# Failing closed: a request body's deadline (408, the responder free again; directly and behind
+# Apache's mod_proxy_fcgi, which streams bodies), a TCP listen address other than loopback.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_fail_closed.pgt
+endif
+EXTRA_DIST += tests/e2e/test_fail_closed.pgt
+
+# What nginx and Apache answer themselves on Synchro's locations (a bad Content-Length, a URI
+# or a header too large, a refused method, the responders stopped), in the protocol's form.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_web_errors.pgt
+endif
+EXTRA_DIST += tests/e2e/test_web_errors.pgt
+
 # Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
 # test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;

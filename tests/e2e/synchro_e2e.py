@@ -606,6 +606,9 @@ log_disconnections = 0
         except KeyError:
             return False
 
+    # modules a subclass loads besides those start_apache() always loads (e.g. ["reqtimeout"])
+    apache_extra_modules = []
+
     def apache_snippet(self):
         """The shipped mod_proxy_fcgi snippet (conf/apache/synchro-proxy-fcgi.conf) with this
         stack's socket and password file; a subclass edits what it returns (a timeout)."""
@@ -618,6 +621,7 @@ log_disconnections = 0
         conf = os.path.join(d, "apache.conf")
         mods = ["mpm_event", "authn_core", "authn_file", "authz_core", "authz_user", "authz_host",
                 "auth_basic", "proxy", "proxy_fcgi", "headers", "setenvif", "mime", "env", "rewrite"]
+        mods += self.apache_extra_modules
         loads = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m) for m in mods)
         snippet = self.apache_snippet()
         user = "User www-data\nGroup www-data\n" if os.getuid() == 0 else ""

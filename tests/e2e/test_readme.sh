@@ -97,6 +97,10 @@ sh -c "$quick_before" >"$tmp/quickstart.out" 2>&1 || {
 }
 url=http://127.0.0.1:$port
 grep -q "^Synchro runs on $url " "$tmp/quickstart.out" || fail "quickstart did not say where it runs"
+# Its configuration files are readable by their user only.
+for f in synchro.conf walsync.conf synchroctl.conf; do
+	[ "$(stat -c %a "$tmp/var/$f")" = 600 ] || fail "var/$f has mode $(stat -c %a "$tmp/var/$f"), want 600"
+done
 # The example block: from "Synchro runs on" to "In a browser:" (or "The database:" in a build
 # without the browser client), pasted into sh as printed.
 sed -n '/^Synchro runs on /,/^\(In a browser\|The database\):/p' "$tmp/quickstart.out" | sed '1d;$d' >"$tmp/examples.sh"

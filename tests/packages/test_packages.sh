@@ -10,6 +10,8 @@
 # contrib/example, the systemd units' ExecStart command lines run as their User= (there is no
 # systemd here), nginx with the installed site snippet, then a push, its replay and a pull
 # (curl, synchro-cli, and doc/client.md's example program built against libsynchro-client-dev).
+# On the way it checks the users, the group and the file modes: each program reads its own
+# file only, and only members of synchro-web reach the responders' socket.
 # Last it purges the packages and checks that only the configuration files written here stay.
 #
 # Needs root (it installs packages) and dpkg-buildpackage with the build dependencies
@@ -62,7 +64,7 @@ else
 	skip "not a git checkout (make distcheck's tree): make check in the checkout builds and tests the packages; SYNCHRO_TEST_PACKAGES=1 builds them from this tree"
 fi
 
-# Everything the postgres, synchro and www-data users read sits in a world-searchable tree.
+# Everything the postgres, synchro-* and www-data users read sits in a world-searchable tree.
 tmp=$(mktemp -d /tmp/synchro-packages.XXXXXX) || exit 99
 chmod 0755 "$tmp"
 run=$tmp/run
@@ -71,10 +73,13 @@ chmod 0755 "$run" "$tmp/log"
 pids=
 pg_started=no
 installed=no
-made_user=no
-getent passwd synchro >/dev/null || made_user=yes
-made_www=no
-getent group www-data >/dev/null || made_www=yes
+made_users=
+for u in synchro-fcgi synchro-walsync; do
+	getent passwd $u >/dev/null || made_users="$made_users $u"
+done
+made_group=no
+getent group synchro-web >/dev/null || made_group=yes
+added_www=no
 conffiles_written=no
 
 cleanup() {
@@ -100,8 +105,13 @@ cleanup() {
 		rmdir /etc/synchro 2>/dev/null
 	fi
 	rm -rf /run/synchro
-	[ "$made_user" = yes ] && getent passwd synchro >/dev/null && deluser --quiet --system synchro >/dev/null 2>&1
-	[ "$made_www" = yes ] && getent group www-data >/dev/null && delgroup --quiet --system www-data >/dev/null 2>&1
+	for u in $made_users; do
+		getent passwd "$u" >/dev/null && deluser --quiet --system "$u" >/dev/null 2>&1
+		getent group "$u" >/dev/null && delgroup --quiet --system "$u" >/dev/null 2>&1
+	done
+	[ "$added_www" = yes ] && deluser --quiet www-data synchro-web >/dev/null 2>&1
+	[ "$made_group" = yes ] && getent group synchro-web >/dev/null &&
+		delgroup --quiet --system synchro-web >/dev/null 2>&1
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -153,11 +163,25 @@ for p in $pkgs; do
 	dpkg -L "$p" >>"$tmp/files"
 done
 
-getent passwd synchro >/dev/null || fail "no system user synchro after install"
-# The samples: conffiles, and each one a configuration the programs accept.
-for f in synchro.conf.sample walsync.conf.sample synchroctl.conf.sample; do
+# One system user per program, each in its own group only; the socket's group starts empty.
+for u in synchro-fcgi synchro-walsync; do
+	getent passwd $u >/dev/null || fail "no system user $u after install"
+	[ "$(id -nG $u 2>&1)" = $u ] || fail "$u is in the groups $(id -nG $u 2>&1), want $u only"
+done
+getent group synchro-web >/dev/null || fail "no group synchro-web after install"
+[ -f /usr/share/doc/synchro-server/README.Debian ] || fail "no README.Debian (the users and synchro-web)"
+[ -z "$(getent group synchro-web | cut -d: -f4)" ] ||
+	fail "synchro-web holds $(getent group synchro-web | cut -d: -f4) before the administrator adds anyone"
+# The samples: conffiles, each root:its program's group 0640, and each one a configuration
+# the programs accept.
+for f in synchro.conf.sample:synchro-fcgi walsync.conf.sample:synchro-walsync \
+	synchroctl.conf.sample:root; do
+	g=${f#*:}
+	f=${f%:*}
 	dpkg-query -W -f='${Conffiles}\n' synchro-server | grep -q " /etc/synchro/$f " ||
 		fail "/etc/synchro/$f is not a conffile"
+	[ "$(stat -c '%a %U:%G' "/etc/synchro/$f")" = "640 root:$g" ] ||
+		fail "/etc/synchro/$f is $(stat -c '%a %U:%G' "/etc/synchro/$f"), want 640 root:$g"
 	synchro-fcgi -t -c "/etc/synchro/$f" >/dev/null 2>"$tmp/err" ||
 		fail "/etc/synchro/$f is refused: $(cat "$tmp/err")"
 done
@@ -193,27 +217,32 @@ max_replication_slots = 10
 max_wal_senders = 10
 CONF
 
-# The administrator's files (synchro.conf(5)), one per program and login role.
+# The administrator's files (synchro.conf(5)), one per program and login role, made from the
+# samples with doc/operations.md's commands, as printed there.
 conffiles_written=yes
-# synchroctl's and walsync's from their samples, as the administrator would (conninfo, and
-# this test's writer_id); synchro-fcgi's written whole.
-sed -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=postgres|" \
-	/etc/synchro/synchroctl.conf.sample >/etc/synchro/synchroctl.conf
-cat >/etc/synchro/synchro.conf <<CONF
-[database]
-conninfo = host=$run port=5432 dbname=app user=synchro_fcgi
-
-[fcgi]
-listen = /run/synchro/synchro.sock
-listen_group = www-data
-listen_mode = 0660
-workers = 2
-CONF
-sed -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=synchro_ws|" \
-	-e "s|^writer_id = .*|writer_id = packages-test|" \
-	/etc/synchro/walsync.conf.sample >/etc/synchro/walsync.conf
-chgrp synchro /etc/synchro/synchro.conf /etc/synchro/walsync.conf
-chmod 0640 /etc/synchro/synchro.conf /etc/synchro/walsync.conf /etc/synchro/synchroctl.conf
+install -m 0600 /etc/synchro/synchroctl.conf.sample /etc/synchro/synchroctl.conf
+install -m 0640 -g synchro-walsync /etc/synchro/walsync.conf.sample /etc/synchro/walsync.conf
+install -m 0640 -g synchro-fcgi /etc/synchro/synchro.conf.sample /etc/synchro/synchro.conf
+# Then edited as the administrator would (conninfo, this test's writer_id and responders).
+sed -i -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=postgres|" \
+	/etc/synchro/synchroctl.conf
+sed -i -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=synchro_ws|" \
+	-e "s|^writer_id = .*|writer_id = packages-test|" /etc/synchro/walsync.conf
+sed -i -e "s|^conninfo = .*|conninfo = host=$run port=5432 dbname=app user=synchro_fcgi|" \
+	-e "s|^# workers = 4|workers = 2|" /etc/synchro/synchro.conf
+for f in synchro.conf:640:synchro-fcgi walsync.conf:640:synchro-walsync synchroctl.conf:600:root; do
+	want="${f#*:}"
+	f=/etc/synchro/${f%%:*}
+	[ "$(stat -c '%a:%G' "$f")" = "$want" ] || fail "$f is $(stat -c '%a:%G' "$f"), want $want"
+done
+# Each program reads its own file, not the other's (nor synchroctl's).
+runuser -u synchro-fcgi -- cat /etc/synchro/synchro.conf >/dev/null || fail "synchro-fcgi cannot read synchro.conf"
+runuser -u synchro-walsync -- cat /etc/synchro/walsync.conf >/dev/null || fail "synchro-walsync cannot read walsync.conf"
+for f in walsync.conf:synchro-fcgi synchroctl.conf:synchro-fcgi synchro.conf:synchro-walsync \
+	synchroctl.conf:synchro-walsync synchro.conf:www-data; do
+	runuser -u "${f#*:}" -- cat "/etc/synchro/${f%:*}" >/dev/null 2>&1 &&
+		fail "${f#*:} can read /etc/synchro/${f%:*}"
+done
 
 # synchroctl with PostgreSQL not running: one clear line, exit 4.
 synchroctl -c /etc/synchro/synchroctl.conf init >"$tmp/out" 2>"$tmp/err"
@@ -251,8 +280,9 @@ psql -d app -f "$ex/grants.sql" || die "the example's grants failed"
 say "database installed (synchroctl init, example schema, publish)"
 
 # --- the units' command lines, as the units run them ------------------------------------------
-# User=, Group=, SupplementaryGroups=, RuntimeDirectory= and each ExecStartPre=/ExecStart= of
-# the installed unit; the process stays in the background (Type=simple).
+# User=, Group=, SupplementaryGroups=, UMask=, RuntimeDirectory= and each
+# ExecStartPre=/ExecStart= of the installed unit; the process stays in the background
+# (Type=simple). The rest of the sandboxing needs systemd: tests/packages/test_units.sh.
 unit_key() { sed -n "s/^$2=//p" "/lib/systemd/system/$1" | head -n 1; }
 start_unit() { # UNIT NAME
 	user=$(unit_key "$1" User)
@@ -262,6 +292,8 @@ start_unit() { # UNIT NAME
 	rmode=$(unit_key "$1" RuntimeDirectoryMode)
 	[ -z "$rdir" ] || install -d -o "$user" -g "$group" -m "${rmode:-0755}" "/run/$rdir"
 	as="runuser -u $user -g $group${extra:+ -G $extra} --"
+	saved_umask=$(umask)
+	umask "$(unit_key "$1" UMask)"
 	sed -n 's/^ExecStartPre=//p' "/lib/systemd/system/$1" | while read -r cmd; do
 		# shellcheck disable=SC2086
 		$as $cmd >>"$tmp/log/$2.log" 2>&1 || { echo "ExecStartPre=$cmd failed"; exit 1; }
@@ -271,6 +303,7 @@ start_unit() { # UNIT NAME
 	# shellcheck disable=SC2086
 	setsid $as $cmd >>"$tmp/log/$2.log" 2>&1 </dev/null &
 	pids="$pids $!"
+	umask "$saved_umask"
 }
 start_unit synchro-walsync.service walsync
 start_unit synchro-fcgi.service fcgi
@@ -280,6 +313,19 @@ until [ -S /run/synchro/synchro.sock ]; do
 	[ $i -le 300 ] || { cat "$tmp/log/fcgi.log"; die "synchro-fcgi made no socket in 30 s"; }
 	sleep 0.1
 done
+[ "$(stat -c '%a %U:%G' /run/synchro/synchro.sock)" = "660 synchro-fcgi:synchro-web" ] ||
+	fail "the socket is $(stat -c '%a %U:%G' /run/synchro/synchro.sock), want 660 synchro-fcgi:synchro-web"
+# Closed until the administrator adds the web server's user to synchro-web; then open to it.
+reach() { # USER: connects to the socket as USER
+	runuser -u "$1" -- python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/synchro/synchro.sock")' 2>/dev/null
+}
+reach www-data && fail "www-data reaches the socket before it is in synchro-web"
+reach synchro-walsync && fail "synchro-walsync reaches the responders' socket"
+adduser www-data synchro-web >/dev/null
+added_www=yes
+reach www-data || fail "www-data, in synchro-web, cannot reach the socket"
 
 # --- nginx with the installed site ---------------------------------------------------------------
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -316,6 +362,9 @@ until [ "$(curl -s "$url/healthz")" = ok ]; do
 	[ $i -le 300 ] || { cat "$tmp/log/fcgi.log" "$tmp/log/nginx-error.log"; die "no answer from $url/healthz"; }
 	sleep 0.1
 done
+# doc/operations.md's way to see what runs as the user put into synchro-web.
+ps -o user=,comm= -u www-data | grep -q '^www-data  *nginx$' ||
+	fail "ps -o user=,comm= -u www-data does not list nginx's workers: $(ps -o user=,comm= -u www-data)"
 say "synchro-walsync, synchro-fcgi and nginx run ($url)"
 
 # --- push, replay, pull ------------------------------------------------------------------------------
@@ -341,8 +390,8 @@ cmp -s "$tmp/b1" "$tmp/b2" || fail "the replay's body differs from the first ans
 
 # synchro-cli (a device of alice): an insert synced, then a second device pulls both rows,
 # through synchro-walsync's changelog (polled: walsync materializes asynchronously).
-cli1() { dev=phone; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
-cli2() { dev=laptop; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
+cli1() { dev=phone; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
+cli2() { dev=laptop; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
 cli1 connect >/dev/null 2>"$tmp/err" || fail "synchro-cli connect: $(cat "$tmp/err")"
 bread=$(uuid)
 cli1 insert todo "$bread" title='buy bread' >/dev/null || fail "synchro-cli insert failed"
@@ -367,7 +416,7 @@ if command -v cc >/dev/null 2>&1; then
 		fail "example_todo does not build against libsynchro-client-dev: $(cat "$tmp/err")"
 	ldd "$tmp/example_todo" | grep -Eq 'libsynchro-client.so.0 => (/usr)?/lib/' ||
 		fail "example_todo is not linked to the installed libsynchro-client.so.0"
-	"$tmp/example_todo" "$tmp/tablet.db" "$url" alice:alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
+	SYNCHRO_PASSWORD=alice "$tmp/example_todo" "$tmp/tablet.db" "$url" alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
 		fail "example_todo failed: $(cat "$tmp/err")"
 	grep -q 'buy tea' "$tmp/out" || fail "example_todo did not list its todo: $(cat "$tmp/out")"
 fi
@@ -413,8 +462,11 @@ for l in /etc/systemd/system/multi-user.target.wants/synchro-fcgi.service \
 done
 find /var/lib/systemd/deb-systemd-helper-enabled -name '*synchro*' 2>/dev/null | grep -q . &&
 	fail "deb-systemd-helper still records a synchro unit"
-# The system user stays, as Debian's packages leave theirs (its uid may own files).
-getent passwd synchro >/dev/null || fail "the system user synchro went with the purge"
+# The system users and the group stay, as Debian's packages leave theirs (a uid may own files).
+for u in synchro-fcgi synchro-walsync; do
+	getent passwd $u >/dev/null || fail "the system user $u went with the purge"
+done
+getent group synchro-web >/dev/null || fail "the group synchro-web went with the purge"
 
 say "done: $fails failures"
 [ "$fails" -eq 0 ]

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/cfg.h"
@@ -29,7 +30,6 @@ static void test_defaults_valid(void)
 	                                          {"fcgi", "listen_mode"},
 	                                          {"fcgi", "workers"},
 	                                          {"fcgi", "max_requests"},
-	                                          {"fcgi", "auth_param"},
 	                                          {"fcgi", "lock_timeout_ms"},
 	                                          {"fcgi", "retry_after_s"},
 	                                          {"fcgi", "pull_wait_ms"},
@@ -164,7 +164,7 @@ static void test_parse(void)
 	                    "[ fcgi ]\n"
 	                    "workers=8\n"
 	                    "listen_mode = 600\n"
-	                    "auth_param =\n"
+	                    "listen_owner =\n"
 	                    "[log]\n"
 	                    "\tlevel\t=\tdebug",
 	                    &err);
@@ -173,8 +173,8 @@ static void test_parse(void)
 	                       "host=/tmp dbname=x password=a#b;c");
 	CU_ASSERT_EQUAL(sy_cfg_int(cfg, "fcgi", "workers"), 8);
 	CU_ASSERT_EQUAL(sy_cfg_int(cfg, "fcgi", "listen_mode"), 0600);
-	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "fcgi", "auth_param"), "");
-	CU_ASSERT(sy_cfg_is_set(cfg, "fcgi", "auth_param"));
+	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "fcgi", "listen_owner"), "");
+	CU_ASSERT(sy_cfg_is_set(cfg, "fcgi", "listen_owner"));
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "log", "level"), "debug");
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(cfg, "log", "target"), "stderr");
 	CU_ASSERT(!sy_cfg_is_set(cfg, "log", "target"));
@@ -186,7 +186,7 @@ static void test_parse(void)
 static void test_defaults_without_file(void)
 {
 	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "database", "conninfo"), "");
-	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "fcgi", "auth_param"), "REMOTE_USER");
+	CU_ASSERT_STRING_EQUAL(sy_cfg_str(NULL, "fcgi", "listen"), "");
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "fcgi", "pull_wait_ms"), 5000);
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "fcgi", "listen_mode"), 0660);
 	CU_ASSERT_EQUAL(sy_cfg_int(NULL, "walsync", "lease_s"), 30);
@@ -279,6 +279,55 @@ static void test_load_file(void)
 	CU_ASSERT(strstr(err.message, "cannot open") != NULL);
 }
 
+/* A file with a password in [database] conninfo or pull_conninfo is refused while every
+ * user may read it, and loads once it is not; one without a password loads either way. */
+static void test_password_mode(void)
+{
+	char path[] = "/tmp/sy-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	struct {
+		const char *text;
+		const char *key; /* the key named in the refusal; NULL: accepted at 0644 */
+	} cases[] = {
+	        {"[database]\nconninfo = host=/tmp dbname=x password=s3cr3t\n", "conninfo"},
+	        {"[database]\nconninfo = postgresql://u:s3cr3t@db/x\n", "conninfo"},
+	        {"[database]\nconninfo = host=/tmp\npull_conninfo = host=r password=s3cr3t\n",
+	         "pull_conninfo"},
+	        {"[database]\nconninfo = host=/tmp dbname=x user=u\n", NULL},
+	        {"[database]\nconninfo = host=/tmp password=\n", NULL},
+	        {"[fcgi]\nworkers = 2\n", NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		FILE *f = fopen(path, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fputs(cases[i].text, f);
+		fclose(f);
+		CU_ASSERT_FATAL(chmod(path, 0644) == 0);
+		sy_error err = {0};
+		sy_cfg *cfg = sy_cfg_load(path, &err);
+		if (cases[i].key == NULL) {
+			CU_ASSERT_PTR_NOT_NULL(cfg);
+		} else {
+			CU_ASSERT_PTR_NULL(cfg);
+			char want[300];
+			snprintf(want, sizeof want,
+			         "%s: every user may read it (mode 0644) and [database] %s holds a "
+			         "password: chmod o-r it, or keep the password in ~/.pgpass",
+			         path, cases[i].key);
+			CU_ASSERT_STRING_EQUAL(err.message, want);
+			CU_ASSERT(strstr(err.message, "s3cr3t") == NULL);
+		}
+		sy_cfg_free(cfg);
+		CU_ASSERT_FATAL(chmod(path, 0640) == 0);
+		cfg = sy_cfg_load(path, &err);
+		CU_ASSERT_PTR_NOT_NULL(cfg);
+		sy_cfg_free(cfg);
+	}
+	unlink(path);
+}
+
 static long alloc_budget = -1;
 static void *budget_malloc(size_t n)
 {
@@ -363,6 +412,7 @@ int main(void)
 	        {"errors name file:line", test_errors},
 	        {"values never echoed", test_no_echo},
 	        {"load a file", test_load_file},
+	        {"a password in a file every user may read", test_password_mode},
 	        {"allocation failures", test_alloc_failures},
 	        CU_TEST_INFO_NULL,
 	};

@@ -26,6 +26,12 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 context.setDefaultTimeout(STEP_MS);
 const consoleLines = [];
+// A violation of the app's Content-Security-Policy, in the console where the test reads it
+// (test_web_app.pgt fails on one), besides Chromium's own "Refused to ..." line.
+await context.addInitScript(() => {
+  document.addEventListener("securitypolicyviolation", (e) =>
+    console.error("CSP violation: " + e.effectiveDirective + " blocked " + e.blockedURI));
+});
 const page = await context.newPage();
 page.on("console", (m) => consoleLines.push(m.type() + ": " + m.text()));
 page.on("pageerror", (e) => consoleLines.push("pageerror: " + e.message));

@@ -193,6 +193,19 @@ try {
     return { mid, intent, row, explained, bad, successor, status, resolved, next, after: await s.get("todo", id), verify };
   }, { id: out.first.ids[0] });
 
+  // 8a. a second tab of the store with a wrong password: refused before it is signed in
+  // (the owner's worker would otherwise answer it with the owner's credentials).
+  const pw = await page();
+  out.wrongTab = await pw.evaluate(async ({ base, user, opts }) => {
+    try {
+      const s = await window.Synchro.open(base, user, "not-" + user, opts);
+      return { opened: true, owner: s.owner, rows: (await s.rows("todo")).length };
+    } catch (e) {
+      return { rc: e.rc, message: e.message };
+    }
+  }, { base, user, opts });
+  await pw.close();
+
   // 8. two tabs on one store: the second tab's calls go to the first (which owns it); the
   // first tab closed, the second takes the store over and syncs.
   const p2 = await page();

@@ -68,6 +68,7 @@ typedef struct {
 	const char *path;   /* "/v3/push", ... */
 	const char *body;   /* NULL for GET */
 	size_t body_len;
+	const char *token; /* bearer token to send, or NULL: the transport's own credentials */
 } sy_client_request;
 
 /* What the transport hands back: body new from sy_client_alloc(); the library steals it. */
@@ -111,6 +112,14 @@ typedef struct {
 	const char *url;      /* base URL, e.g. "https://sync.example.com" (copied) */
 	const char *user;     /* HTTP basic credentials (copied, never stored on disk) */
 	const char *password; /* may be NULL */
+	/* A bearer token (copied, never logged or stored on disk), sent as "Authorization:
+	 * Bearer" on every request instead of user and password. */
+	const char *token;
+	/* Called when there is no token yet and after a 401: a fresh token new from
+	 * sy_client_alloc() (the library wipes and frees it), or NULL when there is none.
+	 * A request answered 401 goes again once, with the same bytes, under the new token. */
+	char *(*token_fn)(void *ctx);
+	void *token_ctx;
 	/* NULL: libcurl. sy_client_open steals it (destroyed at close, also on failure). */
 	const sy_client_transport *transport;
 	/* Clock in milliseconds since the epoch; NULL: CLOCK_REALTIME. For tests. */
