@@ -525,7 +525,6 @@ static void test_index_used(void)
 	OK(sy_client_index(C, "todo", "[\"done\",\"title\"]", &E)); /* again: nothing new */
 	r = q(plan, "[0]");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	fprintf(stderr, "plan: %s", r);
 	CU_ASSERT(strstr(r, "USING INDEX visible:todo:[\\\"done\\\",\\\"title\\\"] (done=?)") !=
 	          NULL);
 	CU_ASSERT(strstr(r, "TEMP B-TREE") == NULL); /* the order comes from the index */
