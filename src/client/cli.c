@@ -52,6 +52,8 @@ static void usage(FILE *f)
 	      "  sync [--once] [--timeout S]     push and pull (--once: one round)\n"
 	      "  status | pending | show ID | explain ID | batch ID [--bytes] | rows TABLE\n"
 	      "  resolve discard|accept|rebase|remap ID [field=value...]\n"
+	      "  query SQL [PARAM...]            one read-only SELECT over the synced tables\n"
+	      "  index TABLE COLUMN...           an index on a synced table, for queries\n"
 	      "  verify                          check the store\n"
 	      "Read commands take --json. See synchro-cli(1).\n",
 	      f);

@@ -83,6 +83,8 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 		rc = sy_cl_store_open(c, path, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_load_state(c, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_visible_open(c, err);
 	if (rc != SY_CLIENT_OK) {
 		sy_client_close(c);
 		return rc;
@@ -104,6 +106,8 @@ void sy_client_close(sy_client *c)
 	sy_free(c->done.body);
 	sy_free(c->inflight_body);
 	sy_manifest_free(c->manifest);
+	sy_cl_query_free(c);
+	sy_cl_visible_free(c);
 	sy_cl_cache_free(c);
 	sy_cl_req_free(c);
 	sy_cl_wipe_free(c->token);

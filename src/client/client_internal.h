@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include "synchro/buf.h"
 #include "synchro/client.h"
 #include "synchro/json.h"
 #include "synchro/manifest.h"
@@ -77,6 +78,21 @@ struct sy_client {
 	char last_message[256];
 	bool last_retryable;
 	sy_cl_live *live; /* the live subscription (client_live.c); NULL: none */
+
+	/* The visible tables (client_visible.c): run before every COMMIT of the store. */
+	sy_client_rc (*before_commit)(sy_client *c, sy_client_error *err);
+	/* and before a statement replaces every server row (a rebuild's last page) */
+	sy_client_rc (*rows_replacing)(sy_client *c, sy_client_error *err);
+	struct sy_cl_visible *vis;
+	/* The tables whose visible rows changed since the live queries last ran (new strings;
+	 * changed_all: more than the array holds). */
+	char *changed[32];
+	size_t nchanged;
+	bool changed_all;
+	/* The app's queries (client_query.c): the read-only connection and the live queries,
+	 * re-run by live_hook when a change is committed. */
+	struct sy_cl_query *query;
+	void (*live_hook)(sy_client *c);
 };
 
 struct sy_client_txn {
@@ -143,6 +159,27 @@ sy_manifest *sy_cl_schema_manifest(sy_client *c, uint64_t version);
 /* A column as a new string (NULL for SQL NULL). */
 char *sy_cl_col_text(sqlite3_stmt *st, int i);
 
+/* client_visible.c: the visible tables (see its head comment) */
+/* The physical name of table's visible table ("visible:" then the table id), quoted for SQL,
+ * appended to b. */
+void sy_cl_visible_ident(sy_buf *b, const char *table);
+/* Sets the maintenance up on an open store and builds the tables when they are not current. */
+SY_MUST_CHECK sy_client_rc sy_cl_visible_open(sy_client *c, sy_client_error *err);
+void sy_cl_visible_free(sy_client *c);
+/* Checks every visible table against the overlay computed from scratch; a line per problem. */
+void sy_cl_visible_verify(sy_client *c, sy_buf *rep, size_t *bad);
+/* Clears the list of changed tables. */
+void sy_cl_changed_clear(sy_client *c);
+
+/* client_query.c */
+void sy_cl_query_free(sy_client *c);
+/* sy_client_query's result as {"tables":[the synced tables it reads],"rows":[row objects]}
+ * appended to out (the browser API's answer). */
+SY_MUST_CHECK sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json,
+                                            sy_buf *out, sy_client_error *err);
+/* Re-runs the live queries that read a table changed since they last ran. */
+void sy_cl_live_run(sy_client *c);
+
 /* client_events.c: the application's listener (the event of kind, table, pk, mutation id;
  * NULL where none). */
 void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
@@ -163,6 +200,16 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, co
                                              char **version, sy_client_error *err);
 
 /* client_intent.c */
+/* The visible state of one row: the server's row with the intents not yet settled laid over. */
+typedef struct {
+	bool known;   /* the server or an intent knows the row */
+	bool visible; /* live after the overlay */
+	sy_client_row_state state;
+	char *row; /* new JCS object with the pk field, or NULL */
+} sy_cl_overlay;
+/* Computes (table, pk)'s overlay from the rows and intents tables (pk: its JCS text). */
+SY_MUST_CHECK sy_client_rc sy_cl_overlay_compute(sy_client *c, const char *table, const char *pk,
+                                                 sy_cl_overlay *out, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_state_from_name(const char *s, sy_intent_state *out);
 /*
  * Adds an intent row inside the current SQLite transaction (writes, rebase,

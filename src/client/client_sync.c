@@ -24,6 +24,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,8 @@ static sy_client_rc pipeline_next(sy_client *c, const char *batch, sy_client_err
 static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t now,
                             sy_client_error *err)
 {
+	/* the batch the answered push carried is named */
+	assert(c->inflight_batch[0] != '\0');
 	char code[48], msg[256];
 	char batch[SY_UUID_LEN + 1];
 	memcpy(batch, c->inflight_batch, sizeof batch);
@@ -335,6 +338,8 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 static sy_client_rc on_response(sy_client *c, sy_cl_req kind, const sy_client_response *r,
                                 int64_t now, sy_client_error *err)
 {
+	/* the answered request is no longer in flight */
+	assert(kind != SY_CL_REQ_NONE && c->inflight == SY_CL_REQ_NONE);
 	char code[48], msg[256];
 	switch (kind) {
 	case SY_CL_REQ_PUSH: return on_push(c, r, now, err);
@@ -372,6 +377,8 @@ static sy_client_rc on_response(sy_client *c, sy_cl_req kind, const sy_client_re
 static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, const char *path,
                           char *body, size_t len, sy_client_phase phase)
 {
+	/* one request at a time: a new one only when none is in flight */
+	assert(c->inflight == SY_CL_REQ_NONE && kind != SY_CL_REQ_NONE);
 	sy_free(c->inflight_body);
 	c->inflight_body = body;
 	c->inflight_len = len;
@@ -617,7 +624,7 @@ static int64_t stepped_back(int64_t *seen, int64_t now)
 	return back;
 }
 
-sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
+static sy_client_rc step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
 {
 	int64_t now = sy_cl_now(c);
 	/* A due time is a delay from when it was set: a step back of the device's clock moves
@@ -695,6 +702,14 @@ static void pause_ms(sy_client *c, int64_t ms)
 	}
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
+}
+
+sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
+{
+	sy_client_rc rc = step(c, next_due_ms, err);
+	/* a change committed without an event (sealing, a group blocked) still reaches them */
+	sy_cl_live_run(c);
+	return rc;
 }
 
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)

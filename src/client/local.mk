@@ -18,6 +18,8 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_pull.c \
 	src/client/client_sync.c \
 	src/client/client_inspect.c \
+	src/client/client_query.c \
+	src/client/client_visible.c \
 	src/client/client_resolve.c \
 	src/client/client_json.h \
 	src/client/client_json.c \

@@ -84,6 +84,7 @@ export type Request =
   | { id: number; op: "query"; sql: string; params: unknown[] }
   | { id: number; op: "live"; liveId: number; sql: string; params: unknown[] }
   | { id: number; op: "unlive"; liveId: number }
+  | { id: number; op: "index"; table: string; columns: string[] }
   | { id: number; op: "resolve"; how: ResolveHow; mutationId: string; columns: Record<string, unknown> | null }
   | { id: number; op: "verify" }
   | { id: number; op: "records" }

@@ -399,6 +399,14 @@ export class Synchro {
   }
 
   /**
+   * An index on a synced table's columns, for query() and live(): kept in the store, made
+   * again when a new schema rebuilds the tables. A table or column the schema lacks: einval.
+   */
+  index(table: string, columns: string[]): Promise<void> {
+    return this.call<void>({ op: "index", table, columns });
+  }
+
+  /**
    * A live query: callback gets the result at once, then again whenever a local write or a
    * sync changed a table the statement reads and the result differs (once per step or
    * commit, not per row). Resolves, after the first result, to the function that ends it.

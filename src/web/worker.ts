@@ -512,6 +512,10 @@ async function handle(r: Request): Promise<unknown> {
     case "unlive":
       lives.delete(r.liveId);
       return undefined;
+    case "index":
+      if (!c.ccall("sy_web_index", "number", ["number", "string", "string"], [client, r.table, JSON.stringify(r.columns)]))
+        fail();
+      return undefined;
     case "close":
       if (timer !== null) clearTimeout(timer);
       liveOn = false;

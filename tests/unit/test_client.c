@@ -516,7 +516,8 @@ static void test_broken_pull_error_cleared(void)
 {
 	start();
 	sync_ok();
-	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
+	fake_direct_write(F, "todo", "\"p\"",
+	                  "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
 	fake_garble_next_pull(F);
 	sy_client_error e2 = {0};
 	CU_ASSERT_EQUAL(sy_client_sync(C, 200, &e2), SY_CLIENT_ETIMEOUT);
@@ -697,7 +698,7 @@ static void test_store_upgrade_response_once(void)
 	                           -1, &st, NULL),
 	        SQLITE_OK);
 	CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
-	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 3); /* upgraded to the current version */
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 1), 0);
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 2), 1);
 	sqlite3_finalize(st);

@@ -98,7 +98,18 @@ try {
       }
     }
     const count = await s.query("SELECT count(*) AS n FROM todo");
-    return { open, refused, count, rows: (await s.rows("todo")).length };
+    // the app's index, and the plan that uses it
+    const plan = "EXPLAIN QUERY PLAN SELECT id FROM todo WHERE done = ? ORDER BY title";
+    const before = await s.query(plan, [0]);
+    await s.index("todo", ["done", "title"]);
+    const after = await s.query(plan, [0]);
+    let badIndex = null;
+    try {
+      await s.index("todo", ["nosuch"]);
+    } catch (e) {
+      badIndex = { rc: e.rc, message: e.message };
+    }
+    return { open, refused, count, rows: (await s.rows("todo")).length, before, after, badIndex };
   });
 
   // 6. a live query on the todos: it fires after a local insert, and after a sync brings

@@ -220,6 +220,41 @@ typedef void (*sy_client_row_fn)(void *ctx, const char *pk_json, const char *row
 SY_MUST_CHECK sy_client_rc sy_client_rows(sy_client *c, const char *table, sy_client_row_fn fn,
                                           void *ctx, sy_client_error *err);
 
+/* --- queries over the visible tables (doc/client.md "Querying") ------------- */
+
+/*
+ * Each manifest table is a real SQLite table of the visible rows, named as the table:
+ * its pk field, every field, and _state ('synced', 'pending', 'conflict', 'blocked').
+ * sy_client_query runs one read-only SELECT over them with params_json (a JSON array, or
+ * NULL for none) bound in order, and calls fn with each result row as a JSON object
+ * {column: value} (borrowed for the call). A write, ATTACH, PRAGMA, a second statement,
+ * a read of the store's own tables, a statement that does not compile or the wrong
+ * number of parameters: EINVAL with SQLite's message, and nothing changes. Queries see
+ * committed state (not the rows of a write transaction still open).
+ */
+typedef void (*sy_client_query_fn)(void *ctx, const char *row_json);
+SY_MUST_CHECK sy_client_rc sy_client_query(sy_client *c, const char *sql, const char *params_json,
+                                           sy_client_query_fn fn, void *ctx, sy_client_error *err);
+/*
+ * A live query: fn gets the whole result as a JSON array of row objects now, and again
+ * after each commit, step or resolve that changed a row of a table the statement reads.
+ * A statement that fails when it runs is reported once (rows_json NULL, err set) and
+ * the live query runs no more. *out is freed with sy_client_live_free (before close).
+ */
+typedef struct sy_client_live_query sy_client_live_query;
+typedef void (*sy_client_live_fn)(void *ctx, const char *rows_json, const sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_client_live(sy_client *c, const char *sql, const char *params_json,
+                                          sy_client_live_fn fn, void *ctx,
+                                          sy_client_live_query **out, sy_client_error *err);
+void sy_client_live_free(sy_client_live_query *l);
+/*
+ * Asks for an index on a visible table: columns_json is a JSON array of its column names
+ * (e.g. ["done","title"]). Kept in the store and made again when a new schema rebuilds
+ * the tables (left out while the schema lacks one of its columns).
+ */
+SY_MUST_CHECK sy_client_rc sy_client_index(sy_client *c, const char *table,
+                                           const char *columns_json, sy_client_error *err);
+
 /* --- synchronization ------------------------------------------------------- */
 
 typedef enum {
@@ -405,8 +440,8 @@ SY_MUST_CHECK sy_client_rc sy_client_remap(sy_client *c, const char *mutation_id
 
 /*
  * Checks the store: SQLite's integrity check, every stored row's checksum
- * under its schema, every sealed batch's SHA-256 against its bytes and every
- * intent's links. *report (new, sy_client_free(); may be NULL) lists what failed.
+ * under its schema, every sealed batch's SHA-256 against its bytes, every
+ * intent's links, and every synced table against the overlay computed from scratch. *report (new, sy_client_free(); may be NULL) lists what failed.
  * OK when all holds, EPROTOCOL when something does not.
  */
 SY_MUST_CHECK sy_client_rc sy_client_verify(sy_client *c, char **report, sy_client_error *err);
