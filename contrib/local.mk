@@ -61,6 +61,8 @@ EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/p
 	contrib/bench/push/instructions.sh contrib/bench/push/instructions.py contrib/bench/push/push_bodies.py \
 	contrib/bench/push/peer.py contrib/bench/push/peer/package.json contrib/bench/push/peer/package-lock.json \
 	contrib/bench/push/peer/server.js contrib/bench/push/peer/schema.sql \
+	contrib/bench/push/peer-fast/package.json contrib/bench/push/peer-fast/package-lock.json \
+	contrib/bench/push/peer-fast/server.js \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
