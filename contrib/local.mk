@@ -64,6 +64,7 @@ EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/p
 	contrib/bench/push/peer-fast/package.json contrib/bench/push/peer-fast/package-lock.json \
 	contrib/bench/push/peer-fast/server.js contrib/bench/results/2026-12-07-1752-push.md \
 	contrib/bench/results/2026-12-07-1803-push.md contrib/bench/results/2026-12-07-1812-push.md \
+	contrib/bench/results/2026-12-07-1824-push.md \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
