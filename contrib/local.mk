@@ -61,6 +61,10 @@ EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/p
 	contrib/bench/push/instructions.sh contrib/bench/push/instructions.py contrib/bench/push/push_bodies.py \
 	contrib/bench/push/peer.py contrib/bench/push/peer/package.json contrib/bench/push/peer/package-lock.json \
 	contrib/bench/push/peer/server.js contrib/bench/push/peer/schema.sql \
+	contrib/bench/push/peer-fast/package.json contrib/bench/push/peer-fast/package-lock.json \
+	contrib/bench/push/peer-fast/server.js contrib/bench/results/2026-12-07-1752-push.md \
+	contrib/bench/results/2026-12-07-1803-push.md contrib/bench/results/2026-12-07-1812-push.md \
+	contrib/bench/results/2026-12-07-1824-push.md \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
 	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \

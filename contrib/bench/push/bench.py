@@ -11,16 +11,19 @@ machine beside two baselines measured in the same run, on the same throwaway Pos
 and, beside the replays for reference, the trivial responder making one database round trip per
 request (SELECT 1): the least any request that reads the database can cost. A push, fresh or
 replayed, is one statement (synchro.synchro_push) whatever its size.
-Beside them (peer.py), when node and npm are installed: the peer, the upload endpoint a team
-writes itself (contrib/bench/push/peer: express + node-postgres, as many node:cluster processes
-as responders, behind the same nginx; an idempotency key, a version check per mutation, one
-transaction), fresh and sent again (its repeated-key answer); and the limit "trivial + same
-writes", the trivial responder inserting the push's rows and a ledger row in one statement.
+Beside them (peer.py), when node and npm are installed, two peers: upload endpoints a team
+writes itself, as many node:cluster processes as responders, behind the same nginx, each with
+an idempotency key, version-checked writes, one transaction per batch and an answer per
+mutation, fresh and sent again (its repeated-key answer): the docs peer
+(contrib/bench/push/peer: express + node-postgres, one awaited statement per mutation) and the
+fast peer (contrib/bench/push/peer-fast: fastify + postgres.js, one multi-row statement per
+operation kind, pipelined); and the limit "trivial + same writes", the trivial responder
+inserting the push's rows and a ledger row in one statement.
 Targets: 1-mutation pushes >= 30% of plain SQL rows/s, 100- and 1000-mutation batches >= 70%,
 1-mutation replays >= 90% of the trivial responder + one SELECT 1, 100-mutation replays >= 50%
-of the trivial responder; against the peer: pushes of 1 and 100 mutations >= 1.5x the peer's
-mutations/s, exact replays >= 2x its repeated-key answers; 1-mutation pushes >= 60% of the
-"trivial + same writes" limit.
+of the trivial responder; against the fast peer: pushes of 1 and 100 mutations >= 1.5x its
+mutations/s, exact replays >= 2x its repeated-key answers (the docs peer's ratios are printed
+as references); 1-mutation pushes >= 60% of the "trivial + same writes" limit.
 Each configuration runs BENCH_ROUNDS times, interleaved with the others, and the median run is
 shown (with every round's figure): on a shared machine the rounds see the same background load.
 Beside throughput and latency, the CPU seconds the server side used (the PostgreSQL cluster,
@@ -30,7 +33,7 @@ Environment: BENCH_WORKERS (responders and SQL workers, default 4), BENCH_CONNEC
 connections = threads, one registered client each; default = BENCH_WORKERS), BENCH_SECONDS
 (each measured run, default 5), BENCH_ROUNDS (default 3), BENCH_WARMUP (seconds before each
 wrk run, default 1), BENCH_BATCHES (default "1 100 1000"), BENCH_FRESH=0 (only the replays and their
-references: no fresh-row batch, no plain SQL), BENCH_PEER=0 (without the peer), BENCH_BREAKDOWN=1 (after each measured run,
+references: no fresh-row batch, no plain SQL), BENCH_PEER=0 (without the peers), BENCH_BREAKDOWN=1 (after each measured run,
 the CPU per row of each kind of server process: postgres backends by role, the responders, nginx;
 processes that ended during the run are left out, so plain SQL's own backends do not show)."""
 
@@ -75,13 +78,14 @@ class BenchStack(e2e.Stack):
         kw.setdefault("fcgi_conf", {"max_requests": 0})
         kw.setdefault("rate_limit", False)
         super().__init__(**kw)
-        self.peer_port = e2e.free_port()
+        self.peer_ports = {which: e2e.free_port() for which in peer.PEERS}
+        self.peer_port = self.peer_ports["docs"]
 
     nginx_worker_connections = 1024
 
     def nginx_site(self):
-        """The site with the peer's /peer/push beside /v3/ (peer.py)."""
-        return peer.edit_site(super().nginx_site(), self.peer_port)
+        """The site with the peers' /peer/push and /peer-fast/push beside /v3/ (peer.py)."""
+        return peer.edit_site(super().nginx_site(), self.peer_ports)
 
 
 def proc_table():
@@ -172,6 +176,8 @@ KINDS = {
              "replay_header": "Synchro-Replay", "replay_value": "batch"},
     "peer": {"path": peer.PEER_PATH, "procs": ("peer", "nginx"), "app": peer.PEER_APP, "table": "bench_peer.item",
              "replay_header": peer.PEER_REPLAY_HEADER, "replay_value": "true"},
+    "fast": {"path": peer.PEERS["fast"]["path"], "procs": ("fast", "nginx"), "app": peer.PEERS["fast"]["app"],
+             "table": peer.PEERS["fast"]["item"], "replay_header": peer.PEER_REPLAY_HEADER, "replay_value": "true"},
     "limit": {"path": "/v3/push", "procs": ("trivial", "nginx"), "app": peer.LIMIT_APP, "table": "public.item"},
     "trivial": {"path": "/v3/push", "procs": ("trivial", "nginx"), "app": None, "table": "public.item"},
 }
@@ -402,33 +408,42 @@ def main():
     if load > 1.0:
         print("   (the machine is busy with other work: throughputs are lower and noisier than on an idle "
               "machine; the ratios compare runs interleaved in the same rounds)", flush=True)
-    peer_dir, why = peer.install(BUILD)
-    if peer_dir is None:
-        print("SKIP the peer (express + pg): %s; the other figures are measured without it" % why, flush=True)
+    # The bench's kind of each peer (KINDS), and the peers installed: which -> directory.
+    peer_kind = {"docs": "peer", "fast": "fast"}
+    peer_dirs, why = {}, None
+    for which in ("docs", "fast"):
+        d, why = peer.install(BUILD, which)
+        if d is None:
+            print("SKIP %s: %s; the other figures are measured without it" % (peer.PEERS[which]["label"], why),
+                  flush=True)
+        else:
+            peer_dirs[which] = d
+    peer_kinds = [peer_kind[w] for w in peer_dirs]
     st = BenchStack(workers=WORKERS)
     st.start()
     try:
         peer.create_tables(st)
-        if peer_dir is not None:
-            peer.start(st, peer_dir, WORKERS, st.peer_port)
-            print("   the peer: %s on node %s, %d node:cluster processes (as many as responders), behind the "
-                  "same nginx at %s" % (peer.versions(peer_dir), subprocess.run(["node", "--version"],
-                                        capture_output=True, text=True).stdout.strip(), WORKERS, peer.PEER_PATH),
+        for which, d in peer_dirs.items():
+            peer.start(st, d, WORKERS, st.peer_ports[which], which)
+            print("   %s: %s on node %s, %d node:cluster processes (as many as responders), behind the "
+                  "same nginx at %s" % (peer.PEERS[which]["label"], peer.versions(d, which),
+                                        subprocess.run(["node", "--version"], capture_output=True,
+                                                       text=True).stdout.strip(), WORKERS, peer.PEERS[which]["path"]),
                   flush=True)
         b = Bench(st)
         b.connect_clients()
         fresh = {}
         for batch in BATCHES if FRESH else []:
             runs = {"sql": [], "serial": [], "units": [], "push": [], "limit": []}
-            if peer_dir is not None:
-                runs["peer"] = []
+            for kind in peer_kinds:
+                runs[kind] = []
             for _ in range(ROUNDS):
                 runs["sql"].append(b.plain_sql(batch))
                 runs["serial"].append(b.plain_sql(batch, "serial"))
                 runs["units"].append(b.plain_sql(batch, "units"))
                 runs["push"].append(b.push_fresh(batch))
-                if peer_dir is not None:
-                    runs["peer"].append(b.push_fresh(batch, "peer"))
+                for kind in peer_kinds:
+                    runs[kind].append(b.push_fresh(batch, kind))
                 b.use_trivial(peer.LIMIT_SQL, body_param=True)
                 runs["limit"].append(b.push_fresh(batch, "limit"))
                 b.use_synchro()
@@ -439,15 +454,17 @@ def main():
             show("plain SQL, pipelined, a savepoint per row", m["units"], m["sql"])
             show("trivial + same writes (the limit)", m["limit"], m["sql"])
             if "peer" in m:
-                show("the peer, express + pg (its own table)", m["peer"], m["sql"])
+                show("the docs peer, express + pg (its own table)", m["peer"], m["sql"])
+            if "fast" in m:
+                show("the fast peer, fastify + postgres.js", m["fast"], m["sql"])
             show("/v3/push through nginx", m["push"], m["sql"])
             fresh[batch] = m
         replay_batches = [x for x in (1, 100) if x in BATCHES] or [1]
         phases = {batch: b.next_phase() for batch in replay_batches}
         rp = {batch: {"push": [], "trivial": []} for batch in replay_batches}
-        if peer_dir is not None:
+        for kind in peer_kinds:
             for batch in replay_batches:
-                rp[batch]["peer"] = []
+                rp[batch][kind] = []
         first = replay_batches[0]
         roundtrip = []
         sized = {batch: [] for batch in replay_batches if batch > 1}
@@ -455,8 +472,8 @@ def main():
         for _ in range(ROUNDS):
             for batch in replay_batches:
                 rp[batch]["push"].append(b.replay(batch, phases[batch]))
-                if peer_dir is not None:
-                    rp[batch]["peer"].append(b.replay(batch, phases[batch], kind="peer"))
+                for kind in peer_kinds:
+                    rp[batch][kind].append(b.replay(batch, phases[batch], kind=kind))
                 if batch in sized and batch not in answer:
                     # The size of the stored response the replays answer (the newest batch).
                     answer[batch] = int(b.st.psql("SELECT length(response) FROM synchro.batches"
@@ -486,7 +503,9 @@ def main():
                 show("trivial, answering %d bytes as the replay" % answer[batch], median(sized[batch]),
                      m["trivial"], unit="req/s")
             if "peer" in m:
-                show("the peer's repeated key, %d mutation(s)" % batch, m["peer"], m["trivial"], unit="req/s")
+                show("the docs peer's repeated key, %d mutation(s)" % batch, m["peer"], m["trivial"], unit="req/s")
+            if "fast" in m:
+                show("the fast peer's repeated key, %d mutation(s)" % batch, m["fast"], m["trivial"], unit="req/s")
             show("/v3/push exact replay, %d-mutation batch" % batch, m["push"], m["trivial"], unit="req/s")
             replays[batch] = m
 
@@ -510,7 +529,8 @@ def main():
                      100 * r["req_per_s"] / t["req_per_s"],
                      100 * (t["server_cpu"] / t["requests"]) / (r["server_cpu"] / r["requests"])))
         for batch, m in fresh.items():
-            for kind, what in (("limit", "trivial + same writes"), ("peer", "the peer")):
+            for kind, what in (("limit", "trivial + same writes"), ("peer", "the docs peer"),
+                               ("fast", "the fast peer")):
                 if kind in m:
                     x = m[kind]
                     print("fresh %4d: %s %9.1f mutations/s (%7.1f req/s, p50 %.2f ms, p99 %.2f ms, %.0f us server CPU "
@@ -519,13 +539,14 @@ def main():
                              1e6 * x["server_cpu"] / x["rows"], kind, m["push"]["rows_per_s"] / x["rows_per_s"],
                              (x["server_cpu"] / x["rows"]) / (m["push"]["server_cpu"] / m["push"]["rows"])))
         for batch, m in replays.items():
-            if "peer" in m:
-                x = m["peer"]
-                print("replay %3d: the peer's repeated key %9.1f req/s (p50 %.2f ms, p99 %.2f ms, %.0f us server CPU "
-                      "per request); push/peer %.2fx (throughput), %.2fx (CPU efficiency)"
-                      % (batch, x["req_per_s"], x["p50_ms"], x["p99_ms"], 1e6 * x["server_cpu"] / x["requests"],
-                         m["push"]["req_per_s"] / x["req_per_s"],
-                         (x["server_cpu"] / x["requests"]) / (m["push"]["server_cpu"] / m["push"]["requests"])))
+            for kind, what in (("peer", "the docs peer"), ("fast", "the fast peer")):
+                if kind in m:
+                    x = m[kind]
+                    print("replay %3d: %s's repeated key %9.1f req/s (p50 %.2f ms, p99 %.2f ms, %.0f us server CPU "
+                          "per request); push/%s %.2fx (throughput), %.2fx (CPU efficiency)"
+                          % (batch, what, x["req_per_s"], x["p50_ms"], x["p99_ms"],
+                             1e6 * x["server_cpu"] / x["requests"], kind, m["push"]["req_per_s"] / x["req_per_s"],
+                             (x["server_cpu"] / x["requests"]) / (m["push"]["server_cpu"] / m["push"]["requests"])))
         targets = {1: 0.30, 100: 0.70, 1000: 0.70}
         for batch, m in fresh.items():
             if batch in targets:
@@ -550,13 +571,16 @@ def main():
                   % (answer[100], 100 * big["req_per_s"] / replays[100]["trivial"]["req_per_s"],
                      100 * replays[100]["push"]["req_per_s"] / big["req_per_s"]))
         for batch, m in fresh.items():
-            if "peer" in m:
-                ratio = m["push"]["rows_per_s"] / m["peer"]["rows_per_s"]
+            if "fast" in m:
+                ratio = m["push"]["rows_per_s"] / m["fast"]["rows_per_s"]
                 if batch in (1, 100):
-                    print("target: %d-mutation pushes >= 1.5x the peer's mutations/s: %.2fx %s"
+                    print("target: %d-mutation pushes >= 1.5x the fast peer's mutations/s: %.2fx %s"
                           % (batch, ratio, "MET" if ratio >= 1.5 else "MISSED"))
                 else:
-                    print("reference: %d-mutation pushes against the peer: %.2fx" % (batch, ratio))
+                    print("reference: %d-mutation pushes against the fast peer: %.2fx" % (batch, ratio))
+            if "peer" in m:
+                print("reference: %d-mutation pushes against the docs peer: %.2fx"
+                      % (batch, m["push"]["rows_per_s"] / m["peer"]["rows_per_s"]))
         for batch, m in fresh.items():
             ratio = m["push"]["rows_per_s"] / m["limit"]["rows_per_s"]
             if batch == 1:
@@ -565,12 +589,15 @@ def main():
             else:
                 print("reference: %d-mutation pushes against trivial + same writes: %.1f%%" % (batch, 100 * ratio))
         for batch, m in replays.items():
-            if "peer" in m:
-                ratio = m["push"]["req_per_s"] / m["peer"]["req_per_s"]
-                print("target: %d-mutation exact replays >= 2x the peer's repeated-key answers: %.2fx %s"
+            if "fast" in m:
+                ratio = m["push"]["req_per_s"] / m["fast"]["req_per_s"]
+                print("target: %d-mutation exact replays >= 2x the fast peer's repeated-key answers: %.2fx %s"
                       % (batch, ratio, "MET" if ratio >= 2 else "MISSED"))
-        if peer_dir is None:
-            print("SKIP the peer's targets: %s" % why)
+            if "peer" in m:
+                print("reference: %d-mutation exact replays against the docs peer's repeated-key answers: %.2fx"
+                      % (batch, m["push"]["req_per_s"] / m["peer"]["req_per_s"]))
+        if "fast" not in peer_dirs:
+            print("SKIP the fast peer's targets: %s" % why)
         print("load average at the end: %.2f" % os.getloadavg()[0])
         return report_invalid(b.invalid)
     finally:

@@ -4,7 +4,9 @@
 -- public.item (contrib/example/schema.sql) plus the version column a hand-written endpoint
 -- checks; bench_peer.batches is the peer's idempotency ledger (a unique batch id, the stored
 -- response); bench_peer.limit_batches the ledger row the "trivial + same writes" limit
--- inserts beside its rows. The peer logs in as bench_peer, which may touch only these.
+-- inserts beside its rows; bench_peer.fast_item and bench_peer.fast_batches the same two for
+-- the fast peer (contrib/bench/push/peer-fast). Both peers log in as bench_peer, which may
+-- touch only these.
 -- Run as a superuser on the bench's throwaway database (contrib/bench/push/bench.py).
 CREATE SCHEMA bench_peer;
 
@@ -49,3 +51,28 @@ ALTER ROLE bench_peer SET log_min_messages = fatal;
 GRANT USAGE ON SCHEMA bench_peer TO bench_peer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON bench_peer.item TO bench_peer;
 GRANT SELECT, INSERT ON bench_peer.batches TO bench_peer;
+
+-- The fast peer's tables (contrib/bench/push/peer-fast): the same shapes, its own rows and keys.
+CREATE TABLE bench_peer.fast_item (
+	id bigint PRIMARY KEY,
+	label text UNIQUE DEFERRABLE INITIALLY DEFERRED,
+	qty integer CHECK (qty >= 0),
+	price numeric,
+	weight double precision,
+	due date,
+	seen_at timestamptz,
+	tags jsonb,
+	blob bytea,
+	ref uuid,
+	deleted_at timestamptz,
+	version bigint NOT NULL DEFAULT 1
+);
+
+CREATE TABLE bench_peer.fast_batches (
+	batch_id uuid PRIMARY KEY,
+	user_name text NOT NULL,
+	response text NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+GRANT SELECT, INSERT, UPDATE, DELETE ON bench_peer.fast_item TO bench_peer;
+GRANT SELECT, INSERT ON bench_peer.fast_batches TO bench_peer;
