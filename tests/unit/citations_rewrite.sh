@@ -10,10 +10,10 @@
 # git lists under src/, tests/, sql/, doc/, conf/ and contrib/, in README, .clang-format and
 # .editorconfig. Longer entries go first. A space in OLD also matches a line break and the
 # comment leader of the next line (" * ", "-- ", "# ", "// "). When OLD starts with "the",
-# "The" matches too. A line that grows past 100 columns is wrapped at a space, with the
-# line's own indent and comment leader; C files are then laid out by clang-format (if
-# present) so that `make format-check` still passes. It prints what it changed and each
-# citation it could not map.
+# "The" matches too. A line that grows past 100 columns is wrapped at a space; the rest
+# joins the next line of the same comment or paragraph, which wraps in turn, so a file's
+# layout changes only where its citations do. It prints what it changed and each citation
+# it could not map.
 set -eu
 map="${1:-tests/unit/citations.map}"
 if [ ! -r "$map" ]; then
@@ -63,72 +63,107 @@ files = subprocess.run(
 files = [f for f in files if not os.path.basename(f).startswith("citations")
          and os.path.isfile(f)]
 
-leader = re.compile(r"^([ \t]*)(\* |-- |# |// |\"\"\")?")
+leader = re.compile(r"^([ \t]*)(/\* |\* |-- |# |// )?")
 
 
-def wrap(line, path):
-    """Wraps one line that grew past LIMIT at its last space before LIMIT."""
-    out = []
-    is_md = path.endswith(".md")
-    while len(line.expandtabs(8)) > LIMIT:
-        cut = line.rfind(" ", 0, LIMIT)
-        m = leader.match(line)
-        indent = m.group(1)
-        lead = m.group(2) or ""
-        if lead == '"""':
-            lead = ""
-        if is_md:
-            lead = "  " if line.lstrip().startswith("- ") else ""
-            if line.lstrip().startswith("#"):
-                break
-        if cut <= len(indent) + len(lead) + 1:
+def width(text):
+    return len(text.expandtabs(8))
+
+
+def prefix(line, path):
+    """The indent and comment leader a continuation of line starts with."""
+    m = leader.match(line)
+    ind = m.group(1)
+    if path.endswith(".md") or not m.group(2):
+        if path.endswith(".md") and line[len(ind):].startswith("- "):
+            ind += "  "
+        return ind
+    if m.group(2) == "/* ":
+        return ind + " * "
+    return ind + m.group(2)
+
+
+def continues(line, pre, path):
+    """Whether line continues the paragraph whose lines start with pre: in Markdown the
+    next line of a paragraph, elsewhere the next line of a comment with the same leader."""
+    if not path.endswith(".md") and not pre.strip(" \t"):
+        return False
+    if not line.startswith(pre) or not line[len(pre):].strip():
+        return False
+    rest = line[len(pre):]
+    if rest[0] in " \t" or rest.startswith(("Layer:", "- ", "*/", '"""', "|")):
+        return False
+    if path.endswith(".md") and re.match(r"(#|```|[0-9]+\. )", rest):
+        return False
+    return True
+
+
+def cut_at(line, start):
+    """The last space after column start where line can break within LIMIT columns."""
+    best = -1
+    for i, ch in enumerate(line):
+        if width(line[:i]) > LIMIT:
             break
-        out.append(line[:cut].rstrip())
-        line = indent + lead + line[cut + 1:].lstrip()
-    out.append(line)
+        if ch == " " and i > start:
+            best = i
+    return best
+
+
+def reflow(lines, grown, path):
+    """Wraps each grown line past LIMIT at a space. The rest goes to the start of the next
+    line of the same paragraph (which may wrap in turn), or to a new line of its own."""
+    out = []
+    i = 0
+    carry = None
+    while i < len(lines):
+        line = lines[i]
+        mine = i in grown
+        if carry is not None:
+            line = carry[0] + carry[1] + " " + line[len(carry[0]):]
+            carry = None
+            mine = True
+        if mine and width(line) > LIMIT and not (
+                path.endswith(".md") and line.lstrip().startswith(("#", "|"))):
+            pre = prefix(line, path)
+            cut = cut_at(line, len(pre) + 1)
+            if cut > 0:
+                head, tail = line[:cut].rstrip(), line[cut + 1:].strip()
+                out.append(head)
+                if i + 1 < len(lines) and continues(lines[i + 1], pre, path):
+                    carry = (pre, tail)
+                    i += 1
+                    continue
+                lines[i] = pre + tail
+                grown.add(i)
+                continue
+        out.append(line)
+        i += 1
     return out
 
 
 total = 0
-changed_c = []
 for path in files:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError:
         continue
+    before = text.split("\n")
     count = 0
     for rx, new, old in compiled:
-        def repl(m):
-            return new
-        text2, k = rx.subn(repl, text)
-        if k:
-            text = text2
-            count += k
+        text, k = rx.subn(lambda m, new=new: new, text)
+        count += k
     if not count:
         continue
     total += count
-    with open(path, encoding="utf-8") as f:
-        before = f.read().split("\n")
-    longest = max(len(l.expandtabs(8)) for l in before)
-    lines = []
-    for line in text.split("\n"):
-        if len(line.expandtabs(8)) > max(LIMIT, longest) or \
-                (len(line.expandtabs(8)) > LIMIT and line not in before):
-            lines.extend(wrap(line, path))
-        else:
-            lines.append(line)
+    lines = text.split("\n")
+    oldset = set(before)
+    grown = {i for i, l in enumerate(lines) if l not in oldset}
+    lines = reflow(lines, grown, path)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
-    if path.endswith((".c", ".h")):
-        changed_c.append(path)
     print("%4d %s" % (count, path))
 
-if changed_c:
-    try:
-        subprocess.run(["clang-format", "-i"] + changed_c, check=True)
-    except FileNotFoundError:
-        print("citations_rewrite: no clang-format; check `make format-check` by hand")
 print("citations_rewrite: %d citations rewritten" % total)
 
 left = re.compile(r"\bADR\b|\bPROTOCOL(\.md)?\b|\bARCHITECTURE\.md\b|\bSTYLE\.md\b")
