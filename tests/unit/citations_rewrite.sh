@@ -86,6 +86,9 @@ def prefix(line, path):
 def continues(line, pre, path):
     """Whether line continues the paragraph whose lines start with pre: in Markdown the
     next line of a paragraph, elsewhere the next line of a comment with the same leader."""
+    man = re.search(r"\.[1-8]$", path) is not None
+    if man:
+        return bool(line.strip()) and not line.startswith((".", "'"))
     if not path.endswith(".md") and not pre.strip(" \t"):
         return False
     if not line.startswith(pre) or not line[len(pre):].strip():
