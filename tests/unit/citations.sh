@@ -4,7 +4,8 @@
 # anchor, as in doc/contract.md#exact-replay. It counts anywhere in src/, tests/, sql/, doc/,
 # conf/, contrib/ and README. The anchor must be the GitHub slug of a heading of that page
 # (outside code blocks), or an explicit <a id="..."> or <a name="...">. The script fails when
-# a citation names a missing page or a missing anchor.
+# a citation names a missing page or a missing anchor, or when a link within a page of doc/,
+# [text](#anchor), names an anchor that the page does not have.
 #
 # With CITATIONS_STRICT=1 it also fails when anything still cites a document that is not in
 # the tree (the old names of the contract's sources). Without it, it only counts them.
@@ -83,6 +84,20 @@ while IFS= read -r hit; do
 		failures=$((failures + 1))
 	fi
 done <"$tmp/cited"
+
+# Links inside a page of doc/, [text](#anchor), resolve within that page.
+for page in "$top"/doc/*.md; do
+	name="doc/${page##*/}"
+	grep -noE '\]\(#[^)]*\)' "$page" | sed -E "s|^([0-9]+):\]\(#(.*)\)$|$name:\1:$name#\2|"
+done >"$tmp/links"
+while IFS= read -r hit; do
+	total=$((total + 1))
+	target=${hit##*:}
+	if ! grep -qxF "$target" "$tmp/anchors"; then
+		echo "FAIL: ${hit%:*} links to #${target#*#}: no such anchor in ${target%%#*}"
+		failures=$((failures + 1))
+	fi
+done <"$tmp/links"
 
 # Citations of documents that are not in the tree. This script and its companions name
 # them on purpose.

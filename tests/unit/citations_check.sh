@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# tests/unit/citations.sh fails when it should. It runs on a scratch tree that holds a copy
-# of the pages of doc/ (with the names of outside documents blanked) and one source file: a true citation passes, a missing anchor fails, a missing page fails,
-# and with CITATIONS_STRICT=1 a citation of a document outside the tree fails.
+# tests/unit/citations.sh fails when it should. It runs on a scratch tree: a copy of the
+# pages of doc/ (with the names of outside documents blanked) and one source file.
+# - A true citation passes.
+# - A missing anchor, a missing page, or a link within a page to a missing anchor fails.
+# - With CITATIONS_STRICT=1, a citation of a document outside the tree fails.
 # The broken citations are split by quotes, so that this file itself cites nothing broken.
 set -u
 LC_ALL=C
@@ -62,5 +64,16 @@ expect fail "an outside citation fails with CITATIONS_STRICT=1" CITATIONS_STRICT
 
 scratch "PROTOCOL.md §5: the push request."
 expect fail "a section of PROTOCOL.md fails with CITATIONS_STRICT=1" CITATIONS_STRICT=1
+
+scratch "doc/contract.md#exact-replay: a replay writes nothing."
+printf '\nSee [the rule](#no-such-rule).\n' >>"$tmp/tree/doc/contract.md"
+env CITATIONS_STRICT=0 SYNCHRO_SRCDIR="$tmp/tree" sh "$check" >"$tmp/out" 2>&1
+if [ $? -ne 0 ] && grep -q '^FAIL: doc/contract.md:[0-9]* links to #no-such-rule' "$tmp/out"; then
+	echo "ok: a link within a page to a missing anchor fails"
+else
+	echo "FAIL: a link within a page to a missing anchor passed:"
+	sed 's/^/    /' "$tmp/out"
+	failures=$((failures + 1))
+fi
 
 [ "$failures" -eq 0 ]
