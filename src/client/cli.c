@@ -2,7 +2,8 @@
 /*
  * synchro-cli: libsynchro-client on the command line, for people and tests.
  * Every command opens the store, does one thing, and closes it; exit codes are
- * in synchro-cli(1). The password is never printed or stored.
+ * in synchro-cli(1). Credentials come from files, the environment or a prompt, never from
+ * argv (where every user of the host reads them); they are never printed or stored.
  * Layer: top of src/client (doc/hacking.md).
  */
 #include "config.h"
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "synchro/alloc.h"
@@ -35,7 +38,11 @@ static int fail(sy_client_rc rc, const sy_client_error *err)
 
 static void usage(FILE *f)
 {
-	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME:PASSWORD] [--json] COMMAND ...\n"
+	fputs("usage: synchro-cli -d FILE [-u URL] [--user NAME [--password-file F] | --token-file "
+	      "F]\n"
+	      "                   [--poll MS] [--no-live] [--json] COMMAND ...\n"
+	      "credentials: the password from --password-file, $SYNCHRO_PASSWORD or a prompt;\n"
+	      "  a bearer token from --token-file or $SYNCHRO_TOKEN\n"
 	      "commands:\n"
 	      "  connect                         register / reconnect and fetch the schema\n"
 	      "  insert TABLE PK field=value...  write intents (field:=JSON for a raw value)\n"
@@ -45,6 +52,8 @@ static void usage(FILE *f)
 	      "  sync [--once] [--timeout S]     push and pull (--once: one round)\n"
 	      "  status | pending | show ID | explain ID | batch ID [--bytes] | rows TABLE\n"
 	      "  resolve discard|accept|rebase|remap ID [field=value...]\n"
+	      "  query SQL [PARAM...]            one read-only SELECT over the synced tables\n"
+	      "  index TABLE COLUMN...           an index on a synced table, for queries\n"
 	      "  verify                          check the store\n"
 	      "Read commands take --json. See synchro-cli(1).\n",
 	      f);
@@ -254,14 +263,9 @@ static int cmd_sync(sy_client *c, int argc, char **argv)
 			clock_gettime(CLOCK_REALTIME, &now);
 			int64_t ms = next - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 			if (ms > 0) {
-				/* In flight: the transport wakes us; idle: sleep until due (or 1
-				 * s). */
-				int t = ms > 1000 ? 1000 : (int)ms;
-				sy_client_wait(c, t);
-				if (t > 10) {
-					struct timespec ts = {t / 1000, (long)(t % 1000) * 1000000};
-					nanosleep(&ts, NULL);
-				}
+				/* In flight: the transport wakes us; idle: a live notification, or
+				 * the due time (1 s at most, to see a signal). */
+				sy_client_wait(c, ms > 1000 ? 1000 : (int)ms);
 			}
 		}
 	} while (!once && !stop_requested);
@@ -331,31 +335,190 @@ static int cmd_resolve(sy_client *c, int argc, char **argv, bool json)
 	return SY_CLI_OK;
 }
 
-static char *split_user(const char *arg, char **password)
+static void wipe_free(char *s)
 {
-	const char *colon = strchr(arg, ':');
-	*password = NULL;
-	if (colon == NULL)
-		return sy_strndup(arg, strlen(arg));
-	*password = sy_strndup(colon + 1, strlen(colon + 1));
-	return sy_strndup(arg, (size_t)(colon - arg));
+	if (s == NULL)
+		return;
+	volatile char *v = s;
+	while (*v != '\0')
+		*v++ = '\0';
+	sy_free(s);
+}
+
+/* The first line of what f holds, without its line end (new), or NULL with a message. */
+static char *read_secret(FILE *f, const char *what)
+{
+	sy_buf b = SY_BUF_INIT;
+	int ch;
+	while ((ch = fgetc(f)) != EOF && ch != '\n' && b.len < 65536)
+		sy_buf_putc(&b, (char)ch);
+	while (b.len > 0 && b.data[b.len - 1] == '\r')
+		b.len--;
+	if (!sy_buf_putc(&b, '\0')) {
+		if (b.data != NULL)
+			memset(b.data, 0, b.len);
+		sy_buf_free(&b);
+		fprintf(stderr, "synchro-cli: %s: out of memory\n", what);
+		return NULL;
+	}
+	return sy_buf_steal(&b, NULL);
+}
+
+static char *read_secret_file(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		fprintf(stderr, "synchro-cli: %s %s: cannot read it\n", what, path);
+		return NULL;
+	}
+	char *s = read_secret(f, what);
+	fclose(f);
+	return s;
+}
+
+/* The password typed at the terminal, without echo (new), or NULL when there is none. */
+static char *prompt_password(const char *user)
+{
+	if (!isatty(STDIN_FILENO))
+		return NULL;
+	FILE *tty = fopen("/dev/tty", "r+");
+	if (tty == NULL)
+		return NULL;
+	struct termios old, quiet;
+	bool restore = tcgetattr(fileno(tty), &old) == 0;
+	if (restore) {
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fileno(tty), TCSAFLUSH, &quiet);
+	}
+	fprintf(tty, "Password for %s: ", user);
+	fflush(tty);
+	char *s = read_secret(tty, "password");
+	if (restore)
+		tcsetattr(fileno(tty), TCSAFLUSH, &old);
+	fputc('\n', tty);
+	fclose(tty);
+	return s;
+}
+
+/* token_fn: the token file read again after a 401 (something else may have renewed it). */
+static char *token_again(void *ctx)
+{
+	char *t = read_secret_file(ctx, "--token-file");
+	char *out = t ? sy_client_alloc(strlen(t) + 1) : NULL;
+	if (out != NULL)
+		memcpy(out, t, strlen(t) + 1);
+	wipe_free(t);
+	return out;
+}
+
+typedef struct {
+	const char *user, *password_file, *token_file;
+	bool user_arg;          /* user came from --user, not from $SYNCHRO_USER */
+	char *password, *token; /* new */
+} cli_creds;
+
+static char *dup_secret(const char *s)
+{
+	char *d = sy_strndup(s, strlen(s));
+	if (d == NULL)
+		fprintf(stderr, "synchro-cli: out of memory\n");
+	return d;
+}
+
+/*
+ * Where the credentials come from: --token-file; --user with --password-file,
+ * $SYNCHRO_PASSWORD or the prompt; else $SYNCHRO_TOKEN; else $SYNCHRO_USER as --user.
+ * SY_CLI_OK, or SY_CLI_USAGE with a message.
+ */
+static int get_creds(cli_creds *k, bool network)
+{
+	if (k->user != NULL && strchr(k->user, ':') != NULL) {
+		fprintf(stderr,
+		        "synchro-cli: %s takes a name only: a password on the command line is"
+		        " visible to every user of this host (ps, /proc). Put it in a file for"
+		        " --password-file, in $SYNCHRO_PASSWORD, or type it at the prompt.\n",
+		        k->user_arg ? "--user" : "$SYNCHRO_USER");
+		return SY_CLI_USAGE;
+	}
+	if (k->user_arg && k->token_file != NULL) {
+		fprintf(stderr, "synchro-cli: --user and --token-file: give one\n");
+		return SY_CLI_USAGE;
+	}
+	const char *env_token = getenv("SYNCHRO_TOKEN");
+	bool by_token =
+	        k->token_file != NULL || (!k->user_arg && env_token != NULL && *env_token != '\0');
+	if (by_token)
+		k->user = NULL;
+	if (k->user == NULL && k->password_file != NULL) {
+		fprintf(stderr, "synchro-cli: --password-file needs --user NAME\n");
+		return SY_CLI_USAGE;
+	}
+	if (!network)
+		return SY_CLI_OK; /* local commands send nothing */
+	if (k->token_file != NULL) {
+		if ((k->token = read_secret_file(k->token_file, "--token-file")) == NULL)
+			return SY_CLI_USAGE;
+	} else if (by_token) {
+		if ((k->token = dup_secret(env_token)) == NULL)
+			return SY_CLI_ERROR;
+	} else if (k->user != NULL) {
+		const char *env_pw = getenv("SYNCHRO_PASSWORD");
+		if (k->password_file != NULL) {
+			if ((k->password = read_secret_file(k->password_file, "--password-file")) ==
+			    NULL)
+				return SY_CLI_USAGE;
+		} else if (env_pw != NULL) {
+			if ((k->password = dup_secret(env_pw)) == NULL)
+				return SY_CLI_ERROR;
+		} else {
+			k->password = prompt_password(k->user);
+		}
+	}
+	return SY_CLI_OK;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-	        {"db", required_argument, NULL, 'd'},   {"url", required_argument, NULL, 'u'},
-	        {"user", required_argument, NULL, 'U'}, {"json", no_argument, NULL, 'j'},
-	        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
-	const char *db = NULL, *url = getenv("SYNCHRO_URL"), *userarg = getenv("SYNCHRO_USER");
+	static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
+	                                      {"url", required_argument, NULL, 'u'},
+	                                      {"user", required_argument, NULL, 'U'},
+	                                      {"json", no_argument, NULL, 'j'},
+	                                      {"help", no_argument, NULL, 'h'},
+	                                      {"password-file", required_argument, NULL, 'P'},
+	                                      {"token-file", required_argument, NULL, 'T'},
+	                                      {"poll", required_argument, NULL, 'p'},
+	                                      {"no-live", no_argument, NULL, 'L'},
+	                                      {NULL, 0, NULL, 0}};
+	const char *db = NULL, *url = getenv("SYNCHRO_URL");
+	cli_creds k = {.user = getenv("SYNCHRO_USER")};
 	bool json = false;
+	unsigned poll_ms = 0;
+	bool live_off = false;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "+d:u:jh", longs, NULL)) != -1) {
 		switch (opt) {
 		case 'd': db = optarg; break;
 		case 'u': url = optarg; break;
-		case 'U': userarg = optarg; break;
+		case 'U':
+			k.user = optarg;
+			k.user_arg = true;
+			break;
+		case 'P': k.password_file = optarg; break;
+		case 'T': k.token_file = optarg; break;
 		case 'j': json = true; break;
+		case 'L': live_off = true; break;
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 86400000) {
+				fprintf(stderr,
+				        "synchro-cli: --poll: milliseconds, 1 to 86400000\n");
+				return SY_CLI_USAGE;
+			}
+			poll_ms = (unsigned)v;
+			break;
+		}
 		case 'h': usage(stdout); return SY_CLI_OK;
 		default: usage(stderr); return SY_CLI_USAGE;
 		}
@@ -380,19 +543,26 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	char *password = NULL, *user = userarg ? split_user(userarg, &password) : NULL;
-	sy_client_options o = {.url = url, .user = user, .password = password};
+	bool network = strcmp(cmd, "connect") == 0 || strcmp(cmd, "sync") == 0;
+	int cs = get_creds(&k, network);
+	if (cs != SY_CLI_OK)
+		return cs;
+	sy_client_options o = {.url = url,
+	                       .user = k.token == NULL ? k.user : NULL,
+	                       .password = k.password,
+	                       .token = k.token,
+	                       .token_fn = k.token_file != NULL && network ? token_again : NULL,
+	                       .token_ctx = (void *)k.token_file,
+	                       .poll_interval_ms = poll_ms,
+	                       .live_off = live_off};
 	sy_client *c = NULL;
 	sy_client_error err = {0};
 	sy_client_rc rc = sy_client_open(db, &o, &c, &err);
-	if (password != NULL)
-		memset(password, 0, strlen(password));
-	sy_free(password);
-	sy_free(user);
+	wipe_free(k.password);
+	wipe_free(k.token);
 	if (rc != SY_CLIENT_OK)
 		return fail(rc, &err);
 	int status;
-	bool network = strcmp(cmd, "connect") == 0 || strcmp(cmd, "sync") == 0;
 	if (network && url == NULL) {
 		fprintf(stderr, "synchro-cli: %s needs -u URL\n", cmd);
 		status = SY_CLI_USAGE;

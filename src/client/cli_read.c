@@ -11,9 +11,9 @@
 #include "synchro/alloc.h"
 
 /* The JSON helpers and forms are the library's (client_json.c), shared with the browser API. */
-#define jstr sy_cl_json_str
+#define jstr    sy_cl_json_str
 #define jmember sy_cl_json_member
-#define jraw sy_cl_json_raw
+#define jraw    sy_cl_json_raw
 
 static void put(sy_buf *b)
 {
@@ -252,6 +252,89 @@ static int cmd_rows(sy_client *c, const char *table, bool json)
 	return 0;
 }
 
+typedef struct {
+	sy_buf *b;
+	bool json, first;
+} qlisting;
+
+static void on_query_row(void *ctx, const char *row_json)
+{
+	qlisting *l = ctx;
+	if (l->json && !l->first)
+		sy_buf_putc(l->b, ',');
+	sy_buf_puts(l->b, row_json);
+	if (!l->json)
+		sy_buf_putc(l->b, '\n');
+	l->first = false;
+}
+
+/* PARAM: a JSON number when it is one, else text. */
+static char *query_params(int argc, char **argv)
+{
+	sy_buf b = SY_BUF_INIT;
+	sy_buf_putc(&b, '[');
+	for (int i = 0; i < argc; i++) {
+		sy_error e = {0};
+		sy_json_doc *d = sy_json_parse(argv[i], strlen(argv[i]), &e);
+		bool number = d != NULL && sy_json_doc_root(d)->type == SY_JSON_NUMBER;
+		sy_json_doc_free(d);
+		if (i > 0)
+			sy_buf_putc(&b, ',');
+		if (number)
+			sy_buf_puts(&b, argv[i]);
+		else if (!sy_jcs_write_string(&b, argv[i], strlen(argv[i])))
+			b.failed = true;
+	}
+	sy_buf_putc(&b, ']');
+	if (b.failed) {
+		sy_buf_free(&b);
+		return NULL;
+	}
+	return sy_buf_steal(&b, NULL);
+}
+
+static int cmd_query(sy_client *c, int argc, char **argv, bool json)
+{
+	sy_buf b = SY_BUF_INIT;
+	qlisting l = {&b, json, true};
+	sy_client_error err = {0};
+	char *params = query_params(argc - 1, argv + 1);
+	if (params == NULL) {
+		fprintf(stderr, "synchro-cli: out of memory\n");
+		return SY_CLI_ERROR;
+	}
+	if (json)
+		sy_buf_putc(&b, '[');
+	sy_client_rc rc = sy_client_query(c, argv[0], params, on_query_row, &l, &err);
+	sy_free(params);
+	if (json)
+		sy_buf_puts(&b, "]\n");
+	if (rc != SY_CLIENT_OK) {
+		sy_buf_free(&b);
+		fprintf(stderr, "synchro-cli: %s\n", err.message);
+		return sy_cli_exit(rc);
+	}
+	put(&b);
+	return 0;
+}
+
+static int cmd_index(sy_client *c, int argc, char **argv)
+{
+	sy_client_error err = {0};
+	char *cols = query_params(argc - 1, argv + 1);
+	if (cols == NULL) {
+		fprintf(stderr, "synchro-cli: out of memory\n");
+		return SY_CLI_ERROR;
+	}
+	sy_client_rc rc = sy_client_index(c, argv[0], cols, &err);
+	sy_free(cols);
+	if (rc != SY_CLIENT_OK) {
+		fprintf(stderr, "synchro-cli: %s\n", err.message);
+		return sy_cli_exit(rc);
+	}
+	return 0;
+}
+
 static int cmd_verify(sy_client *c, bool json)
 {
 	sy_client_error err = {0};
@@ -286,6 +369,10 @@ int sy_cli_read(sy_client *c, const char *cmd, int argc, char **argv, bool json)
 		return cmd_batch(c, argv[0], argc == 2, json);
 	if (strcmp(cmd, "rows") == 0 && argc == 1)
 		return cmd_rows(c, argv[0], json);
+	if (strcmp(cmd, "query") == 0 && argc >= 1)
+		return cmd_query(c, argc, argv, json);
+	if (strcmp(cmd, "index") == 0 && argc >= 2)
+		return cmd_index(c, argc, argv);
 	if (strcmp(cmd, "verify") == 0 && argc == 0)
 		return cmd_verify(c, json);
 	fprintf(stderr, "synchro-cli: unknown command or arguments: %s (see --help)\n", cmd);

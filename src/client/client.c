@@ -52,8 +52,21 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 	if (c->batch_max > SY_PUSH_MAX_MUTATIONS)
 		c->batch_max = SY_PUSH_MAX_MUTATIONS;
 	c->poll_interval_ms = opts->poll_interval_ms ? opts->poll_interval_ms : 30000;
+	c->token_fn = opts->token_fn;
+	c->token_ctx = opts->token_ctx;
 	sy_client_rc rc = SY_CLIENT_OK;
-	if (opts->transport != NULL) {
+	if ((opts->token != NULL || opts->token_fn != NULL) && opts->user != NULL)
+		rc = sy_cl_fail(err, SY_CLIENT_EINVAL, "both a bearer token and a user: give one");
+	else if (opts->token != NULL && !sy_cl_token_ok(opts->token))
+		rc = sy_cl_fail(err, SY_CLIENT_EINVAL,
+		                "the bearer token is empty or has a space or control character");
+	else if (opts->token != NULL &&
+	         (c->token = sy_strndup(opts->token, strlen(opts->token))) == NULL)
+		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	if (rc != SY_CLIENT_OK) {
+		if (opts->transport != NULL && opts->transport->destroy != NULL)
+			opts->transport->destroy(opts->transport->ctx);
+	} else if (opts->transport != NULL) {
 		c->tr = *opts->transport;
 	} else if (opts->url != NULL) {
 #ifdef SY_WEB
@@ -64,10 +77,14 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 		                          opts->request_timeout_s, &c->tr, err);
 #endif
 	}
+	if (rc == SY_CLIENT_OK && opts->transport == NULL && opts->url != NULL && !opts->live_off)
+		rc = sy_cl_live_open(c, opts->url, opts->user, opts->password, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_store_open(c, path, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_load_state(c, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_visible_open(c, err);
 	if (rc != SY_CLIENT_OK) {
 		sy_client_close(c);
 		return rc;
@@ -85,11 +102,15 @@ void sy_client_close(sy_client *c)
 		c->tr.cancel(c->tr.ctx);
 	if (c->tr.destroy != NULL)
 		c->tr.destroy(c->tr.ctx);
+	sy_cl_live_close(c);
 	sy_free(c->done.body);
 	sy_free(c->inflight_body);
 	sy_manifest_free(c->manifest);
+	sy_cl_query_free(c);
+	sy_cl_visible_free(c);
 	sy_cl_cache_free(c);
 	sy_cl_req_free(c);
+	sy_cl_wipe_free(c->token);
 	if (c->db != NULL)
 		sqlite3_close(c->db);
 	sy_free(c);

@@ -13,12 +13,17 @@
 void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
                 const char *mutation_id)
 {
+	/* a committed change of visible rows: the live queries first, then the listener */
+	if (c->live_hook != NULL && (c->nchanged > 0 || c->changed_all))
+		c->live_hook(c);
 	if (c->listener != NULL)
 		c->listener(c->listener_ctx, kind, table, pk, mutation_id);
 }
 
 void sy_cl_emit_rows(sy_client *c, const sy_json *items)
 {
+	if (c->live_hook != NULL && (c->nchanged > 0 || c->changed_all))
+		c->live_hook(c);
 	if (c->listener == NULL || items == NULL || items->type != SY_JSON_ARRAY)
 		return;
 	for (size_t i = 0; i < items->u.array.count; i++) {

@@ -422,7 +422,8 @@ static void verify_batches(sy_client *c, sy_buf *rep, size_t *bad)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint8_t md[SY_SHA256_LEN];
 		char hex[65];
-		bool ok = sy_sha256(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1), md);
+		bool ok = sy_sha256(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+		                    md);
 		sy_fp_hex(md, hex);
 		if (!ok || strcmp(hex, (const char *)sqlite3_column_text(st, 2)) != 0) {
 			(*bad)++;
@@ -457,6 +458,7 @@ sy_client_rc sy_client_verify(sy_client *c, char **report, sy_client_error *err)
 		sy_buf_reset(&rep);
 	}
 	verify_rows(c, &rep, &bad);
+	sy_cl_visible_verify(c, &rep, &bad);
 	verify_batches(c, &rep, &bad);
 	verify_query(c,
 	             "SELECT mutation_id FROM intents i WHERE link IS NOT NULL AND NOT EXISTS"

@@ -15,6 +15,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,6 +85,9 @@ sy_client_rc sy_cl_intent_insert(sy_client *c, int64_t txn, bool normalized, int
                                  const char *state, const char *pred, char id[SY_UUID_LEN + 1],
                                  sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
+	/* a waiting intent waits behind a predecessor; no other state has one yet */
+	assert((pred != NULL) == (strcmp(state, "waiting") == 0));
 	sqlite3_stmt *st;
 	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
@@ -164,20 +168,15 @@ static const sy_json *parse_into(sy_json_doc *doc, const char *text)
 	return copy;
 }
 
-typedef struct {
-	bool known;   /* the server or an intent knows the row */
-	bool visible; /* live after the overlay */
-	sy_client_row_state state;
-	char *row; /* new JCS object with the pk field, or NULL */
-} overlay;
+typedef sy_cl_overlay overlay;
 
 /*
  * The visible state of (table, pk): the server's row, then every pending,
  * waiting or sealed intent in local order. A conflicted, rejected or blocked
  * intent does not overlay the row: the server's row shows, marked.
  */
-static sy_client_rc compute_overlay(sy_client *c, const char *table, const char *pk, overlay *out,
-                                    sy_client_error *err)
+sy_client_rc sy_cl_overlay_compute(sy_client *c, const char *table, const char *pk, overlay *out,
+                                   sy_client_error *err)
 {
 	memset(out, 0, sizeof *out);
 	sy_json_doc *doc = sy_json_doc_new();
@@ -193,13 +192,21 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 		goto fail;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
 		out->known = true;
 		if (!sqlite3_column_int(st, 1)) {
-			row = parse_into(doc, (const char *)sqlite3_column_text(st, 0));
-			if (row == NULL)
-				row = sy_json_new_object(doc);
+			const char *text = (const char *)sqlite3_column_text(st, 0);
+			row = text != NULL ? parse_into(doc, text) : sy_json_new_object(doc);
+			/* a stored row is JSON (verify checks it): only memory can fail here */
+			if (row == NULL) {
+				rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+				goto fail;
+			}
 		}
+	} else if (s != SQLITE_DONE) {
+		rc = sy_cl_store_fail(c, err, "overlay");
+		goto fail;
 	}
 	sy_cl_release(st);
 	st = NULL;
@@ -211,7 +218,6 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 		goto fail;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);
-	int s;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
 		out->known = true;
 		const char *op = (const char *)sqlite3_column_text(st, 0);
@@ -231,7 +237,12 @@ static sy_client_rc compute_overlay(sy_client *c, const char *table, const char 
 		    strcmp(state, "sealed") != 0)
 			continue;
 		pending = true;
-		const sy_json *cols = parse_into(doc, (const char *)sqlite3_column_text(st, 1));
+		const char *ctext = (const char *)sqlite3_column_text(st, 1);
+		const sy_json *cols = ctext != NULL ? parse_into(doc, ctext) : NULL;
+		if (ctext != NULL && cols == NULL) {
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+			goto fail;
+		}
 		if (strcmp(op, "delete") == 0)
 			row = NULL;
 		else if (strcmp(op, "insert") == 0)
@@ -310,7 +321,7 @@ sy_client_rc sy_client_get(sy_client *c, const char *table, const char *pk_json,
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	overlay o;
-	rc = compute_overlay(c, table, pk, &o, err);
+	rc = sy_cl_overlay_compute(c, table, pk, &o, err);
 	sy_free(pk);
 	if (rc != SY_CLIENT_OK)
 		return rc;
@@ -340,7 +351,7 @@ sy_client_rc sy_client_rows(sy_client *c, const char *table, sy_client_row_fn fn
 	while (rc == SY_CLIENT_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *pk = (const char *)sqlite3_column_text(st, 0);
 		overlay o;
-		if ((rc = compute_overlay(c, table, pk, &o, err)) == SY_CLIENT_OK) {
+		if ((rc = sy_cl_overlay_compute(c, table, pk, &o, err)) == SY_CLIENT_OK) {
 			fn(ctx, pk, o.row, o.state);
 			sy_free(o.row);
 		}
@@ -465,7 +476,7 @@ static sy_client_rc write_intent(sy_client_txn *t, sy_op op, const char *table, 
 		rc = sy_cl_check_columns(tb, columns_json != NULL ? columns_json : "{}",
 		                         op == SY_OP_UPDATE, &cols, err);
 	if (rc == SY_CLIENT_OK)
-		rc = compute_overlay(c, table, pk, &o, err);
+		rc = sy_cl_overlay_compute(c, table, pk, &o, err);
 	if (rc != SY_CLIENT_OK)
 		goto done;
 	if (op == SY_OP_INSERT && o.visible) {
@@ -549,6 +560,7 @@ void sy_client_rollback(sy_client_txn *t)
  */
 sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
 	sqlite3_stmt *st;
 	*verdict = 0;
 	sy_client_rc rc = sy_cl_prepare_cached(
@@ -590,6 +602,7 @@ sy_client_rc sy_cl_atomic_group_check(sy_client *c, int64_t txn, int *verdict, s
  */
 sy_client_rc sy_cl_block_waiters(sy_client *c, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
 	sqlite3_stmt *st;
 	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
@@ -608,11 +621,12 @@ sy_client_rc sy_cl_block_waiters(sy_client *c, sy_client_error *err)
 char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t ord)
 {
 	sqlite3_stmt *st;
-	if (sy_cl_prepare_cached(c,
-	                         "SELECT mutation_id FROM intents WHERE tbl = ? AND pk = ? AND ord < ?"
-	                         " AND state NOT IN ('superseded_before_send', 'cancelled_before_send')"
-	                         " ORDER BY ord DESC, seq DESC LIMIT 1",
-	                         &st, NULL) != SY_CLIENT_OK)
+	if (sy_cl_prepare_cached(
+	            c,
+	            "SELECT mutation_id FROM intents WHERE tbl = ? AND pk = ? AND ord < ?"
+	            " AND state NOT IN ('superseded_before_send', 'cancelled_before_send')"
+	            " ORDER BY ord DESC, seq DESC LIMIT 1",
+	            &st, NULL) != SY_CLIENT_OK)
 		return NULL;
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, pk, -1, SQLITE_STATIC);

@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include "synchro/buf.h"
 #include "synchro/client.h"
 #include "synchro/json.h"
 #include "synchro/manifest.h"
@@ -24,10 +25,15 @@ typedef enum {
 	SY_CL_REQ_REBUILD
 } sy_cl_req;
 
+typedef struct sy_cl_live sy_cl_live;
+
 struct sy_client {
 	sqlite3 *db;
 	char client_id[SY_UUID_LEN + 1];
 	sy_client_transport tr;
+	char *token; /* the bearer token, wiped when freed; NULL: none */
+	char *(*token_fn)(void *);
+	void *token_ctx;
 	int64_t (*clock_ms)(void *);
 	void *clock_ctx;
 	sy_client_listener listener;
@@ -45,6 +51,8 @@ struct sy_client {
 	char inflight_batch[SY_UUID_LEN + 1];
 	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
 	size_t inflight_len;
+	const char *inflight_method, *inflight_path; /* string literals */
+	bool auth_retried;       /* this request went again after a 401 already */
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
 	bool sealed_ahead; /* the next batch was sealed while this push is in flight */
@@ -69,6 +77,22 @@ struct sy_client {
 	char last_error[48];
 	char last_message[256];
 	bool last_retryable;
+	sy_cl_live *live; /* the live subscription (client_live.c); NULL: none */
+
+	/* The visible tables (client_visible.c): run before every COMMIT of the store. */
+	sy_client_rc (*before_commit)(sy_client *c, sy_client_error *err);
+	/* and before a statement replaces every server row (a rebuild's last page) */
+	sy_client_rc (*rows_replacing)(sy_client *c, sy_client_error *err);
+	struct sy_cl_visible *vis;
+	/* The tables whose visible rows changed since the live queries last ran (new strings;
+	 * changed_all: more than the array holds). */
+	char *changed[32];
+	size_t nchanged;
+	bool changed_all;
+	/* The app's queries (client_query.c): the read-only connection and the live queries,
+	 * re-run by live_hook when a change is committed. */
+	struct sy_cl_query *query;
+	void (*live_hook)(sy_client *c);
 };
 
 struct sy_client_txn {
@@ -76,6 +100,16 @@ struct sy_client_txn {
 	int64_t id;
 	bool atomic;
 };
+
+/* client_live.c: the live subscription beside the transport (libcurl builds only) */
+SY_MUST_CHECK sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user,
+                                           const char *password, sy_client_error *err);
+void sy_cl_live_close(sy_client *c);
+/* Reads what arrived (a notification past the store's cursor kicks a pull) and subscribes
+ * again when due. */
+void sy_cl_live_step(sy_client *c, int64_t now);
+/* Waits at most timeout_ms for the subscription; false when none is open. */
+bool sy_cl_live_wait(sy_client *c, int timeout_ms);
 
 /* errors.c-like helpers */
 sy_client_rc sy_cl_fail(sy_client_error *err, sy_client_rc rc, const char *fmt, ...)
@@ -125,6 +159,27 @@ sy_manifest *sy_cl_schema_manifest(sy_client *c, uint64_t version);
 /* A column as a new string (NULL for SQL NULL). */
 char *sy_cl_col_text(sqlite3_stmt *st, int i);
 
+/* client_visible.c: the visible tables (see its head comment) */
+/* The physical name of table's visible table ("visible:" then the table id), quoted for SQL,
+ * appended to b. */
+void sy_cl_visible_ident(sy_buf *b, const char *table);
+/* Sets the maintenance up on an open store and builds the tables when they are not current. */
+SY_MUST_CHECK sy_client_rc sy_cl_visible_open(sy_client *c, sy_client_error *err);
+void sy_cl_visible_free(sy_client *c);
+/* Checks every visible table against the overlay computed from scratch; a line per problem. */
+void sy_cl_visible_verify(sy_client *c, sy_buf *rep, size_t *bad);
+/* Clears the list of changed tables. */
+void sy_cl_changed_clear(sy_client *c);
+
+/* client_query.c */
+void sy_cl_query_free(sy_client *c);
+/* sy_client_query's result as {"tables":[the synced tables it reads],"rows":[row objects]}
+ * appended to out (the browser API's answer). */
+SY_MUST_CHECK sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json,
+                                            sy_buf *out, sy_client_error *err);
+/* Re-runs the live queries that read a table changed since they last ran. */
+void sy_cl_live_run(sy_client *c);
+
 /* client_events.c: the application's listener (the event of kind, table, pk, mutation id;
  * NULL where none). */
 void sy_cl_emit(sy_client *c, sy_client_event_kind kind, const char *table, const char *pk,
@@ -145,6 +200,16 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, co
                                              char **version, sy_client_error *err);
 
 /* client_intent.c */
+/* The visible state of one row: the server's row with the intents not yet settled laid over. */
+typedef struct {
+	bool known;   /* the server or an intent knows the row */
+	bool visible; /* live after the overlay */
+	sy_client_row_state state;
+	char *row; /* new JCS object with the pk field, or NULL */
+} sy_cl_overlay;
+/* Computes (table, pk)'s overlay from the rows and intents tables (pk: its JCS text). */
+SY_MUST_CHECK sy_client_rc sy_cl_overlay_compute(sy_client *c, const char *table, const char *pk,
+                                                 sy_cl_overlay *out, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_state_from_name(const char *s, sy_intent_state *out);
 /*
  * Adds an intent row inside the current SQLite transaction (writes, rebase,
@@ -271,6 +336,13 @@ SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char
 /* The Retry-After header's value in seconds (0 to 86399), -1 when it is not that
  * (client_sync.c; every transport parses it here). */
 int sy_cl_retry_after(const char *value, size_t len);
+
+/* client_token.c: whether t is a bearer token (printable ASCII without space, at most 16 KiB);
+ * sy_cl_token_take takes t (new, may be NULL) as c's token when it is one, else wipes and frees
+ * it and keeps the old one (false); sy_cl_wipe_free zeroes a string, then frees it. */
+bool sy_cl_token_ok(const char *t);
+bool sy_cl_token_take(sy_client *c, char *t);
+void sy_cl_wipe_free(char *s);
 
 /* client_transport.c (not in the WebAssembly build, whose transport is fetch) */
 SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,6 +159,8 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size_t len,
                               bool *has_more, sy_client_error *err)
 {
+	/* the body of an answer to the pull or rebuild request */
+	assert(body != NULL);
 	sy_error e = {0};
 	*has_more = false;
 	sy_json_doc *doc = sy_json_parse(body, len, &e);
@@ -194,12 +197,17 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		rc = sy_cl_meta_set(c, "rebuild_token", token->u.string.data, err);
 		*has_more = true;
 	} else if (rc == SY_CLIENT_OK) {
-		/* The last page: the staged snapshot replaces the rows, with its cursor. */
-		rc = sy_cl_exec(c,
-		                "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
-		                " DELETE FROM rebuild_rows;"
-		                " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
-		                err);
+		/* The last page: the staged snapshot replaces the rows, with its cursor; the
+		 * visible tables are built again from scratch at the commit (client_visible.c). */
+		if (c->rows_replacing != NULL)
+			rc = c->rows_replacing(c, err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_cl_exec(
+			        c,
+			        "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
+			        " DELETE FROM rebuild_rows;"
+			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
+			        err);
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
 	}

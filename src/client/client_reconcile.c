@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,8 @@ sy_client_rc sy_cl_attempt_log(sy_client *c, const char *batch_id, const sy_clie
 sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool accepted,
                                      const char *server_version, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db));      /* inside the caller's transaction */
+	assert(!accepted || server_version != NULL); /* an accepted write has its version */
 	sqlite3_stmt *st;
 	sy_client_rc rc;
 	/* "+state" in these: the pred and row indexes, never a scan of the state index. */
@@ -266,8 +269,7 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, const id_set *
 	 * outcome blocks what follows on its row, waiting or not yet sealed. */
 	bool accepted = strcmp(state, "applied") == 0;
 	if (rc == SY_CLIENT_OK && (!accepted || awaited(deps, id)))
-		rc = sy_cl_settle_dependents(c, id, accepted, sy_cl_jstr(o, "server_version"),
-		                             err);
+		rc = sy_cl_settle_dependents(c, id, accepted, sy_cl_jstr(o, "server_version"), err);
 	sy_free(text);
 	target_free(&t);
 	return rc;
@@ -276,6 +278,9 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, const id_set *
 sy_client_rc sy_cl_reconcile(sy_client *c, const char *batch_id, const char *body, size_t len,
                              int status, bool ahead, sy_client_error *err)
 {
+	/* a 200 answer of the batch that was in flight; ahead: the next one went meanwhile */
+	assert(status == 200 && batch_id != NULL && batch_id[0] != '\0');
+	assert(!ahead || c->inflight == SY_CL_REQ_PUSH);
 	sqlite3_stmt *st = NULL;
 	sy_push_request *req = NULL, *next = NULL;
 	char next_id[SY_UUID_LEN + 1];

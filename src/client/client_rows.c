@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include "client_internal.h"
 
 sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk, char **version,
@@ -30,6 +31,8 @@ sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, cons
                            bool deleted, const char *server_version, const sy_schema_ref *schema,
                            const char *checksum, bool rebuild, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
+	assert(deleted == (row == NULL));
 	sqlite3_stmt *st;
 	sy_client_rc rc = sy_cl_prepare_cached(
 	        c,
@@ -56,6 +59,7 @@ sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const char *pk, cons
 
 sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
 	sqlite3_stmt *st;
 	sy_client_rc rc =
 	        sy_cl_prepare_cached(c, "DELETE FROM rows WHERE tbl = ? AND pk = ?", &st, err);

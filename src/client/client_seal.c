@@ -15,6 +15,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,11 +213,12 @@ static sy_client_rc store_batch(sy_client *c, const char *batch_id, bool atomic,
 	}
 	/* The members' intents in one statement, not one per member. */
 	if (rc == SY_CLIENT_OK &&
-	    (rc = sy_cl_prepare_cached(c,
-	                               "UPDATE intents SET state = 'sealed', batch_id = ?1,"
-	                               " updated_ms = ?2 WHERE mutation_id IN"
-	                               " (SELECT mutation_id FROM batch_members WHERE batch_id = ?1)",
-	                               &st, err)) == SY_CLIENT_OK) {
+	    (rc = sy_cl_prepare_cached(
+	             c,
+	             "UPDATE intents SET state = 'sealed', batch_id = ?1,"
+	             " updated_ms = ?2 WHERE mutation_id IN"
+	             " (SELECT mutation_id FROM batch_members WHERE batch_id = ?1)",
+	             &st, err)) == SY_CLIENT_OK) {
 		sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, sy_cl_now(c));
 		rc = sy_cl_run_cached(c, st, err);
@@ -349,7 +351,8 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		if (norm.op != SY_OP_INSERT && head->base == NULL) {
 			if (atomic)
 				*stop = true; /* the atomic group cannot go whole */
-			char *pred = head->pred ? NULL : sy_cl_row_pred(c, head->tbl, head->pk, head->ord);
+			char *pred = head->pred ? NULL
+			                        : sy_cl_row_pred(c, head->tbl, head->pk, head->ord);
 			rc = block_rest(c, chain, at, n, head->pred ? head->pred : pred, err);
 			sy_free(pred);
 			return rc;
@@ -375,10 +378,11 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		size_t id_at = 0;
 		char why[SY_ERROR_MESSAGE_MAX];
 		const sy_cl_wire_head wh = {head->schema_version, head->hash, head->cv,
-		                            head->pk_field, head->pk, head->tbl};
-		int verdict = sy_cl_mutation_text(&wire, id, &wh, norm.op, wcols, head->base, &id_at)
-		                      ? sy_cl_mutation_fits(c, &wire, wcols, why, sizeof why)
-		                      : -1;
+		                            head->pk_field,       head->pk,   head->tbl};
+		int verdict =
+		        sy_cl_mutation_text(&wire, id, &wh, norm.op, wcols, head->base, &id_at)
+		                ? sy_cl_mutation_fits(c, &wire, wcols, why, sizeof why)
+		                : -1;
 		if (verdict < 0) {
 			sy_buf_free(&wire);
 			sy_free(cols);
@@ -408,7 +412,8 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			                         head->base, last->cv, &ref, "pending", NULL, made,
 			                         err);
 			if (rc == SY_CLIENT_OK) {
-				/* the id minted for the wire object is the one stored (same length) */
+				/* the id minted for the wire object is the one stored (same length)
+				 */
 				memcpy(wire.data + id_at, made, SY_UUID_LEN);
 				memcpy(nid, made, sizeof nid);
 			}
@@ -487,6 +492,7 @@ static int compare_groups(const void *pa, const void *pb)
 static sy_client_rc seal(sy_client *c, char sealed_id[SY_UUID_LEN + 1], sy_push_request **out,
                          sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
 	irows r = {0};
 	pass p = {0};
 	sy_push_request *req = NULL;
@@ -574,7 +580,7 @@ static sy_client_rc seal(sy_client *c, char sealed_id[SY_UUID_LEN + 1], sy_push_
 		sy_buf b = SY_BUF_INIT;
 		size_t len = 0;
 		char *body = sy_cl_envelope_text(&b, c, batch_id, atomic, p.mutations.data,
-		                           p.mutations.len)
+		                                 p.mutations.len)
 		                     ? sy_buf_steal(&b, &len)
 		                     : NULL;
 		if (body == NULL) {
@@ -643,6 +649,7 @@ sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err)
 sy_client_rc sy_cl_seal_ahead(sy_client *c, bool *ran, char id[SY_UUID_LEN + 1],
                               sy_push_request **req, sy_client_error *err)
 {
+	assert(!sqlite3_get_autocommit(c->db)); /* inside the caller's transaction */
 	sqlite3_stmt *st;
 	*ran = false;
 	*req = NULL;
@@ -716,8 +723,8 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 		const sy_json *m = ms->u.array.items[i];
 		const char *id = sy_cl_jstr(m, "mutation_id");
 		sy_error je = {0};
-		if (id == NULL || (i > 0 && !sy_buf_putc(&arr, ',')) || !sy_jcs_write(&arr, m, &je) ||
-		    (ids[n] = sy_strndup(id, strlen(id))) == NULL) {
+		if (id == NULL || (i > 0 && !sy_buf_putc(&arr, ',')) ||
+		    !sy_jcs_write(&arr, m, &je) || (ids[n] = sy_strndup(id, strlen(id))) == NULL) {
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 			goto fail;
 		}

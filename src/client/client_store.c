@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,11 @@ static const char *const upgrades[] = {
          * in the same transaction), no longer a second copy in the batch row: 1000 outcomes
          * are some 450 KB (110 pages) written and synced twice. SQLite 3.35 or later. */
         "ALTER TABLE batches DROP COLUMN response;",
+        /* 2 -> 3: the visible tables (client_visible.c), built at the next open for the
+         * current schema; the indexes the app asked for on them, made again with them. */
+        "CREATE TABLE IF NOT EXISTS visible_indexes(tbl TEXT NOT NULL, columns TEXT NOT NULL,"
+        " PRIMARY KEY(tbl, columns)) WITHOUT ROWID;"
+        "DELETE FROM meta WHERE key = 'visible_schema';",
 };
 #define STORE_VERSION ((int)(sizeof upgrades / sizeof upgrades[0]))
 
@@ -243,7 +249,14 @@ sy_client_rc sy_cl_begin(sy_client *c, sy_client_error *err)
 
 sy_client_rc sy_cl_commit(sy_client *c, sy_client_error *err)
 {
-	sy_client_rc rc = sy_cl_exec(c, "COMMIT", err);
+	assert(!sqlite3_get_autocommit(c->db));
+	/* the visible tables change in the same transaction as their inputs */
+	sy_client_rc rc = c->before_commit != NULL ? c->before_commit(c, err) : SY_CLIENT_OK;
+	if (rc != SY_CLIENT_OK) {
+		sy_cl_rollback(c);
+		return rc;
+	}
+	rc = sy_cl_exec(c, "COMMIT", err);
 	if (rc != SY_CLIENT_OK)
 		sy_cl_rollback(c);
 	return rc;

@@ -24,6 +24,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ static sy_client_rc unsettled(sy_client *c, const char *skip, char id[SY_UUID_LE
                               size_t *len, sy_client_error *err);
 static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, const char *path,
                           char *body, size_t len, sy_client_phase phase);
+static void send_inflight(sy_client *c);
 
 static void set_phase(sy_client *c, sy_client_phase p)
 {
@@ -68,7 +70,8 @@ static void note_error(sy_client *c, const char *code, bool retryable, const cha
 static void error_code(const sy_client_response *r, char *code, size_t len, char *msg,
                        size_t msglen)
 {
-	snprintf(code, len, "http_%d", r->status);
+	/* A 401 the web server answers itself (a token refused) means what the protocol's does. */
+	snprintf(code, len, r->status == 401 ? "auth_required" : "http_%d", r->status);
 	msg[0] = '\0';
 	if (r->body == NULL)
 		return;
@@ -227,6 +230,8 @@ static sy_client_rc pipeline_next(sy_client *c, const char *batch, sy_client_err
 static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t now,
                             sy_client_error *err)
 {
+	/* the batch the answered push carried is named */
+	assert(c->inflight_batch[0] != '\0');
 	char code[48], msg[256];
 	char batch[SY_UUID_LEN + 1];
 	memcpy(batch, c->inflight_batch, sizeof batch);
@@ -257,10 +262,11 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 		return SY_CLIENT_OK;
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
-	if (r->status == 429 || r->status >= 500) {
-		/* 429/503: the ADR's retry. Any other 5xx is no answer of the protocol (a
-		 * gateway's 502/504 page, a server fault): as when none came, the same bytes
-		 * again after a backoff; the queue is never frozen by it. */
+	if (r->status == 408 || r->status == 429 || r->status >= 500) {
+		/* 429/503: the ADR's retry. A 408 says the body did not arrive in time, so
+		 * nothing ran. Any other 5xx is no answer of the protocol (a gateway's 502/504
+		 * page, a server fault). Each is retried as when no answer came: the same
+		 * bytes again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
@@ -332,6 +338,8 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 static sy_client_rc on_response(sy_client *c, sy_cl_req kind, const sy_client_response *r,
                                 int64_t now, sy_client_error *err)
 {
+	/* the answered request is no longer in flight */
+	assert(kind != SY_CL_REQ_NONE && c->inflight == SY_CL_REQ_NONE);
 	char code[48], msg[256];
 	switch (kind) {
 	case SY_CL_REQ_PUSH: return on_push(c, r, now, err);
@@ -369,20 +377,53 @@ static sy_client_rc on_response(sy_client *c, sy_cl_req kind, const sy_client_re
 static sy_client_rc start(sy_client *c, sy_cl_req kind, const char *method, const char *path,
                           char *body, size_t len, sy_client_phase phase)
 {
+	/* one request at a time: a new one only when none is in flight */
+	assert(c->inflight == SY_CL_REQ_NONE && kind != SY_CL_REQ_NONE);
 	sy_free(c->inflight_body);
 	c->inflight_body = body;
 	c->inflight_len = len;
 	c->inflight = kind;
+	c->inflight_method = method;
+	c->inflight_path = path;
+	c->auth_retried = false;
 	c->sealed_ahead = false;
 	set_phase(c, phase);
-	sy_client_request req = {.method = method, .path = path, .body = body, .body_len = len};
+	if (c->token == NULL && c->token_fn != NULL)
+		(void)sy_cl_token_take(c, c->token_fn(c->token_ctx));
+	send_inflight(c);
+	return SY_CLIENT_OK;
+}
+
+/*
+ * A 401 under a bearer token: asks token_fn for a fresh one and sends the same request
+ * again, once, with the same bytes (a sealed batch's included). True when it went again.
+ */
+static bool retry_with_fresh_token(sy_client *c, sy_client_response *r)
+{
+	if (r->status != 401 || c->token_fn == NULL || c->auth_retried)
+		return false;
+	if (!sy_cl_token_take(c, c->token_fn(c->token_ctx)))
+		return false;
+	c->auth_retried = true;
+	sy_free(r->body);
+	memset(r, 0, sizeof *r);
+	send_inflight(c);
+	return true;
+}
+
+static void send_inflight(sy_client *c)
+{
+	sy_client_request req = {.method = c->inflight_method,
+	                         .path = c->inflight_path,
+	                         .body = c->inflight_body,
+	                         .body_len = c->inflight_len,
+	                         .token = c->token};
 	if (!c->tr.start(c->tr.ctx, &req)) {
 		/* Could not start: answered as "no response" (status 0). */
 		memset(&c->done, 0, sizeof c->done);
 		c->done.retry_after_s = -1;
 		c->done_ready = true;
 	}
-	return SY_CLIENT_OK;
 }
 
 /* The oldest unsettled sealed batch: its id and exact bytes (new), or none. */
@@ -583,7 +624,7 @@ static int64_t stepped_back(int64_t *seen, int64_t now)
 	return back;
 }
 
-sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
+static sy_client_rc step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
 {
 	int64_t now = sy_cl_now(c);
 	/* A due time is a delay from when it was set: a step back of the device's clock moves
@@ -593,6 +634,7 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 		c->next_due_ms -= back;
 	sy_client_rc rc = SY_CLIENT_OK;
 	*next_due_ms = now;
+	sy_cl_live_step(c, now);
 	if (c->inflight != SY_CL_REQ_NONE) {
 		if (!c->done_ready && c->tr.poll(c->tr.ctx, 0, &c->done) == 1)
 			c->done_ready = true;
@@ -600,10 +642,14 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 			*next_due_ms = now + 10;
 			return seal_ahead(c, err);
 		}
+		c->done_ready = false;
+		if (retry_with_fresh_token(c, &c->done)) {
+			*next_due_ms = now;
+			return SY_CLIENT_OK;
+		}
 		sy_cl_req kind = c->inflight;
 		sy_client_response r = c->done;
 		c->inflight = SY_CL_REQ_NONE;
-		c->done_ready = false;
 		memset(&c->done, 0, sizeof c->done);
 		/* on_response may start the next request (pipelining): this one is done */
 		sy_free(c->inflight_body);
@@ -623,17 +669,27 @@ sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error 
 		*next_due_ms = c->next_due_ms;
 		return SY_CLIENT_OK;
 	}
+	/* Idle until now: the poll interval passed, so a pull is due again. */
+	if (c->phase == SY_PHASE_IDLE)
+		c->pull_caught_up = false;
 	rc = decide(c, now, err);
 	*next_due_ms = c->inflight != SY_CL_REQ_NONE ? now : c->next_due_ms;
 	return rc;
 }
 
+static void pause_ms(sy_client *c, int64_t ms);
+
 void sy_client_wait(sy_client *c, int timeout_ms)
 {
-	if (c->inflight == SY_CL_REQ_NONE || c->done_ready)
+	if (c->done_ready)
 		return;
-	if (c->tr.poll(c->tr.ctx, timeout_ms, &c->done) == 1)
-		c->done_ready = true;
+	if (c->inflight != SY_CL_REQ_NONE) {
+		if (c->tr.poll(c->tr.ctx, timeout_ms, &c->done) == 1)
+			c->done_ready = true;
+		return;
+	}
+	if (!sy_cl_live_wait(c, timeout_ms))
+		pause_ms(c, timeout_ms);
 }
 
 static void pause_ms(sy_client *c, int64_t ms)
@@ -646,6 +702,14 @@ static void pause_ms(sy_client *c, int64_t ms)
 	}
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
+}
+
+sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy_client_error *err)
+{
+	sy_client_rc rc = step(c, next_due_ms, err);
+	/* a change committed without an event (sealing, a group blocked) still reaches them */
+	sy_cl_live_run(c);
+	return rc;
 }
 
 sy_client_rc sy_client_sync(sy_client *c, int timeout_ms, sy_client_error *err)

@@ -3,7 +3,7 @@
  * The default transport: libcurl's multi interface, one easy handle reused for
  * every request (keep-alive), driven only from sy_client_step/sy_client_wait
  * (curl_multi_perform, curl_multi_poll): no thread, no signal handler.
- * Credentials go to libcurl only; nothing here logs.
+ * Credentials (basic, or the request's bearer token) go to libcurl only; nothing here logs.
  * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
@@ -95,6 +95,11 @@ static bool t_start(void *ctx, const sy_client_request *req)
 	CURL *e = t->easy;
 	curl_easy_setopt(e, CURLOPT_URL, t->full_url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+	if (req->token != NULL) {
+		/* "Authorization: Bearer <token>", sent at once (the only method allowed) */
+		curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, req->token);
+		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+	}
 	if (strcmp(req->method, "POST") == 0) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The example program of doc/client.md: an offline-first to-do list over
- * libsynchro-client. Usage: example_todo DB URL USER:PASSWORD TITLE
- * It syncs (connect, schema, rebuild or pull), adds one to-do, syncs again,
- * explains anything that did not apply, and prints the visible rows.
+ * libsynchro-client. Usage: SYNCHRO_PASSWORD=... example_todo DB URL USER TITLE
+ * (the password from the environment: a command line is visible to every user). It syncs (connect,
+ * schema, rebuild or pull), adds one to-do, syncs again, explains anything that did not apply, and
+ * prints the visible rows.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
 
@@ -41,18 +43,13 @@ static void explain_unsettled(void *ctx, const sy_client_intent *i)
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: example_todo DB URL USER:PASSWORD TITLE\n");
+		fprintf(stderr, "usage: SYNCHRO_PASSWORD=... example_todo DB URL USER TITLE\n");
 		return 2;
 	}
-	char user[128];
-	snprintf(user, sizeof user, "%s", argv[3]);
-	char *password = strchr(user, ':');
-	if (password != NULL)
-		*password++ = '\0';
 	sy_client_options opts = {
 	        .url = argv[2],
-	        .user = user,
-	        .password = password,
+	        .user = argv[3],
+	        .password = getenv("SYNCHRO_PASSWORD"),
 	        .listener = on_event,
 	};
 	sy_client_error err;

@@ -13,14 +13,18 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_normalize.c \
 	src/client/client_seal.c \
 	src/client/client_request.c \
+	src/client/client_token.c \
 	src/client/client_reconcile.c \
 	src/client/client_pull.c \
 	src/client/client_sync.c \
 	src/client/client_inspect.c \
+	src/client/client_query.c \
+	src/client/client_visible.c \
 	src/client/client_resolve.c \
 	src/client/client_json.h \
 	src/client/client_json.c \
-	src/client/client_transport.c
+	src/client/client_transport.c \
+	src/client/client_live.c
 src_client_libsyclient_la_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(CURL_CFLAGS) \
 	$(UUID_CFLAGS) $(CRYPTO_CFLAGS)
 CLIENT_LIBS = src/client/libsyclient.la src/core/libsycore.la $(SQLITE_LIBS) $(CURL_LIBS) \

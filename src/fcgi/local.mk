@@ -24,8 +24,11 @@ dist_man_MANS += doc/synchro-fcgi.8
 # Examples installed with the documentation: the web server snippets; the systemd units
 # go to $(systemdsystemunitdir) (configure --with-systemdsystemunitdir).
 nginxexampledir = $(docdir)/examples/nginx
-dist_nginxexample_DATA = conf/nginx/synchro.conf
+dist_nginxexample_DATA = conf/nginx/synchro.conf conf/nginx/synchro-live.conf \
+	conf/nginx/synchro-bearer.conf \
+	conf/nginx/synchro-bearer-endpoint.conf
 apacheexampledir = $(docdir)/examples/apache
-dist_apacheexample_DATA = conf/apache/synchro-proxy-fcgi.conf conf/apache/synchro-fcgid.conf
+dist_apacheexample_DATA = conf/apache/synchro-proxy-fcgi.conf conf/apache/synchro-fcgid.conf \
+	conf/apache/synchro-oidc.conf
 fcgiunitdir = $(systemdsystemunitdir)
 dist_fcgiunit_DATA = conf/systemd/synchro-fcgi.service conf/systemd/synchro-fcgi.socket

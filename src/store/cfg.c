@@ -90,6 +90,12 @@ static const sy_cfg_option options[] = {
          NOLIMIT},
         {"walsync", "metrics_interval_s", SY_CFG_INT, "5",
          "seconds between two writes of metrics_file", 1, 3600, NULL},
+        {"walsync", "notify_url", SY_CFG_STRING, "",
+         "live notifications: the web server's local publisher location, "
+         "http://HOST:PORT/PATH/ (the user's channel id appended); empty: none",
+         NOLIMIT},
+        {"walsync", "notify_timeout_ms", SY_CFG_INT, "200",
+         "most milliseconds the notifications of one changelog write may take", 1, 10000, NULL},
 
         {"log", "target", SY_CFG_ENUM, "stderr", "where logs go", 0, 0, "stderr|syslog"},
         {"log", "level", SY_CFG_ENUM, "info", "most verbose level written", 0, 0,

@@ -14,6 +14,7 @@ src_walsync_synchro_walsync_SOURCES = \
 	src/walsync/walsync_materialize.c \
 	src/walsync/walsync_stats.c src/walsync/walsync_stats.h \
 	src/walsync/walsync_metrics.c src/walsync/walsync_metrics.h \
+	src/walsync/walsync_notify.c src/walsync/walsync_notify.h \
 	src/walsync/walsync_decode.c \
 	src/walsync/walsync_fences.c src/walsync/walsync_fences.h \
 	src/walsync/walsync_continuity.c src/walsync/walsync_continuity.h \

@@ -5,7 +5,7 @@
  * lease), walsync_materialize.c (the stream into changelog transactions), walsync_decode.c
  * (the frames and messages of the stream), walsync_stats.c (the lag log), walsync_session.c
  * (the stop flag, and what a failure does to the connections: every file above calls it),
- * walsync_metrics.c (the metrics file).
+ * walsync_metrics.c (the metrics file), walsync_notify.c (live notifications).
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
@@ -18,6 +18,7 @@
 #include "store/lease.h"
 #include "walsync/walsync_fences.h"
 #include "walsync/walsync_metrics.h"
+#include "walsync/walsync_notify.h"
 #include "walsync/walsync_stats.h"
 
 typedef struct walsync {
@@ -85,6 +86,8 @@ typedef struct walsync {
 	char metrics_file[1024];
 	int metrics_interval_s;
 	sy_ws_metrics metrics;
+	/* live notifications (walsync_notify.c): the users the batch touched */
+	sy_ws_notify *notify;
 
 	/* forged messages (migration 15) */
 	bool verify;            /* the publication streams synchro.row_fences */

@@ -92,7 +92,9 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 	        .owner_before = c.owner_before,
 	        .owner_after = c.owner_after,
 	};
-	if (!sy_store_changes_add(w->batch, &row)) {
+	if (!sy_store_changes_add(w->batch, &row) ||
+	    !sy_ws_notify_note(w->notify, c.owner_before, w->txn_lsn, (uint32_t)ordinal) ||
+	    !sy_ws_notify_note(w->notify, c.owner_after, w->txn_lsn, (uint32_t)ordinal)) {
 		sy_log(SY_LOG_ERR, "out of memory");
 		return false;
 	}

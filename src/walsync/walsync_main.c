@@ -88,6 +88,9 @@ static bool apply_settings(walsync *w, sy_cfg *cfg, bool first)
 	snprintf(w->metrics_file, sizeof w->metrics_file, "%s", mf);
 	w->metrics_interval_s = (int)sy_cfg_int(cfg, "walsync", "metrics_interval_s");
 	w->metrics.next_ms = 0;
+	if (!sy_ws_notify_configure(w->notify, sy_cfg_str(cfg, "walsync", "notify_url"),
+	                            (int)sy_cfg_int(cfg, "walsync", "notify_timeout_ms")))
+		return false;
 	if (first) {
 		w->batch_rows = (size_t)sy_cfg_int(cfg, "walsync", "batch_rows");
 		/* The most changes walsync holds of one transaction (its memory bound). */
@@ -234,16 +237,22 @@ int main(int argc, char **argv)
 		}
 	}
 	sy_log_open("synchro-walsync", "stderr", SY_LOG_INFO);
+	if ((w.notify = sy_ws_notify_new()) == NULL) {
+		sy_log(SY_LOG_ERR, "out of memory");
+		return 1;
+	}
 	if (w.conf_path) {
 		sy_error err = {0};
 		w.cfg = sy_cfg_load(w.conf_path, &err);
 		if (!w.cfg) {
 			sy_log(SY_LOG_ERR, "%s", err.message);
+			sy_ws_notify_free(w.notify);
 			return 2;
 		}
 	}
 	if (!apply_settings(&w, w.cfg, true)) {
 		sy_cfg_free(w.cfg);
+		sy_ws_notify_free(w.notify);
 		return 2;
 	}
 	w.exit_after_commits = env_long("SYNCHRO_WALSYNC_TEST_EXIT_AFTER_COMMITS");
@@ -254,6 +263,7 @@ int main(int argc, char **argv)
 		sy_ws_fences_free(w.fences);
 		sy_log(SY_LOG_ERR, "out of memory");
 		sy_cfg_free(w.cfg);
+		sy_ws_notify_free(w.notify);
 		return 1;
 	}
 
@@ -274,6 +284,7 @@ int main(int argc, char **argv)
 	sy_ws_db_close(&w);
 	sy_store_changes_free(w.batch);
 	sy_ws_fences_free(w.fences);
+	sy_ws_notify_free(w.notify);
 	sy_free(w.arena);
 	sy_free(w.conninfo_owned);
 	sy_cfg_free(w.cfg);

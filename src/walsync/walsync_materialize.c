@@ -226,6 +226,8 @@ void sy_ws_flush_batch(walsync *w)
 			_exit(75);
 		}
 		sy_ws_stats_written(&w->stats, rows, w->batch_newest_time, sy_ws_server_now(w));
+		/* In the changelog: the users it touched may pull it now. */
+		sy_ws_notify_publish(w->notify);
 		w->stats.entries_total += wr.inserted;
 		sy_log(SY_LOG_DEBUG,
 		       "wrote %zu changes of %zu transactions (%lld new, %lld epochs)", rows,

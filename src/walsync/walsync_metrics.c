@@ -175,6 +175,15 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	metric(&b, id, "counter", "synchro_walsync_forged_messages_total",
 	       "Version-fence messages no fence transition vouched for (refused).",
 	       (double)s->forged_messages);
+	if (sy_ws_notify_enabled(w->notify)) {
+		metric(&b, id, "counter", "synchro_walsync_notify_published_total",
+		       "Live notifications the web server's pub/sub module accepted.",
+		       (double)sy_ws_notify_published(w->notify));
+		metric(&b, id, "counter", "synchro_walsync_notify_failed_total",
+		       "Live notifications not published (refused, no answer, over "
+		       "notify_timeout_ms); never sent again.",
+		       (double)sy_ws_notify_failed(w->notify));
+	}
 	if (w->leader)
 		metric(&b, id, "gauge", "synchro_walsync_commit_to_changelog_seconds",
 		       "Commit to changelog time of the newest batch written.",

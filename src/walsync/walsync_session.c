@@ -51,6 +51,7 @@ void sy_ws_stream_reset(walsync *w)
 	w->idle_lsn = 0;
 	w->fences_known = false; /* a new stream sends its RELATION messages again */
 	sy_ws_fences_clear(w->fences);
+	sy_ws_notify_forget(w->notify);
 }
 
 void sy_ws_stream_close(walsync *w)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The messages between the page (synchro.ts) and the worker that owns the client
 // (worker.ts), and the records both hand to the app. Each request carries an id; the
-// worker answers it once, with a value or an error.
+// worker answers it once, with a value or an error (a "token" answer to the worker's own ask is
+// not answered).
 
 /** A libsynchro-client error: rc is its code ("einval", "enotfound", "estore", ...). */
 export interface ErrorInfo {
@@ -64,8 +65,11 @@ export interface OpenArgs {
   url: string;
   user: string;
   password: string;
+  /** Bearer tokens instead of user and password: the worker asks the page for one (TokenAsk). */
+  token: boolean;
   pollIntervalMs: number;
   requestTimeoutMs: number;
+  live: boolean;
 }
 
 export type Request =
@@ -80,10 +84,26 @@ export type Request =
   | { id: number; op: "query"; sql: string; params: unknown[] }
   | { id: number; op: "live"; liveId: number; sql: string; params: unknown[] }
   | { id: number; op: "unlive"; liveId: number }
+  | { id: number; op: "index"; table: string; columns: string[] }
   | { id: number; op: "resolve"; how: ResolveHow; mutationId: string; columns: Record<string, unknown> | null }
   | { id: number; op: "verify" }
   | { id: number; op: "records" }
-  | { id: number; op: "close" };
+  | { id: number; op: "close" }
+  | { id: number; op: "token"; ask: number; token: string | null };
+
+/** The worker asks the page for a bearer token (the first, or a fresh one after a 401); the
+ *  page answers with a "token" request of the same ask, which the worker does not answer. */
+export interface TokenAsk {
+  tokenAsk: number;
+}
+
+/** The Authorization header of HTTP basic credentials (RFC 7617, UTF-8, as libcurl sends them). */
+export function basicAuth(user: string, password: string): string {
+  const bytes = new TextEncoder().encode(user + ":" + password);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return "Basic " + btoa(bin);
+}
 
 /** How resolve() settles an intent, as synchro-cli resolve. */
 export type ResolveHow = "discard" | "accept" | "rebase" | "remap";

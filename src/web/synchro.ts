@@ -17,9 +17,11 @@ import type {
   Row,
   Status,
   StoreRecords,
+  TokenAsk,
   VerifyResult,
   Write,
 } from "./protocol.js";
+import { basicAuth } from "./protocol.js";
 
 export type {
   ErrorInfo,
@@ -50,8 +52,17 @@ export interface OpenOptions {
   pollIntervalMs?: number;
   /** A request's time limit, in ms (default 60000). */
   requestTimeoutMs?: number;
+  /** Live updates: subscribe to the server's notifications and pull as soon as it has
+   *  changes (default true; false: the poll only). */
+  live?: boolean;
   /** Where worker.js is (default: beside this module). */
   workerUrl?: string | URL;
+  /**
+   * Bearer tokens instead of a user and password (the app's identity provider): called for
+   * the first token and for a fresh one after the server answers 401. The token is sent as
+   * "Authorization: Bearer" and kept in memory only.
+   */
+  token?: () => Promise<string>;
 }
 
 /** The writes of one transaction, recorded by transaction()'s callback. */
@@ -96,7 +107,11 @@ export class Synchro {
   private releaseLock: () => void = () => undefined;
   private closed = false;
 
-  private constructor(private readonly args: OpenArgs, private readonly workerUrl: string | URL) {
+  private constructor(
+    private readonly args: OpenArgs,
+    private readonly workerUrl: string | URL,
+    private readonly tokenFn?: () => Promise<string>,
+  ) {
     this.channel = new BroadcastChannel("synchro:" + args.name);
     this.channel.onmessage = (e: MessageEvent) => this.fromTab(e.data as TabMessage);
   }
@@ -106,7 +121,13 @@ export class Synchro {
     return this.worker !== null;
   }
 
-  private fromWorker(data: Reply | LiveEvent): void {
+  private fromWorker(data: Reply | LiveEvent | TokenAsk): void {
+    if ("tokenAsk" in data) {
+      const ask = data.tokenAsk;
+      const reply = (token: string | null) => this.worker?.postMessage({ id: 0, op: "token", ask, token } as Request);
+      this.freshToken().then(reply, () => reply(null));
+      return;
+    }
     if ("live" in data) {
       const f = this.forwardedLives.get(data.live);
       if (f) {
@@ -182,7 +203,7 @@ export class Synchro {
   /** Becomes the owner: a worker of its own opens the store; the pending calls go to it. */
   private async own(): Promise<void> {
     const w = new Worker(this.workerUrl, { type: "module" });
-    w.onmessage = (e: MessageEvent) => this.fromWorker(e.data as Reply | LiveEvent);
+    w.onmessage = (e: MessageEvent) => this.fromWorker(e.data as Reply | LiveEvent | TokenAsk);
     w.onerror = (e: ErrorEvent) => {
       const err = new SynchroError({ rc: "estate", message: "the worker failed: " + e.message });
       for (const p of this.calls.values()) p.reject(err);
@@ -211,23 +232,87 @@ export class Synchro {
     await opened;
   }
 
+  /** A token from the app's token function, or null when it gave none. */
+  private async freshToken(): Promise<string | null> {
+    if (!this.tokenFn) return null;
+    const t = await this.tokenFn();
+    return typeof t === "string" && t !== "" ? t : null;
+  }
+
+  /**
+   * A tab that joins another tab's store checks its own credentials with the server
+   * (GET /v3/schema under them) before it is treated as signed in: the owner's worker
+   * syncs with the owner's credentials, so without this check any password would do.
+   * 401 or 403: rc "eserver" (auth_required). When the server gives no answer (offline),
+   * the tab opens as an owning tab opens offline: with the store this browser holds.
+   */
+  private async checkCredentials(): Promise<void> {
+    const attempt = async (fresh: boolean): Promise<number> => {
+      const headers: Record<string, string> = { "Synchro-Protocol": "3" };
+      if (this.args.token) {
+        const t = fresh || !this.checkToken ? await this.freshToken() : this.checkToken;
+        this.checkToken = t;
+        if (t) headers.Authorization = "Bearer " + t;
+      } else {
+        headers.Authorization = basicAuth(this.args.user, this.args.password);
+      }
+      const r = await fetch(this.args.url.replace(/\/+$/, "") + "/v3/schema", {
+        headers,
+        cache: "no-store",
+        credentials: "omit",
+        redirect: "error",
+        signal: AbortSignal.timeout(this.args.requestTimeoutMs),
+      });
+      await r.arrayBuffer().catch(() => undefined);
+      return r.status;
+    };
+    let status = 0;
+    try {
+      status = await attempt(false);
+      if (status === 401 && this.args.token) status = await attempt(true);
+    } catch {
+      status = 0; // no answer: offline
+    } finally {
+      this.checkToken = null;
+    }
+    if (status === 401 || status === 403)
+      throw new SynchroError({ rc: "eserver", message: "auth_required: the server refused this tab's credentials" });
+  }
+  private checkToken: string | null = null;
+
   /**
    * Opens (creating when absent) the store and starts synchronizing with the server at
-   * url as user. Fails with rc "estore" where the browser has no OPFS sync access handles:
-   * the store is never kept in memory instead. Tabs of one origin share a store: the tab
-   * holding its Web Lock owns it (its worker syncs); the others' calls go to it through a
-   * BroadcastChannel, and one of them takes over when it closes.
+   * url, as user with password, or with bearer tokens from options.token
+   * (`Synchro.open(url, {token: () => ...})`). Fails with rc "estore" where the browser has
+   * no OPFS sync access handles: the store is never kept in memory instead. Tabs of one
+   * origin share a store: the tab holding its Web Lock owns it (its worker syncs); the
+   * others' calls go to it through a BroadcastChannel, and one of them takes over when it
+   * closes. A tab that joins checks its own credentials with the server first, and fails
+   * (rc "eserver", auth_required) when they are refused.
    */
-  static async open(url: string, user: string, password: string, options: OpenOptions = {}): Promise<Synchro> {
+  static async open(url: string, options: OpenOptions & { token: () => Promise<string> }): Promise<Synchro>;
+  static async open(url: string, user: string, password: string, options?: OpenOptions): Promise<Synchro>;
+  static async open(
+    url: string,
+    userOrOptions: string | OpenOptions,
+    password = "",
+    opts: OpenOptions = {},
+  ): Promise<Synchro> {
+    const byToken = typeof userOrOptions !== "string";
+    const options = byToken ? userOrOptions : opts;
+    if (byToken && typeof options.token !== "function")
+      throw new SynchroError({ rc: "einval", message: "open: options.token must be a function returning a token" });
     const args: OpenArgs = {
       name: options.name ?? "synchro.db",
       url: new URL(url, location.href).href,
-      user,
-      password,
+      user: byToken ? "" : userOrOptions,
+      password: byToken ? "" : password,
+      token: byToken,
       pollIntervalMs: options.pollIntervalMs ?? 30000,
       requestTimeoutMs: options.requestTimeoutMs ?? 60000,
+      live: options.live ?? true,
     };
-    const s = new Synchro(args, options.workerUrl ?? new URL("./worker.js", import.meta.url));
+    const s = new Synchro(args, options.workerUrl ?? new URL("./worker.js", import.meta.url), options.token);
     const locks = (navigator as unknown as { locks?: LockManager }).locks;
     if (!locks) {
       await s.own().catch((e) => {
@@ -257,6 +342,12 @@ export class Synchro {
         throw e;
       }
       return s;
+    }
+    try {
+      await s.checkCredentials();
+    } catch (e) {
+      s.stop();
+      throw e;
     }
     void locks.request(lock, async () => {
       if (s.closed) return;
@@ -305,6 +396,14 @@ export class Synchro {
    */
   query(sql: string, params: unknown[] = []): Promise<QueryRow[]> {
     return this.call<QueryRow[]>({ op: "query", sql, params });
+  }
+
+  /**
+   * An index on a synced table's columns, for query() and live(): kept in the store, made
+   * again when a new schema rebuilds the tables. A table or column the schema lacks: einval.
+   */
+  index(table: string, columns: string[]): Promise<void> {
+    return this.call<void>({ op: "index", table, columns });
   }
 
   /**

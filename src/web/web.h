@@ -34,6 +34,7 @@ char *sy_web_status(sy_client *c);
 char *sy_web_explain(sy_client *c, const char *mutation_id);
 char *sy_web_changed(void);
 char *sy_web_query(sy_client *c, const char *sql, const char *params_json);
+int sy_web_index(sy_client *c, const char *table, const char *columns_json);
 const char *sy_web_resolve(sy_client *c, const char *how, const char *id, const char *columns_json);
 char *sy_web_verify(sy_client *c);
 

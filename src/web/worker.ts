@@ -4,9 +4,12 @@
 // opened before the C code runs; web_vfs.c uses them), loads libsynchro-client compiled to
 // WebAssembly, runs the HTTP round trips with fetch for the C transport (web_transport.c)
 // and schedules sy_client_step with setTimeout at the time each step returns: the worker
-// never blocks. It answers the page's requests (protocol.ts) one at a time.
+// never blocks. It answers the page's requests (protocol.ts) one at a time. With bearer
+// tokens it asks the page for one, and for a fresh one after a 401 (then sends the same
+// bytes once more).
 
-import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, Write } from "./protocol.js";
+import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, TokenAsk, Write } from "./protocol.js";
+import { basicAuth } from "./protocol.js";
 
 interface SyncHandle {
   read(buf: Uint8Array, opts: { at: number }): number;
@@ -73,6 +76,27 @@ let authorization = "";
 let requestTimeoutMs = 60000;
 let sealedAhead = false;
 
+// Bearer tokens: the page supplies them (OpenArgs.token), asked for the first time and again
+// after a 401; kept in this worker's memory only.
+let tokenMode = false;
+let token: string | null = null;
+let tokenAsks = 0;
+const tokenWaiters = new Map<number, (t: string | null) => void>();
+
+function askToken(): Promise<string | null> {
+  const ask = ++tokenAsks;
+  return new Promise((resolve) => {
+    tokenWaiters.set(ask, resolve);
+    scope.postMessage({ tokenAsk: ask } as TokenAsk);
+  });
+}
+
+async function authHeader(fresh: boolean): Promise<string> {
+  if (!tokenMode) return authorization;
+  if (fresh || token === null) token = await askToken();
+  return token ? "Bearer " + token : "";
+}
+
 const syFetch = {
   current: null as Current | null,
   start(method: string, path: string, body: Uint8Array | null): boolean {
@@ -80,15 +104,29 @@ const syFetch = {
     syFetch.current = cur;
     sealedAhead = false;
     const timer = setTimeout(() => cur.abort.abort(), requestTimeoutMs);
-    fetch(base + path, {
-      method,
-      body: body as BodyInit | null,
-      headers: { "Synchro-Protocol": "3", "Content-Type": "application/json", Authorization: authorization },
-      signal: cur.abort.signal,
-      cache: "no-store",
-      credentials: "omit",
-      redirect: "error",
-    })
+    const send = async (fresh: boolean): Promise<Response> => {
+      const auth = await authHeader(fresh);
+      const headers: Record<string, string> = { "Synchro-Protocol": "3", "Content-Type": "application/json" };
+      if (auth) headers.Authorization = auth;
+      return fetch(base + path, {
+        method,
+        body: body as BodyInit | null,
+        headers,
+        signal: cur.abort.signal,
+        cache: "no-store",
+        credentials: "omit",
+        redirect: "error",
+      });
+    };
+    (async () => {
+      let r = await send(false);
+      // A token refused: a fresh one from the page, and the same bytes once more.
+      if (r.status === 401 && tokenMode) {
+        await r.arrayBuffer().catch(() => undefined);
+        r = await send(true);
+      }
+      return r;
+    })()
       .then(async (r) => {
         const bytes = new Uint8Array(await r.arrayBuffer());
         cur.status = r.status;
@@ -113,14 +151,6 @@ const syFetch = {
     if (cur && !cur.done) cur.abort.abort();
   },
 };
-
-function basicAuth(user: string, password: string): string {
-  // RFC 7617 with UTF-8, as libcurl sends the bytes it is given
-  const bytes = new TextEncoder().encode(user + ":" + password);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return "Basic " + btoa(bin);
-}
 
 // --- calls into the C face (web_api.c) ------------------------------------------------
 
@@ -273,6 +303,61 @@ function sync(timeoutMs: number): Promise<Status> {
   });
 }
 
+// --- live updates: a long-poll on /v3/live beside the requests ------------------------
+
+// A notification names a cursor and nothing else; anything else only makes a pull due.
+const NOTIFICATION = /^\{"cursor":"(c1\.[0-9a-f]{16}\.[0-9a-f]{8})"\}$/;
+let liveOn = false;
+let liveAbort: AbortController | null = null;
+
+async function liveLoop(): Promise<void> {
+  let backoff = 0;
+  let since: Record<string, string> = {}; // nchan's id of the last message, sent back
+  while (liveOn && client) {
+    const abort = new AbortController();
+    liveAbort = abort;
+    let code = 0;
+    let body = "";
+    let lastModified: string | null = null;
+    let etag: string | null = null;
+    try {
+      const auth = await authHeader(false);
+      const r = await fetch(base + "/v3/live", {
+        headers: { Authorization: auth, Accept: "text/plain", ...since },
+        signal: abort.signal,
+        cache: "no-store",
+        credentials: "omit",
+        redirect: "error",
+      });
+      body = await r.text();
+      code = r.status;
+      lastModified = r.headers.get("Last-Modified");
+      etag = r.headers.get("Etag");
+    } catch {
+      code = 0; // no answer (or closed): as a request's
+    }
+    if (!liveOn || !client) return;
+    if (code === 200) {
+      backoff = 0;
+      since = {};
+      if (lastModified) since["If-Modified-Since"] = lastModified;
+      if (etag) since["If-None-Match"] = etag;
+      const m = NOTIFICATION.exec(body);
+      if (!m || (status().cursor ?? "") < m[1]) {
+        core!._sy_web_kick(client);
+        schedule(0);
+      }
+      continue;
+    }
+    if (code === 304 || code === 408) continue; // nothing new in time: again
+    // no answer, nginx reloading (410), 5xx: again soon; 401, 403, 404 (no live updates
+    // there): after a minute
+    const min = code === 0 || code === 410 || code === 429 || code >= 500 ? 1000 : 60000;
+    backoff = Math.min(Math.max(backoff * 2, min), 300000);
+    await new Promise((r) => setTimeout(r, backoff));
+  }
+}
+
 // --- the store's files ----------------------------------------------------------------
 
 async function openFiles(name: string): Promise<void> {
@@ -325,7 +410,9 @@ async function open(a: OpenArgs): Promise<Status> {
     throw e;
   }
   base = a.url.replace(/\/+$/, "");
-  authorization = basicAuth(a.user, a.password);
+  tokenMode = a.token;
+  token = null;
+  authorization = a.token ? "" : basicAuth(a.user, a.password);
   requestTimeoutMs = a.requestTimeoutMs;
   if (!core) {
     const factory = (await import(new URL("./synchro-core.mjs", import.meta.url).href)).default;
@@ -338,6 +425,10 @@ async function open(a: OpenArgs): Promise<Status> {
     throw new SynchroError(e);
   }
   schedule(0);
+  if (a.live) {
+    liveOn = true;
+    void liveLoop();
+  }
   return status();
 }
 
@@ -421,8 +512,14 @@ async function handle(r: Request): Promise<unknown> {
     case "unlive":
       lives.delete(r.liveId);
       return undefined;
+    case "index":
+      if (!c.ccall("sy_web_index", "number", ["number", "string", "string"], [client, r.table, JSON.stringify(r.columns)]))
+        fail();
+      return undefined;
     case "close":
       if (timer !== null) clearTimeout(timer);
+      liveOn = false;
+      liveAbort?.abort();
       settle((w) => w.reject(new SynchroError({ rc: "estate", message: "closed" })));
       lives.clear();
       c._sy_web_close(client);
@@ -448,6 +545,12 @@ function answer(id: number, value: Promise<unknown>): Promise<void> {
 
 scope.onmessage = (e: MessageEvent) => {
   const r = e.data as Request;
+  if (r.op === "token") {
+    // the page's answer to askToken: not queued (a request in flight waits for it)
+    tokenWaiters.get(r.ask)?.(typeof r.token === "string" && r.token !== "" ? r.token : null);
+    tokenWaiters.delete(r.ask);
+    return;
+  }
   queue = queue.then(() => {
     const value = (async () => handle(r))();
     if (r.op === "sync") {

@@ -198,6 +198,8 @@ def run(a):
         fig["browser_devices"] = a.browser_devices
         fig["browser_operations"] = sum(len(d.authored) for d in devices if isinstance(d, BrowserDevice))
         fig["faults"]["browser_tab_kill_mid_sync"] = sum(d.counts.get("tab_killed_mid_sync", 0) for d in devices)
+        fig["browser_idle_stretches"] = sum(d.counts.get("idle_stretches", 0) for d in devices)
+        fig["browser_idle_stretches_pulled"] = sum(d.counts.get("idle_stretches_pulled", 0) for d in devices)
         fig["walsync_exits"] = list(stack.walsync_exits)
         fig["events"] = len(stack.events)
         print("\nevents:\n" + "".join("  %6.1f s  %s\n" % e for e in stack.events), flush=True)

@@ -9,7 +9,7 @@
 // Usage: node chaos_browser.mjs PLAYWRIGHT_CORE_DIR BASE_URL PROFILE_DIR DIST_DIR PAGE_DIR USER PASSWORD
 // Commands: open; tx {writes, atomic}; sync {timeoutMs}; syncKill {timeoutMs, afterMs} (a
 // sync whose tab is killed by CDP Target.closeTarget after afterMs, then the store reopened
-// in a new page); resolve {how, mutationId, columns}; records; status; quit.
+// in a new page); idle {ms}; resolve {how, mutationId, columns}; records; status; quit.
 
 import { createInterface } from "node:readline";
 import { chromiumOf, killTab, launch, openPage, serveWeb } from "../web/web_browser.mjs";
@@ -17,7 +17,8 @@ import { chromiumOf, killTab, launch, openPage, serveWeb } from "../web/web_brow
 const [pwDir, base, profile, dist, pageDir, user, password] = process.argv.slice(2);
 const context = await launch(chromiumOf(pwDir), profile);
 await serveWeb(context, base, dist, pageDir);
-const opts = { name: user + ".db", pollIntervalMs: 600000, requestTimeoutMs: 15000 };
+// The poll brings the other devices' changes during idle stretches (op idle).
+const opts = { name: user + ".db", pollIntervalMs: 2000, requestTimeoutMs: 15000 };
 let page = null;
 const log = (line) => process.stderr.write(line + "\n");
 
@@ -96,6 +97,14 @@ const ops = {
     page = null;
     await open();
     return { killed: true };
+  },
+  // An idle stretch: no call of the app's for ms; the cursor before and after it (only the
+  // poll may have moved it).
+  idle: async (c) => {
+    const before = await call(() => window.s.status());
+    await new Promise((r) => setTimeout(r, c.ms));
+    const after = await call(() => window.s.status());
+    return { before: before.cursor, after: after.cursor };
   },
   resolve: (c) => call(async ({ how, mutationId, columns }) => {
     try {

@@ -10,7 +10,8 @@ the other devices' do (the page's own files are served by the driver). Its workl
 Device.round's, each synchro-cli write turned into a transaction() of the page and each
 printed id the id transaction() returned. A device kill is a tab kill: a sync started in
 the page, and the tab closed by CDP Target.closeTarget at a random point (no unload
-handler runs), then the store reopened in a new page. What the checker reads from a
+handler runs), then the store reopened in a new page. Some rounds are idle stretches instead: the page
+left alone past its poll interval, so that only the poll sends and brings changes. What the checker reads from a
 native store's SQLite file it reads here through the page's Synchro.records() (the same
 tables: intents, transactions, batches, their members and attempts, the server rows)."""
 
@@ -31,6 +32,8 @@ from chaos_device import GRACE_S, SYNC_TIMEOUT_S, Device  # noqa: E402
 from web_stack import DIST, PLAYWRIGHT, browser_missing  # noqa: E402
 
 DRIVER = os.path.join(HERE, "chaos_browser.mjs")
+IDLE_PROB = 0.25  # of the browser's online rounds: an idle stretch instead of a sync
+IDLE_S = 2.6      # longer than the page's poll interval (2 s, chaos_browser.mjs)
 TAB_KILL_PROB = 0.3  # of the browser's online syncs while faults run (synchro-cli's: DEVICE_KILL_PROB)
 QUEUED = ("pending", "waiting", "sealed")
 UNSETTLED = ("conflict", "rejected", "schema_incompatible", "blocked_by_predecessor")
@@ -81,6 +84,8 @@ class BrowserDevice(Device):
         self.name = "d%02d-%s-browser" % (index, user)
         self.path = None             # no file: the store is in the page's OPFS
         self.counts["tab_killed_mid_sync"] = 0
+        self.counts["idle_stretches"] = 0
+        self.counts["idle_stretches_pulled"] = 0
         self.profile = tempfile.mkdtemp(prefix="synchro-chaos-browser-", dir=e2e._tmpbase())
         self.proc = None
         self.replies = queue.Queue()
@@ -219,7 +224,21 @@ class BrowserDevice(Device):
         killed one until the first tab kill (so that each run with faults has one)."""
         if kill_prob:
             kill_prob = 1.0 if not self.counts["tab_killed_mid_sync"] else max(kill_prob, TAB_KILL_PROB)
+        if (not kill_prob or self.counts["tab_killed_mid_sync"]) and self.rng.random() < IDLE_PROB:
+            return self.idle()
         return super().round(kill_prob=kill_prob, online=online)
+
+    def idle(self):
+        """An idle stretch: the page left alone for longer than its poll interval, so that
+        only the poll may push what waits and bring the other devices' changes."""
+        with self.lock:
+            if self.retired:
+                return "retired"
+            v = self.cmd("idle", timeout=IDLE_S + 60, ms=int(IDLE_S * 1000))
+            self.counts["idle_stretches"] += 1
+            if v.get("after") != v.get("before"):
+                self.counts["idle_stretches_pulled"] += 1
+            return "idle"
 
     # --- the store, through the page's records() ----------------------------------------------
     def records(self):

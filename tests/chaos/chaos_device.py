@@ -55,8 +55,11 @@ class Device:
 
     # --- synchro-cli ----------------------------------------------------------------------
     def argv(self, *args):
-        return [self.cli, "-d", self.path, "-u", self.url, "--user", "%s:%s" % (self.user, self.password)] + \
-            [str(a) for a in args]
+        return [self.cli, "-d", self.path, "-u", self.url, "--user", self.user] + [str(a) for a in args]
+
+    def env(self):
+        """synchro-cli's environment: the password in SYNCHRO_PASSWORD, never in argv."""
+        return dict(os.environ, SYNCHRO_PASSWORD=self.password)
 
     def _scan(self, what, r_stderr):
         if any(m in r_stderr for m in SANITIZER_MARKS):
@@ -74,7 +77,7 @@ class Device:
                 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         p = subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=preexec)
+                             preexec_fn=preexec, env=self.env())
         try:
             out, err = p.communicate(timeout=timeout + GRACE_S)
         except subprocess.TimeoutExpired:
@@ -125,7 +128,7 @@ class Device:
         else:
             self.counts["commands"] += 1
             p = subprocess.Popen(self.argv("sync", "--once", "--timeout", SYNC_TIMEOUT_S),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=self.env())
             try:
                 _, err = p.communicate(timeout=kill_after)
                 self._scan("sync", err)

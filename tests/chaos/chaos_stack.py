@@ -18,6 +18,7 @@ import threading
 import time
 
 import synchro_e2e as e2e
+from live_stack import live_site, load_nchan, nchan_missing, publisher_url
 
 FASTCGI_READ_TIMEOUT_S = 3
 WALSYNC_OPTS = {"lease_s": 4, "renew_s": 1, "stale_heartbeat_s": 3}
@@ -49,12 +50,30 @@ class ChaosStack(e2e.Stack):
     def nginx_site(self):
         site = super().nginx_site()
         assert "fastcgi_read_timeout 60s;" in site, "conf/nginx/synchro.conf changed its timeout"
-        return site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S)
+        site = site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S)
+        return live_site(site) if self.live_updates() else site
+
+    # live updates (conf/nginx/synchro-live.conf, walsync's notify_url) on every topology of
+    # one nginx, where its nchan module is installed
+    def live_updates(self):
+        return self.server == "nginx" and getattr(self, "name", "") != "hosts" and not nchan_missing("chaos")
+
+    def write_nginx_conf(self, d, site, error_log, workers):
+        conf = super().write_nginx_conf(d, site, error_log, workers)
+        if self.live_updates():
+            load_nchan(conf)
+        return conf
+
+    def walsync_opts(self):
+        opts = dict(WALSYNC_OPTS)
+        if self.live_updates():
+            opts["notify_url"] = publisher_url(self.port)
+        return opts
 
     def start_all(self):
         self.start()
-        self.start_walsync(WALSYNC_NAMES[0], wait=True, **WALSYNC_OPTS)
-        self.start_walsync(WALSYNC_NAMES[1], wait=False, **WALSYNC_OPTS)
+        self.start_walsync(WALSYNC_NAMES[0], wait=True, **self.walsync_opts())
+        self.start_walsync(WALSYNC_NAMES[1], wait=False, **self.walsync_opts())
         self._sup = threading.Thread(target=self._supervise, name="walsync-supervisor", daemon=True)
         self._sup.start()
 
@@ -76,7 +95,7 @@ class ChaosStack(e2e.Stack):
                         self._restart_at[name] = time.monotonic()
                     if name not in self.procs and (time.monotonic() >= self._restart_at.get(name, 0) or
                                                    (lead and lead != name)):
-                        self.start_walsync(name, wait=False, **WALSYNC_OPTS)
+                        self.start_walsync(name, wait=False, **self.walsync_opts())
                         self.note("walsync %s restarted" % name)
 
     def stop(self):

@@ -35,9 +35,11 @@ natural (chaos_faults.py draws them with the others and counts each kind):
 `contrib/chaos --topology NAME` runs one; `--topology seed` picks one from the seed (pick()),
 as the CI-size run (test_chaos.pgt) does with a seed that changes every day."""
 
+import http.client
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -96,10 +98,17 @@ class Topology(DiskFull, ClockSteps, ChaosStack):
                           chain rule; the devices' replicas must still converge.
     clock_step            the responders' or a walsync's host clock stepped (chaos_clock.py).
     db_disk_full          the disk of the database's tables full for 1-6 s, then space back
-                          (DiskFull, chaos_disk.py)."""
+                          (DiskFull, chaos_disk.py).
+    live_noise            with live updates (nginx's nchan): a notification for a user that
+                          no commit made: a cursor long passed, one past anything written, or
+                          a malformed body; devices pull or ignore it, and converge.
+    nginx_reload          with live updates: nginx reloaded (SIGHUP) under the subscriptions.
+    (Every other fault hits live updates too: a walsync leader killed between its changelog
+    write and its notifications, the fault proxy dropping or resetting a subscription.)"""
     name = "nginx"
     # (kind, weight): drawn with chaos_faults.WEIGHTS, injected by topology_fault
-    faults = (("walsync_slot_dropped", 1),) + ClockSteps.clock_faults + DISK_FAULTS
+    faults = (("walsync_slot_dropped", 1), ("live_noise", 2), ("nginx_reload", 1)) + \
+        ClockSteps.clock_faults + DISK_FAULTS
     SLOT = "synchro"
 
     def __init__(self, workers, **kw):
@@ -146,7 +155,38 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
             return self.clock_step(rng)
         if kind == "db_disk_full":
             return self.disk_fault(rng)
+        if kind == "live_noise":
+            return self.live_noise(rng)
+        if kind == "nginx_reload":
+            return self.nginx_reload()
         raise AssertionError("%s: no fault %s" % (self.name, kind))
+
+    NOISE = (b'{"cursor":"c1.0000000000000000.00000000"}', b'{"cursor":"c1.ffffffffffffffff.7fffffff"}',
+             b'{"cursor":"c1.zz"}', b"<script>alert(1)</script>")
+
+    def live_noise(self, rng):
+        if not self.live_updates():
+            return False
+        user, body = rng.choice(sorted(e2e.USERS)), rng.choice(self.NOISE)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            c.request("POST", "/v3/live-publish/" + user, body=body)
+            ok = c.getresponse().status in (201, 202)
+        except OSError:
+            ok = False
+        finally:
+            c.close()
+        if ok:
+            self.note("a notification no commit made, for %s" % user)
+        return ok
+
+    def nginx_reload(self):
+        p = self.procs.get("nginx")
+        if not self.live_updates() or p is None or p.poll() is not None:
+            return False
+        os.kill(p.pid, signal.SIGHUP)
+        self.note("nginx reloaded")
+        return True
 
     def drop_slot(self):
         with self.lock:

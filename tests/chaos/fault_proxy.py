@@ -31,6 +31,10 @@ TIMEOUT_S = 90  # longer than nginx's fastcgi_read_timeout of the chaos stack
 # 429/503 retryable; 0 when nginx gave no complete answer. A 500, a 400 (a client bug), a
 # 401 or anything else is reported.
 ALLOWED = {0, 200, 409, 422, 429, 503}
+# A live subscription (GET /v3/live, nginx's nchan) is also answered 304 or 408 (nothing new in
+# time), 410 (nginx reloading or stopping) and, where the server has no live updates
+# (Apache), 404.
+LIVE_ALLOWED = ALLOWED | {304, 404, 408, 410}
 
 
 class FaultProxy:
@@ -168,7 +172,7 @@ class FaultProxy:
             if status in (429, 503):
                 ra = self._header(resp.partition(b"\r\n\r\n")[0].split(b"\r\n"), b"retry-after")
                 self.retry_after[ra] = self.retry_after.get(ra, 0) + 1
-            if status not in ALLOWED:
+            if status not in (LIVE_ALLOWED if lines[0].startswith(b"GET /v3/live") else ALLOWED):
                 self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
             if is_push and status == 200:
                 self._record_push(body, resp)

@@ -7,6 +7,13 @@ TESTS += tests/e2e/test_server.pgt
 endif
 EXTRA_DIST += tests/e2e/synchro_e2e.py tests/e2e/test_server.pgt
 
+# Live updates through nginx's nchan module (conf/nginx/synchro-live.conf): who hears what,
+# the publisher's address, walsync's publishing and its metrics. Skips without nchan.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_live.pgt
+endif
+EXTRA_DIST += tests/e2e/test_live.pgt tests/e2e/live_stack.py
+
 # Identity (conf/nginx, conf/apache): the user from SYNCHRO_USER alone, set once by the web
 # server; the parameter twice, a Synchro-User header, auth_request beside a Basic header, and
 # the caller's Authorization header (an echo responder shows what reaches the responders).
@@ -14,6 +21,14 @@ if HAVE_PG_SERVER
 TESTS += tests/e2e/test_identity.pgt
 endif
 EXTRA_DIST += tests/e2e/test_identity.pgt
+
+# Bearer tokens (doc/operations.md "Bearer tokens", tests/e2e/token_stack.py): nginx with
+# auth_request to a token endpoint, Apache with mod_auth_openidc and JWTs signed RS256 and
+# ES256; refused tokens answered 401 before any responder; a token renewed mid-sync.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_tokens.pgt
+endif
+EXTRA_DIST += tests/e2e/test_tokens.pgt tests/e2e/token_stack.py
 
 # Failing closed: a request body's deadline (408, the responder free again; directly and behind
 # Apache's mod_proxy_fcgi, which streams bodies), a TCP listen address other than loopback.

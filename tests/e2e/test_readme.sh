@@ -105,7 +105,14 @@ done
 # without the browser client), pasted into sh as printed.
 sed -n '/^Synchro runs on /,/^\(In a browser\|The database\):/p' "$tmp/quickstart.out" | sed '1d;$d' >"$tmp/examples.sh"
 grep -q 'v3/push' "$tmp/examples.sh" || fail "quickstart printed no push example"
+# live updates: alice's subscription hears of the push the examples make
+curl -s -u alice:alice --max-time 60 -o "$tmp/live.out" "$url/v3/live" &
+live=$!
+sleep 1
 sh "$tmp/examples.sh" >"$tmp/examples.out" 2>&1 || fail "quickstart's examples exited $?"
+wait $live
+grep -q '^{"cursor":"c1\.[0-9a-f]*\.[0-9a-f]*"}$' "$tmp/live.out" ||
+	fail "quickstart's live updates: alice's subscription heard nothing of her push ($(cat "$tmp/live.out"))"
 grep -q '"client_generation":1' "$tmp/examples.out" || fail "examples: connect gave no generation 1"
 grep -qi '^Synchro-Replay: batch' "$tmp/examples.out" || fail "examples: the second push was not a replay"
 grep -qx 'ok' "$tmp/examples.out" || fail "examples: /healthz did not answer ok"

@@ -390,8 +390,8 @@ cmp -s "$tmp/b1" "$tmp/b2" || fail "the replay's body differs from the first ans
 
 # synchro-cli (a device of alice): an insert synced, then a second device pulls both rows,
 # through synchro-walsync's changelog (polled: walsync materializes asynchronously).
-cli1() { dev=phone; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
-cli2() { dev=laptop; synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice:alice "$@"; }
+cli1() { dev=phone; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
+cli2() { dev=laptop; SYNCHRO_PASSWORD=alice synchro-cli -d "$tmp/$dev.db" -u "$url" --user alice "$@"; }
 cli1 connect >/dev/null 2>"$tmp/err" || fail "synchro-cli connect: $(cat "$tmp/err")"
 bread=$(uuid)
 cli1 insert todo "$bread" title='buy bread' >/dev/null || fail "synchro-cli insert failed"
@@ -416,7 +416,7 @@ if command -v cc >/dev/null 2>&1; then
 		fail "example_todo does not build against libsynchro-client-dev: $(cat "$tmp/err")"
 	ldd "$tmp/example_todo" | grep -Eq 'libsynchro-client.so.0 => (/usr)?/lib/' ||
 		fail "example_todo is not linked to the installed libsynchro-client.so.0"
-	"$tmp/example_todo" "$tmp/tablet.db" "$url" alice:alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
+	SYNCHRO_PASSWORD=alice "$tmp/example_todo" "$tmp/tablet.db" "$url" alice 'buy tea' >"$tmp/out" 2>"$tmp/err" ||
 		fail "example_todo failed: $(cat "$tmp/err")"
 	grep -q 'buy tea' "$tmp/out" || fail "example_todo did not list its todo: $(cat "$tmp/out")"
 fi

@@ -12,6 +12,14 @@ tests_unit_test_client_sync_SOURCES = tests/unit/test_client_sync.c $(CLIENT_TES
 tests_unit_test_client_sync_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_test_client_sync_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
 
+# The visible tables and the app's queries.
+UNIT_TESTS += tests/unit/test_client_query
+check_PROGRAMS += tests/unit/test_client_query
+TESTS += tests/unit/test_client_query
+tests_unit_test_client_query_SOURCES = tests/unit/test_client_query.c $(CLIENT_TEST_SOURCES)
+tests_unit_test_client_query_CFLAGS = $(UNIT_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_test_client_query_LDADD = tests/unit/libsytest.la $(CLIENT_LIBS) $(CUNIT_LIBS)
+
 # doc/client.md and synchro-cli(1) in step with the code.
 UNIT_TESTS += tests/unit/test_client_doc
 check_PROGRAMS += tests/unit/test_client_doc

@@ -71,6 +71,9 @@ struct fake {
 	int fail_status, fail_retry;
 	char fail_code[48];
 	bool drop, corrupt, hold, rebuild, retired, garble_pull;
+	char *token;        /* the bearer token every request needs, or NULL */
+	char *refused[MAX]; /* bodies of the pushes refused 401 */
+	size_t refused_len[MAX], nrefused;
 	/* the response in flight */
 	bool have;
 	sy_client_response resp;
@@ -129,6 +132,9 @@ void fake_free(fake *f)
 		sy_free(f->pushes[i]);
 	sy_manifest_free(f->manifests[1]);
 	sy_manifest_free(f->manifests[2]);
+	for (size_t i = 0; i < f->nrefused; i++)
+		sy_free(f->refused[i]);
+	sy_free(f->token);
 	sy_free(f->resp.body);
 	sy_free(f);
 }
@@ -614,6 +620,14 @@ static bool t_start_inner(void *ctx, const sy_client_request *req)
 	sy_free(f->resp.body);
 	memset(&f->resp, 0, sizeof f->resp);
 	f->have = false;
+	if (f->token != NULL && (req->token == NULL || strcmp(req->token, f->token) != 0)) {
+		if (strcmp(req->path, "/v3/push") == 0) {
+			f->refused[f->nrefused] = sy_strndup(req->body, req->body_len);
+			f->refused_len[f->nrefused++] = req->body_len;
+		}
+		respond_error(f, 401, "auth_required", -1);
+		return true;
+	}
 	if (strcmp(req->path, "/v3/connect") == 0) {
 		if (f->retired) {
 			respond_error(f, 409, "client_retired", -1);
@@ -798,4 +812,17 @@ const char *fake_row(fake *f, const char *table, const char *pk_json)
 {
 	frow *r = find_row(f, table, pk_json);
 	return r ? r->row : NULL;
+}
+
+void fake_require_token(fake *f, const char *token)
+{
+	set(&f->token, token);
+}
+
+const char *fake_refused_push(const fake *f, size_t i, size_t *len)
+{
+	if (i >= f->nrefused)
+		return NULL;
+	*len = f->refused_len[i];
+	return f->refused[i];
 }

@@ -48,6 +48,10 @@ void fake_require_rebuild(fake *f);
 void fake_garble_next_pull(fake *f);
 /* 409 client_retired from now on. */
 void fake_retire(fake *f);
+/* From now on a request without this bearer token answers 401 auth_required; NULL: none needed. */
+void fake_require_token(fake *f, const char *token);
+/* The exact bytes of the push refused 401 number i (from 0), or NULL. */
+const char *fake_refused_push(const fake *f, size_t i, size_t *len);
 
 size_t fake_push_count(const fake *f);
 /* The exact bytes of push number i (from 0). */

@@ -129,13 +129,13 @@ static void test_clock_step_back(void)
 
 /* A gateway's 502 (or any 5xx the protocol does not give) for a push: retried with the
  * same bytes after a backoff, like no answer; the queue is not frozen. */
-static void test_gateway_error_retried(void)
+static void gateway_error_retried(int status, const char *code)
 {
 	start();
 	const char *mid = w('i', "\"a\"", "{\"title\":\"one\"}");
 	char keep[SY_UUID_LEN + 1];
 	snprintf(keep, sizeof keep, "%s", mid);
-	fake_fail_next_push(F, 502, "bad_gateway", -1);
+	fake_fail_next_push(F, status, code, -1);
 	sync_ok();
 	CU_ASSERT_EQUAL(fake_push_count(F), 2);
 	size_t l0, l1;
@@ -146,6 +146,17 @@ static void test_gateway_error_retried(void)
 	OK(sy_client_status_get(C, &s, &E));
 	CU_ASSERT_FALSE(s.frozen);
 	stop();
+}
+
+static void test_gateway_error_retried(void)
+{
+	gateway_error_retried(502, "bad_gateway");
+}
+
+/* A 408 (the body did not reach the responder in time, nothing ran) is retried too. */
+static void test_request_timeout_retried(void)
+{
+	gateway_error_retried(408, "temporary_unavailable");
 }
 
 static void test_lost_response_replay(void)
@@ -505,7 +516,8 @@ static void test_broken_pull_error_cleared(void)
 {
 	start();
 	sync_ok();
-	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
+	fake_direct_write(F, "todo", "\"p\"",
+	                  "{\"done\":false,\"note\":null,\"title\":\"theirs\"}");
 	fake_garble_next_pull(F);
 	sy_client_error e2 = {0};
 	CU_ASSERT_EQUAL(sy_client_sync(C, 200, &e2), SY_CLIENT_ETIMEOUT);
@@ -686,7 +698,7 @@ static void test_store_upgrade_response_once(void)
 	                           -1, &st, NULL),
 	        SQLITE_OK);
 	CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
-	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 2);
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 3); /* upgraded to the current version */
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 1), 0);
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 2), 1);
 	sqlite3_finalize(st);
@@ -746,6 +758,7 @@ int main(void)
 	         test_clock_step_back},
 	        {"a gateway's 502 for a push: the same bytes again, not frozen",
 	         test_gateway_error_retried},
+	        {"a 408 for a push: the same bytes again, not frozen", test_request_timeout_retried},
 	        {"lost response: exact replay, state as without the loss",
 	         test_lost_response_replay},
 	        {"every response validated before it is applied", test_response_validated},

@@ -45,7 +45,8 @@ static void test_man_page(void)
 	char *man = read_src("doc/synchro-cli.1");
 	static const char *const words[] = {"connect", "insert", "update",  "delete", "atomic",
 	                                    "sync",    "status", "pending", "show",   "explain",
-	                                    "batch",   "rows",   "resolve", "verify", "\\-\\-json"};
+	                                    "batch",   "rows",   "resolve", "verify", "\\-\\-json",
+	                                    "query",   "index"};
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
 		CU_ASSERT_PTR_NOT_NULL(strstr(man, words[i]));
 	}

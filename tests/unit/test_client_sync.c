@@ -2,7 +2,7 @@
 /*
  * libsynchro-client's own machinery against the fake server: sealing ahead and
  * pipelined batches (with their successors), listeners, store versions, atomic
- * groups over a limit.
+ * groups over a limit, bearer tokens refreshed after a 401; the idle poll.
  */
 #include "config.h"
 
@@ -310,6 +310,182 @@ static void test_atomic_member_without_base_blocks_the_group(void)
 	stop();
 }
 
+/*
+ * An app's own loop: steps, and until the time a step returns, waits on the
+ * transport (in flight) or lets the clock run (idle), for ms of the fake clock.
+ */
+static void run_loop(int64_t ms)
+{
+	int64_t end = fake_now(F) + ms;
+	for (int n = 0; n < 10000 && fake_now(F) < end; n++) {
+		int64_t next;
+		OK(sy_client_step(C, &next, &E));
+		int64_t now = fake_now(F);
+		if (C->inflight != SY_CL_REQ_NONE)
+			sy_client_wait(C, 0);
+		else if (next > now)
+			fake_advance(F, (next < end ? next : end) - now);
+	}
+}
+
+static bool has_row(const char *pk)
+{
+	char *row = NULL;
+	sy_client_row_state st;
+	bool found = sy_client_get(C, "todo", pk, &row, &st, &E) == SY_CLIENT_OK && row != NULL;
+	sy_client_free(row);
+	return found;
+}
+
+static void test_idle_polls(void)
+{
+	start(); /* poll interval: 60 s */
+	size_t pulls = fake_requests(F, "/v3/pull");
+	fake_direct_write(F, "todo", "\"p\"", "{\"done\":false,\"note\":null,\"title\":\"other\"}");
+	run_loop(59000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls); /* not yet due */
+	CU_ASSERT_FALSE(has_row("\"p\""));
+	run_loop(2000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls + 1);
+	CU_ASSERT_TRUE(has_row("\"p\""));
+	CU_ASSERT_EQUAL(C->phase, SY_PHASE_IDLE);
+	/* and at every interval after it, with nothing new to bring */
+	run_loop(3 * 60000);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/pull"), pulls + 4);
+	stop();
+}
+
+/* Whether the file at p (absent: no) holds needle's bytes anywhere. */
+static bool file_has(const char *p, const char *needle)
+{
+	FILE *fp = fopen(p, "rb");
+	if (fp == NULL)
+		return false;
+	size_t n = strlen(needle), have = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	bool found = false;
+	size_t got;
+	while (!found && (got = fread(buf + have, 1, cap - have, fp)) > 0) {
+		have += got;
+		for (size_t i = 0; i + n <= have && !found; i++)
+			found = memcmp(buf + i, needle, n) == 0;
+		/* keep the last n - 1 octets: a match may straddle two reads */
+		size_t keep = have < n ? have : n - 1;
+		memmove(buf, buf + have - keep, keep);
+		have = keep;
+	}
+	free(buf);
+	fclose(fp);
+	return found;
+}
+
+/* token_fn: the next token of a list, new; counts its calls. */
+static const char *const tokens[] = {"tok-1", "tok-2", "tok-3"};
+static int token_calls;
+
+static char *next_token(void *ctx)
+{
+	(void)ctx;
+	if (token_calls >= 3)
+		return NULL;
+	const char *t = tokens[token_calls++];
+	char *s = sy_client_alloc(strlen(t) + 1);
+	memcpy(s, t, strlen(t) + 1);
+	return s;
+}
+
+static void open_with_token(const char *token)
+{
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.token = token;
+	o.token_fn = next_token;
+	token_calls = 0;
+	OK(sy_client_open(path, &o, &C, &E));
+}
+
+static void test_token_refreshed_after_401(void)
+{
+	start();
+	fake_require_token(F, "tok-0");
+	open_with_token("tok-0");
+	char m[SY_UUID_LEN + 1];
+	snprintf(m, sizeof m, "%s", w('i', "\"a\"", "{\"title\":\"one\"}"));
+	sync_ok();
+	CU_ASSERT_EQUAL(token_calls, 0); /* the token given at open went and was good */
+	CU_ASSERT_EQUAL(state(m), SY_INTENT_APPLIED);
+	/* The token expires mid-sync: the push is refused, a fresh one asked for, and the
+	 * same sealed bytes go again under it. */
+	fake_require_token(F, "tok-1");
+	snprintf(m, sizeof m, "%s", w('u', "\"a\"", "{\"title\":\"two\"}"));
+	size_t before = fake_push_count(F);
+	sync_ok();
+	CU_ASSERT_EQUAL(token_calls, 1);
+	CU_ASSERT_EQUAL(state(m), SY_INTENT_APPLIED);
+	CU_ASSERT_EQUAL(fake_push_count(F), before + 1);
+	size_t rl = 0, pl = 0;
+	const char *refused = fake_refused_push(F, 0, &rl);
+	const char *sent = fake_push_body(F, before, &pl);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(refused);
+	CU_ASSERT(rl == pl && memcmp(refused, sent, pl) == 0);
+	char *b = batch_of(m);
+	sy_client_batch *bt = NULL;
+	OK(sy_client_batch_get(C, b, &bt, &E));
+	CU_ASSERT(bt->body_len == pl && memcmp(bt->body, sent, pl) == 0);
+	sy_client_batch_free(bt);
+	sy_free(b);
+	/* The token is nowhere in the store's files. */
+	CU_ASSERT(!file_has(path, "tok-"));
+	char wal[300];
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	CU_ASSERT(!file_has(wal, "tok-"));
+	stop();
+}
+
+static void test_token_refused_twice_stops(void)
+{
+	start();
+	fake_require_token(F, "never");
+	open_with_token("tok-0");
+	char m[SY_UUID_LEN + 1];
+	snprintf(m, sizeof m, "%s", w('i', "\"a\"", "{\"title\":\"one\"}"));
+	CU_ASSERT_EQUAL(sy_client_sync(C, 60000, &E), SY_CLIENT_ESERVER);
+	CU_ASSERT_EQUAL(token_calls, 1); /* one fresh token, one retry, then it stops */
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_STRING_EQUAL(s.last_error, "auth_required");
+	CU_ASSERT_EQUAL(s.phase, SY_PHASE_STOPPED);
+	CU_ASSERT(!s.frozen);
+	CU_ASSERT_EQUAL(state(m), SY_INTENT_SEALED);
+	/* Opened again with the right token, the same batch goes and applies. */
+	fake_require_token(F, "tok-1");
+	open_with_token(NULL); /* no token yet: token_fn gives the first */
+	sync_ok();
+	CU_ASSERT_EQUAL(token_calls, 1);
+	CU_ASSERT_EQUAL(state(m), SY_INTENT_APPLIED);
+	stop();
+}
+
+static void test_token_bad_refused_at_open(void)
+{
+	start();
+	sy_client_close(C);
+	C = NULL;
+	sy_client_options o;
+	fake_options(F, &o);
+	o.token = "has space";
+	CU_ASSERT_EQUAL(sy_client_open(path, &o, &C, &E), SY_CLIENT_EINVAL);
+	CU_ASSERT_PTR_NULL(C);
+	CU_ASSERT_PTR_NULL(strstr(E.message, "has space"));
+	fake_options(F, &o);
+	o.token = "t";
+	o.user = "alice";
+	CU_ASSERT_EQUAL(sy_client_open(path, &o, &C, &E), SY_CLIENT_EINVAL);
+	CU_ASSERT_PTR_NULL(C);
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -319,6 +495,7 @@ int main(void)
 	        {"the batch after the one in flight sealed with the answered one's reconciliation",
 	         test_sealed_ahead_with_reconcile},
 	        {"a store of a newer version is refused", test_store_version_refused},
+	        {"an idle device pulls at every poll interval", test_idle_polls},
 	        {"batches pipelined: the next goes while one is reconciled",
 	         test_pipelined_batches},
 	        {"an atomic transaction over a push limit is blocked whole",
@@ -331,6 +508,12 @@ int main(void)
 	         test_atomic_blocked_by_a_failed_predecessor},
 	        {"an atomic member without a base blocks its group, naming its predecessor",
 	         test_atomic_member_without_base_blocks_the_group},
+	        {"a token refreshed after a 401 sends the same sealed bytes again",
+	         test_token_refreshed_after_401},
+	        {"a fresh token refused too stops the client, queue kept",
+	         test_token_refused_twice_stops},
+	        {"a bad token, or a token beside a user, is refused at open",
+	         test_token_bad_refused_at_open},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client sync", tests);

@@ -98,7 +98,18 @@ try {
       }
     }
     const count = await s.query("SELECT count(*) AS n FROM todo");
-    return { open, refused, count, rows: (await s.rows("todo")).length };
+    // the app's index, and the plan that uses it
+    const plan = "EXPLAIN QUERY PLAN SELECT id FROM todo WHERE done = ? ORDER BY title";
+    const before = await s.query(plan, [0]);
+    await s.index("todo", ["done", "title"]);
+    const after = await s.query(plan, [0]);
+    let badIndex = null;
+    try {
+      await s.index("todo", ["nosuch"]);
+    } catch (e) {
+      badIndex = { rc: e.rc, message: e.message };
+    }
+    return { open, refused, count, rows: (await s.rows("todo")).length, before, after, badIndex };
   });
 
   // 6. a live query on the todos: it fires after a local insert, and after a sync brings
@@ -181,6 +192,19 @@ try {
     const verify = await s.verify();
     return { mid, intent, row, explained, bad, successor, status, resolved, next, after: await s.get("todo", id), verify };
   }, { id: out.first.ids[0] });
+
+  // 8a. a second tab of the store with a wrong password: refused before it is signed in
+  // (the owner's worker would otherwise answer it with the owner's credentials).
+  const pw = await page();
+  out.wrongTab = await pw.evaluate(async ({ base, user, opts }) => {
+    try {
+      const s = await window.Synchro.open(base, user, "not-" + user, opts);
+      return { opened: true, owner: s.owner, rows: (await s.rows("todo")).length };
+    } catch (e) {
+      return { rc: e.rc, message: e.message };
+    }
+  }, { base, user, opts });
+  await pw.close();
 
   // 8. two tabs on one store: the second tab's calls go to the first (which owns it); the
   // first tab closed, the second takes the store over and syncs.

@@ -25,7 +25,14 @@ the server and synced) in each round between the native client's and the raw pus
 and the gzip -9 size of what a page loads (the .wasm and the JS). Targets: the browser's push
 rate >= 70% of the native client's; a single-insert commit's p99 <= 10 ms; the gzip'd .wasm + JS
 <= 1.5 MB. The browser's store is bob's, the native client's alice's: each user's rows (which
-a new device rebuilds before the timed part) grow alike."""
+a new device rebuilds before the timed part) grow alike.
+
+With --rows N[,N...] (ROWS=N make bench-client-rows; with --web, ROWS=N make
+bench-client-rows-web, bob's rows in the browser beside alice's natively), alice gets N rows on
+the server and a new native device syncs them: the first sync's rows/s and the client's peak RSS, then over the
+synced tables a point query by pk (median of 1000), an indexed query of 50 rows and the commit
+of a local update with a live query's refresh after it. Targets: >= 50,000 rows/s; a point
+query's median <= 1 ms."""
 
 import json
 import os
@@ -74,7 +81,7 @@ def raw_push_rate(stack):
 
 def client(*args):
     # BENCH_CLIENT_WRAP: a profiler command line for the sync runs, e.g. "perf record -g -o F"
-    wrap = os.environ.get("BENCH_CLIENT_WRAP", "").split() if args[0] == "sync" else []
+    wrap = os.environ.get("BENCH_CLIENT_WRAP", "").split() if args[0] in ("sync", "rows") else []
     r = subprocess.run(wrap + [BENCH] + list(args), capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise SystemExit("bench_client %s: %s" % (args[0], r.stderr))
@@ -252,7 +259,81 @@ def main_web():
     return 0
 
 
+def main_rows(counts):
+    """--rows N[,N...]: a new device's first sync of N rows of alice's (written on the server by
+    one INSERT ... SELECT, as an app would) and queries over its synced tables."""
+    why = web_missing() if WEB else None
+    if why:
+        print("SKIP the browser half: " + why)
+    web = WEB and not why
+    users = ("alice", "bob") if web else ("alice",)
+    stack = (WebStack if web else e2e.Stack)(server="nginx", workers=2, fcgi_conf={"pull_wait_ms": 30000})
+    results, webs = [], []
+    browser = None
+    try:
+        stack.start()
+        stack.start_walsync()
+        url = "http://127.0.0.1:%d" % stack.port
+        if web:
+            browser = Browser(url)
+        have = 0
+        for n in counts:
+            logged = int(stack.psql("SELECT count(*) FROM synchro.changelog"))
+            for u in users:
+                stack.psql("INSERT INTO public.todo(id, title, done, owner) SELECT gen_random_uuid(),"
+                           " 'row ' || i, i %% 2 = 0, '%s' FROM generate_series(%d, %d) i" % (u, have + 1, n))
+            # the device asks once walsync has materialized them (else its first sync pulls
+            # them again as changes after its rebuild)
+            t0 = time.monotonic()
+            while int(stack.psql("SELECT count(*) FROM synchro.changelog")) < logged + len(users) * (n - have):
+                if time.monotonic() - t0 > 900:
+                    raise SystemExit("bench: walsync did not materialize %d rows in 900 s" % (n - have))
+                time.sleep(0.5)
+            have = n
+            results.append(client("rows", os.path.join(stack.dir, "rows%d.db" % n), url, "alice:alice", str(n)))
+            if web:
+                webs.append(browser.run(op="rows", store="rows%d.db" % n))
+    finally:
+        if browser is not None:
+            browser.close()
+        stack.stop()
+    try:
+        load = "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        load = "?"
+    print("load average at the end: %s" % load)
+    for r in results:
+        print("native, %d rows: first sync %.1f s (%.0f rows/s, CPU %.1f s; its rebuild %.1f s, CPU %.1f s),"
+              " peak RSS %.1f MB; count(*) %.1f ms; index (done, title) made in %.2f s"
+              % (r["rows"], r["first_sync_seconds"], r["rows_per_s"], r["first_sync_cpu_seconds"],
+                 r["rebuild_seconds"], r["rebuild_cpu_seconds"], r["peak_rss_kb"] / 1024, r["count_ms"],
+                 r["index_seconds"]))
+        print("  point query by pk: median %.3f ms, p99 %.3f ms (%d queries); indexed 50 rows:"
+              " median %.3f ms, p99 %.3f ms; a commit with a live query's refresh: median %.2f ms,"
+              " p99 %.2f ms"
+              % (r["point_ms_p50"], r["point_ms_p99"], r["queries"], r["page50_ms_p50"], r["page50_ms_p99"],
+                 r["commit_live_ms_p50"], r["commit_live_ms_p99"]))
+        print("  target: first sync >= 50,000 rows/s: %s; a point query <= 1 ms: %s"
+              % (met(r["rows_per_s"] >= 50000), met(r["point_ms_p50"] <= 1)))
+    for r, w in zip(results, webs):
+        pm, pp = statistics.median(w["point_ms"]), percentile(w["point_ms"], 99)
+        gm, gp = statistics.median(w["page50_ms"]), percentile(w["page50_ms"], 99)
+        lm, lp = statistics.median(w["live_ms"]), percentile(w["live_ms"], 99)
+        print("browser, %d rows: first sync %.1f s (%.0f rows/s, %.0f%% of the native rate); as the page sees"
+              " them: a point query by pk median %.2f ms, p99 %.2f ms; indexed 50 rows median %.2f ms,"
+              " p99 %.2f ms; a local update to its live query's refresh median %.2f ms, p99 %.2f ms"
+              % (w["rows"], w["first_sync_seconds"], w["rows_per_s"], 100 * w["rows_per_s"] / r["rows_per_s"],
+                 pm, pp, gm, gp, lm, lp))
+        print("  target: browser first sync >= 50%% of native: %s; point query <= 5 ms: %s; 50 rows <= 5 ms: %s;"
+              " live refresh <= 16 ms: %s" % (met(w["rows_per_s"] >= 0.5 * r["rows_per_s"]), met(pm <= 5),
+                                               met(gm <= 5), met(lm <= 16)))
+    return 0
+
+
 def main():
+    if "--rows" in sys.argv[1:]:
+        i = sys.argv.index("--rows")
+        return main_rows([int(x) for x in sys.argv[i + 1].split(",")])
     if WEB:
         return main_web()
     stack = e2e.Stack(server="nginx", workers=2, fcgi_conf={"pull_wait_ms": 30000})

@@ -12,4 +12,10 @@ bench-client: contrib/bench/client/bench_client
 # the browser client beside it (configure --enable-web, Chromium): bench.py --web
 bench-client-web: contrib/bench/client/bench_client all
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --web
-.PHONY: bench-client bench-client-web
+# a new device's first sync of ROWS rows (default 100000; N,N... for several) and queries over
+# them: bench.py --rows
+bench-client-rows: contrib/bench/client/bench_client
+	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --rows "$${ROWS:-100000}"
+bench-client-rows-web: contrib/bench/client/bench_client all
+	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir) --rows "$${ROWS:-100000}" --web
+.PHONY: bench-client bench-client-web bench-client-rows bench-client-rows-web

@@ -11,6 +11,11 @@
 //   {"op": "sync", "store": S, "n": N}  N intents queued (1000 per transaction) with no sync
 //        running, then the store opened on the server and one sync(): until the push is done
 //        (the status leaves "pushing") and until idle
+//   {"op": "rows", "store": S}  a new device's first sync of the user's rows (open to
+//        synced), then as the page sees them (the worker's round trip included): 200 point
+//        queries by pk, 50 queries of 50 rows (WHERE done = ? ORDER BY title LIMIT 50, with
+//        index(todo, [done, title])), and
+//        30 local updates each to its live query's refresh
 //   {"op": "quit"}
 // Each run opens a new store S (a new device) in a new page, after one sync that rebuilds
 // the user's rows (not timed), and closes it at the end.
@@ -88,6 +93,57 @@ async function writes(c) {
         const dt = (performance.now() - t0) / 1000;
         if (window.benchProfile) await window.benchProfile("stop");
         return { mode: "writes", writes: c.n, per_txn: c.per, seconds: dt, writes_per_s: c.n / dt, latencies_ms: lat };
+      } finally {
+        await s.close();
+      }
+    }, { base, user, password, c });
+  } catch (e) {
+    throw new Error(String(e) + "\n" + log.join("\n"));
+  } finally {
+    await p.close();
+  }
+}
+
+async function rows(c) {
+  const { p, log } = await page();
+  try {
+    return await p.evaluate(async ({ base, user, password, c }) => {
+      const t0 = performance.now();
+      const s = await window.Synchro.open(base, user, password, { name: c.store, pollIntervalMs: 3600000 });
+      try {
+        await s.sync(1800000);
+        const first = (performance.now() - t0) / 1000;
+        const n = (await s.query("SELECT count(*) AS n FROM todo"))[0].n;
+        const ids = (await s.query("SELECT id FROM todo ORDER BY random() LIMIT 200")).map((r) => r.id);
+        const point = [];
+        for (const id of ids) {
+          const t = performance.now();
+          await s.query("SELECT * FROM todo WHERE id = ?", [id]);
+          point.push(performance.now() - t);
+        }
+        const sql = "SELECT id, title, done FROM todo WHERE done = ? ORDER BY title LIMIT 50";
+        await s.index("todo", ["done", "title"]);
+        const page50 = [];
+        for (let i = 0; i < 50; i++) {
+          const t = performance.now();
+          await s.query(sql, [i % 2]);
+          page50.push(performance.now() - t);
+        }
+        let seen = null;
+        const stop = await s.live(sql, [0], () => {
+          if (seen) seen();
+        });
+        const live = [];
+        for (let i = 0; i < 30; i++) {
+          const t = performance.now();
+          const refreshed = new Promise((r) => (seen = r));
+          await s.transaction((tx) => tx.update("todo", ids[i], { title: "a" + String(i).padStart(4, "0"), done: false }));
+          await refreshed;
+          live.push(performance.now() - t);
+        }
+        stop();
+        return { mode: "rows", rows: n, first_sync_seconds: first, rows_per_s: n / first, point_ms: point,
+                 page50_ms: page50, live_ms: live };
       } finally {
         await s.close();
       }
@@ -213,7 +269,8 @@ try {
     if (c.op === "quit") break;
     let out;
     try {
-      out = c.op === "writes" ? await writes(c) : c.op === "sync" ? await sync(c) : { error: "no op " + c.op };
+      out = c.op === "writes" ? await writes(c) : c.op === "sync" ? await sync(c)
+        : c.op === "rows" ? await rows(c) : { error: "no op " + c.op };
     } catch (e) {
       out = { error: String(e.stack || e) };
     }

@@ -68,6 +68,7 @@ typedef struct {
 	const char *path;   /* "/v3/push", ... */
 	const char *body;   /* NULL for GET */
 	size_t body_len;
+	const char *token; /* bearer token to send, or NULL: the transport's own credentials */
 } sy_client_request;
 
 /* What the transport hands back: body new from sy_client_alloc(); the library steals it. */
@@ -111,6 +112,14 @@ typedef struct {
 	const char *url;      /* base URL, e.g. "https://sync.example.com" (copied) */
 	const char *user;     /* HTTP basic credentials (copied, never stored on disk) */
 	const char *password; /* may be NULL */
+	/* A bearer token (copied, never logged or stored on disk), sent as "Authorization:
+	 * Bearer" on every request instead of user and password. */
+	const char *token;
+	/* Called when there is no token yet and after a 401: a fresh token new from
+	 * sy_client_alloc() (the library wipes and frees it), or NULL when there is none.
+	 * A request answered 401 goes again once, with the same bytes, under the new token. */
+	char *(*token_fn)(void *ctx);
+	void *token_ctx;
 	/* NULL: libcurl. sy_client_open steals it (destroyed at close, also on failure). */
 	const sy_client_transport *transport;
 	/* Clock in milliseconds since the epoch; NULL: CLOCK_REALTIME. For tests. */
@@ -124,6 +133,9 @@ typedef struct {
 	unsigned batch_max;         /* mutations per sealed batch; 0: 1000 (the ADR's limit) */
 	unsigned poll_interval_ms;  /* idle interval between pulls; 0: 30000 */
 	unsigned request_timeout_s; /* libcurl transport; 0: 60 */
+	/* Live updates (libcurl transport): a subscription to the user's notifications
+	 * (/v3/live) makes a pull due as soon as the server has changes; true: the poll only. */
+	bool live_off;
 } sy_client_options;
 
 typedef struct sy_client sy_client;
@@ -208,6 +220,41 @@ typedef void (*sy_client_row_fn)(void *ctx, const char *pk_json, const char *row
 SY_MUST_CHECK sy_client_rc sy_client_rows(sy_client *c, const char *table, sy_client_row_fn fn,
                                           void *ctx, sy_client_error *err);
 
+/* --- queries over the visible tables (doc/client.md "Querying") ------------- */
+
+/*
+ * Each manifest table is a real SQLite table of the visible rows, named as the table:
+ * its pk field, every field, and _state ('synced', 'pending', 'conflict', 'blocked').
+ * sy_client_query runs one read-only SELECT over them with params_json (a JSON array, or
+ * NULL for none) bound in order, and calls fn with each result row as a JSON object
+ * {column: value} (borrowed for the call). A write, ATTACH, PRAGMA, a second statement,
+ * a read of the store's own tables, a statement that does not compile or the wrong
+ * number of parameters: EINVAL with SQLite's message, and nothing changes. Queries see
+ * committed state (not the rows of a write transaction still open).
+ */
+typedef void (*sy_client_query_fn)(void *ctx, const char *row_json);
+SY_MUST_CHECK sy_client_rc sy_client_query(sy_client *c, const char *sql, const char *params_json,
+                                           sy_client_query_fn fn, void *ctx, sy_client_error *err);
+/*
+ * A live query: fn gets the whole result as a JSON array of row objects now, and again
+ * after each commit, step or resolve that changed a row of a table the statement reads.
+ * A statement that fails when it runs is reported once (rows_json NULL, err set) and
+ * the live query runs no more. *out is freed with sy_client_live_free (before close).
+ */
+typedef struct sy_client_live_query sy_client_live_query;
+typedef void (*sy_client_live_fn)(void *ctx, const char *rows_json, const sy_client_error *err);
+SY_MUST_CHECK sy_client_rc sy_client_live(sy_client *c, const char *sql, const char *params_json,
+                                          sy_client_live_fn fn, void *ctx,
+                                          sy_client_live_query **out, sy_client_error *err);
+void sy_client_live_free(sy_client_live_query *l);
+/*
+ * Asks for an index on a visible table: columns_json is a JSON array of its column names
+ * (e.g. ["done","title"]). Kept in the store and made again when a new schema rebuilds
+ * the tables (left out while the schema lacks one of its columns).
+ */
+SY_MUST_CHECK sy_client_rc sy_client_index(sy_client *c, const char *table,
+                                           const char *columns_json, sy_client_error *err);
+
 /* --- synchronization ------------------------------------------------------- */
 
 typedef enum {
@@ -242,8 +289,8 @@ SY_MUST_CHECK sy_client_rc sy_client_step(sy_client *c, int64_t *next_due_ms, sy
  * foreground), unless a server's Retry-After is running. A commit does this too.
  */
 void sy_client_kick(sy_client *c);
-/* Waits at most timeout_ms for the in-flight request (the transport's poll); returns at once when
- * none. */
+/* Waits at most timeout_ms: for the in-flight request (the transport's poll), else for a live
+ * notification; with neither, the time passes. Call sy_client_step after it. */
 void sy_client_wait(sy_client *c, int timeout_ms);
 /*
  * The blocking loop over sy_client_step: returns OK once every sendable intent
@@ -393,8 +440,8 @@ SY_MUST_CHECK sy_client_rc sy_client_remap(sy_client *c, const char *mutation_id
 
 /*
  * Checks the store: SQLite's integrity check, every stored row's checksum
- * under its schema, every sealed batch's SHA-256 against its bytes and every
- * intent's links. *report (new, sy_client_free(); may be NULL) lists what failed.
+ * under its schema, every sealed batch's SHA-256 against its bytes, every
+ * intent's links, and every synced table against the overlay computed from scratch. *report (new, sy_client_free(); may be NULL) lists what failed.
  * OK when all holds, EPROTOCOL when something does not.
  */
 SY_MUST_CHECK sy_client_rc sy_client_verify(sy_client *c, char **report, sy_client_error *err);
