@@ -17,3 +17,10 @@ EXTRA_DIST += tests/unit/metrics_contrib.sh contrib/prometheus/synchro-alerts.ym
 # doc/performance.md's commands: make targets of contrib/ and settings their benches read.
 TESTS += tests/unit/performance_doc.sh
 EXTRA_DIST += tests/unit/performance_doc.sh
+
+# Every citation of doc/ (doc/NAME.md and an anchor) resolves to a heading that exists;
+# citations_check.sh shows that the checker fails on a broken one. citations.map and
+# citations_rewrite.sh turn the old citations into anchors (a maintainer's tool).
+TESTS += tests/unit/citations.sh tests/unit/citations_check.sh
+EXTRA_DIST += tests/unit/citations.sh tests/unit/citations_check.sh tests/unit/citations.map \
+	tests/unit/citations_rewrite.sh
