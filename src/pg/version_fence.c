@@ -10,7 +10,7 @@
  * through the table and index access methods, as the executor runs INSERT ... ON CONFLICT
  * DO UPDATE (the same locks, waits, WAL and refusals) without a statement's start-up, which
  * was most of a synced write's cost; the statement itself runs when the fence table is not as
- * the migrations left it (fence_store_check).
+ * the migrations left it (fence_store.c).
  *
  * The plpgsql function turned both whole rows into jsonb and read its columns back with
  * ->>. Here only the columns the fence names are converted, each through PostgreSQL's own
@@ -34,35 +34,20 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/relscan.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/index.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
-#include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "replication/message.h"
-#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
-#include "utils/timestamp.h"
 #include "utils/uuid.h"
-#include "utils/xid8.h"
 
 #include "push_module.h"
 
@@ -81,36 +66,12 @@ typedef struct {
 
 /* What a trigger's call keeps across the rows of one statement (fn_extra): the columns of
  * its arguments in the relation the statement writes, which no DDL can change meanwhile. */
-/* The columns of synchro.row_fences, in the order of the upsert's values. */
-enum {
-	FC_TABLE_ID,
-	FC_PK,
-	FC_STATE,
-	FC_VERSION,
-	FC_MUTATION,
-	FC_CLIENT,
-	FC_USER,
-	FC_XID,
-	FC_LSN,
-	FC_UPDATED,
-	FC_N
-};
-
-/* How a fence row is written through the access methods (fence_store_check). */
-typedef struct {
-	bool checked; /* fence_store_check ran for this statement */
-	bool direct;  /* the table is as the migrations left it: write it directly */
-	Oid relid, pkey;
-	AttrNumber att[FC_N];
-	IndexInfo *index;
-} fence_store;
-
 typedef struct {
 	Oid tgoid;
 	Oid relid;
 	TupleDesc desc;
 	fence_col pk, soft, owner;
-	fence_store store;
+	sp_fence_store store;
 } fence_cache;
 
 static void col_init(fence_col *c, TupleDesc desc, const char *name, MemoryContext cxt)
@@ -308,231 +269,77 @@ static const char upsert_sql[] =
         " updated_at = EXCLUDED.updated_at"
         " WHERE NOT ($8 AND f.state OPERATOR(pg_catalog.=) 'deleted'::pg_catalog.text)";
 
-/* --- the fence row through the table and index access methods ---------------------------- */
+/* Random octets for a version, drawn from pg_strong_random 1 KB at a time (one call per
+ * version cost a one-statement write about 3% in OpenSSL's locking); each octet is handed
+ * out once. The postmaster never draws, so no two processes hold the same octets. */
+static uint8 random_pool[1024];
+static size_t random_used = sizeof random_pool;
 
-static const char *const fence_names[FC_N] = {"table_id",    "pk",        "state",   "version",
-                                              "mutation_id", "client_id", "user_id", "source_xid",
-                                              "source_lsn",  "updated_at"};
-static const Oid fence_types[FC_N] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID,   UUIDOID,
-                                      UUIDOID, TEXTOID, XID8OID, PG_LSNOID, TIMESTAMPTZOID};
-
-/*
- * Whether synchro.row_fences is as the migrations left it, so that writing its row directly
- * does all the upsert statement did: a heap table with these ten columns (and dropped ones),
- * no other CHECK than its one of migration 21 (which a fence row always passes: a state of
- * live or deleted, 32 hexadecimal digits), no generated column, no row security, no trigger
- * on INSERT or UPDATE, and one index, its primary key (table_id, pk). Otherwise the fence
- * runs the upsert statement, which applies whatever the table has.
- */
-static void fence_store_check(fence_store *s, MemoryContext cxt)
+static void strong_random_octets(uint8 *out)
 {
-	s->checked = true;
-	s->direct = false;
-	Oid nsp = get_namespace_oid("synchro", true);
-	s->relid = OidIsValid(nsp) ? get_relname_relid("row_fences", nsp) : InvalidOid;
-	if (!OidIsValid(s->relid))
-		return;
-	Relation f = table_open(s->relid, RowExclusiveLock);
-	TupleDesc d = RelationGetDescr(f);
-	TriggerDesc *tr = f->trigdesc;
-	bool ok = f->rd_rel->relkind == RELKIND_RELATION && f->rd_rel->relam == HEAP_TABLE_AM_OID &&
-	          !f->rd_rel->relrowsecurity &&
-	          (d->constr == NULL ||
-	           (d->constr->num_check <= 1 && !d->constr->has_generated_stored)) &&
-	          (tr == NULL ||
-	           !(tr->trig_insert_before_row || tr->trig_insert_after_row ||
-	             tr->trig_insert_instead_row || tr->trig_insert_before_statement ||
-	             tr->trig_insert_after_statement || tr->trig_update_before_row ||
-	             tr->trig_update_after_row || tr->trig_update_instead_row ||
-	             tr->trig_update_before_statement || tr->trig_update_after_statement));
-	int live = 0;
-	for (int i = 0; ok && i < d->natts; i++) {
-		Form_pg_attribute a = TupleDescAttr(d, i);
-		if (a->attisdropped)
-			continue;
-		live++;
-		int k = 0;
-		while (k < FC_N && strcmp(NameStr(a->attname), fence_names[k]) != 0)
-			k++;
-		ok = k < FC_N && a->atttypid == fence_types[k];
-		if (ok)
-			s->att[k] = a->attnum;
+	if (random_used + UUID_LEN > sizeof random_pool) {
+		if (!pg_strong_random(random_pool, sizeof random_pool))
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+			                errmsg("could not generate random values")));
+		random_used = 0;
 	}
-	ok = ok && live == FC_N;
-	List *indexes = ok ? RelationGetIndexList(f) : NIL;
-	if (ok && list_length(indexes) == 1 && linitial_oid(indexes) == f->rd_pkindex) {
-		Relation idx = index_open(f->rd_pkindex, RowExclusiveLock);
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-		s->index = BuildIndexInfo(idx);
-		MemoryContextSwitchTo(old);
-		IndexInfo *ii = s->index;
-		ok = idx->rd_rel->relam == BTREE_AM_OID && ii->ii_Unique &&
-		     ii->ii_ReadyForInserts && ii->ii_Expressions == NIL &&
-		     ii->ii_Predicate == NIL && ii->ii_ExclusionOps == NULL &&
-		     idx->rd_index->indimmediate && ii->ii_NumIndexAttrs == 2 &&
-		     ii->ii_NumIndexKeyAttrs == 2 &&
-		     ii->ii_IndexAttrNumbers[0] == s->att[FC_TABLE_ID] &&
-		     ii->ii_IndexAttrNumbers[1] == s->att[FC_PK];
-		s->pkey = f->rd_pkindex;
-		index_close(idx, NoLock);
-	} else {
-		ok = false;
-	}
-	list_free(indexes);
-	table_close(f, NoLock);
-	s->direct = ok;
+	memcpy(out, random_pool + random_used, UUID_LEN);
+	memset(random_pool + random_used, 0, UUID_LEN);
+	random_used += UUID_LEN;
 }
 
-static void refuse_serialization(const char *what)
+static void message_field(StringInfo b, const char *key, const char *value)
 {
-	ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-	                errmsg("could not serialize access due to concurrent %s", what)));
+	if (b->len > 1)
+		appendBinaryStringInfo(b, ", ", 2);
+	escape_json(b, key);
+	appendBinaryStringInfo(b, ": ", 2);
+	if (value == NULL)
+		appendBinaryStringInfo(b, "null", 4);
+	else
+		escape_json(b, value);
 }
 
 /*
- * The fence's upsert (upsert_sql) without a statement, as the executor runs INSERT ... ON
- * CONFLICT (table_id, pk) DO UPDATE ... WHERE: the fence found through the primary key (an
- * inserter in progress waited for), locked, checked against the transaction's snapshot under
- * REPEATABLE READ and SERIALIZABLE and updated; or inserted speculatively, and inserted again
- * from the start when a concurrent insert of the same key wins. The same rows, locks, WAL and
- * refusals; false when the WHERE keeps the fence (a push's insert over a deleted row).
+ * The text message_jsonb gives, printed without building the jsonb (whose key sort and
+ * printing were about a tenth of a one-statement write): its key order (shorter keys
+ * first, then by octets), its ", " and ": ", escape_json's strings. NULL when the values
+ * are long enough that jsonb's size limits could refuse them: message_jsonb says so.
  */
-static bool fence_write_direct(fence_store *s, const Datum *v, const char *nulls, bool push_insert)
+static char *message_text(const char *table_id, const char *pk, const char *version,
+                          const char *state, Datum mutation, bool no_mutation, Datum client,
+                          bool no_client, const char *user, const char *owner_before,
+                          const char *owner_after)
 {
-	Relation f = table_open(s->relid, RowExclusiveLock);
-	Relation idx = index_open(s->pkey, RowExclusiveLock);
-	TupleDesc d = RelationGetDescr(f);
-	Datum *vals = palloc0(sizeof *vals * d->natts);
-	bool *isnull = palloc(sizeof *isnull * d->natts);
-	for (int i = 0; i < d->natts; i++)
-		isnull[i] = true;
-	for (int k = 0; k < FC_N; k++) {
-		int a = s->att[k] - 1;
-		switch (k) {
-		case FC_XID:
-			vals[a] = FullTransactionIdGetDatum(GetTopFullTransactionId());
-			isnull[a] = false;
-			break;
-		case FC_LSN: break;
-		case FC_UPDATED:
-			vals[a] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-			isnull[a] = false;
-			break;
-		default:
-			/* the upsert's parameters $1 .. $7 */
-			vals[a] = v[k];
-			isnull[a] = nulls[k] == 'n';
-		}
-	}
-	Datum key[2] = {vals[s->att[FC_TABLE_ID] - 1], vals[s->att[FC_PK] - 1]};
-	bool key_null[2] = {false, false};
-	ScanKeyData sk[2];
-	for (int i = 0; i < 2; i++)
-		ScanKeyEntryInitialize(&sk[i], 0, (AttrNumber)(i + 1), BTEqualStrategyNumber,
-		                       InvalidOid, idx->rd_indcollation[i], F_TEXTEQ, key[i]);
-	/* as SPI around each statement of a trigger */
-	CommandCounterIncrement();
-	CommandId cid = GetCurrentCommandId(true);
-	TupleTableSlot *slot = table_slot_create(f, NULL);
-	bool written = true;
-	for (;;) {
-		SnapshotData dirty;
-		InitDirtySnapshot(dirty);
-		IndexScanDesc scan = index_beginscan(f, idx, &dirty, 2, 0);
-		index_rescan(scan, sk, 2, NULL, 0);
-		bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
-		index_endscan(scan);
-		if (found) {
-			if (TransactionIdIsValid(dirty.xmin)) {
-				/* an insert in progress: wait for it, then look again */
-				if (dirty.speculativeToken != 0)
-					SpeculativeInsertionWait(dirty.xmin,
-					                         dirty.speculativeToken);
-				else
-					XactLockTableWait(dirty.xmin, f, &slot->tts_tid,
-					                  XLTW_InsertIndex);
-				continue;
-			}
-			TM_FailureData tmfd;
-			ItemPointerData tid = slot->tts_tid;
-			bool xmin_null;
-			TM_Result r = table_tuple_lock(f, &tid, GetActiveSnapshot(), slot, cid,
-			                               LockTupleExclusive, LockWaitBlock, 0, &tmfd);
-			switch (r) {
-			case TM_Ok: break;
-			case TM_Invisible: {
-				TransactionId xmin = DatumGetTransactionId(slot_getsysattr(
-				        slot, MinTransactionIdAttributeNumber, &xmin_null));
-				if (TransactionIdIsCurrentTransactionId(xmin))
-					ereport(ERROR, (errcode(ERRCODE_CARDINALITY_VIOLATION),
-					                errmsg("ON CONFLICT DO UPDATE command "
-					                       "cannot affect row a "
-					                       "second time"),
-					                errhint("Ensure that no rows proposed for "
-					                        "insertion within the "
-					                        "same command have duplicate "
-					                        "constrained values.")));
-				elog(ERROR, "attempted to lock invisible tuple");
-				break;
-			}
-			case TM_SelfModified: elog(ERROR, "unexpected self-updated tuple"); break;
-			case TM_Updated:
-				if (IsolationUsesXactSnapshot())
-					refuse_serialization("update");
-				continue;
-			case TM_Deleted:
-				if (IsolationUsesXactSnapshot())
-					refuse_serialization("delete");
-				continue;
-			default: elog(ERROR, "unrecognized table_tuple_lock status: %u", r);
-			}
-			if (IsolationUsesXactSnapshot() &&
-			    !table_tuple_satisfies_snapshot(f, slot, GetActiveSnapshot())) {
-				TransactionId xmin = DatumGetTransactionId(slot_getsysattr(
-				        slot, MinTransactionIdAttributeNumber, &xmin_null));
-				if (!TransactionIdIsCurrentTransactionId(xmin))
-					refuse_serialization("update");
-			}
-			if (push_insert) {
-				bool state_null;
-				Datum st = slot_getattr(slot, s->att[FC_STATE], &state_null);
-				if (!state_null) {
-					text *t = DatumGetTextPP(st);
-					if (VARSIZE_ANY_EXHDR(t) == 7 &&
-					    memcmp(VARDATA_ANY(t), "deleted", 7) == 0) {
-						written = false;
-						break;
-					}
-				}
-			}
-			HeapTuple tup = heap_form_tuple(d, vals, isnull);
-			simple_heap_update(f, &tid, tup);
-			if (!HeapTupleIsHeapOnly(tup))
-				(void)index_insert(idx, key, key_null, &tup->t_self, f,
-				                   UNIQUE_CHECK_YES, true, s->index);
-			break;
-		}
-		HeapTuple tup = heap_form_tuple(d, vals, isnull);
-		TransactionId xid = GetCurrentTransactionId();
-		uint32 token = SpeculativeInsertionLockAcquire(xid);
-		HeapTupleHeaderSetSpeculativeToken(tup->t_data, token);
-		heap_insert(f, tup, cid, HEAP_INSERT_SPECULATIVE, NULL);
-		bool alone = index_insert(idx, key, key_null, &tup->t_self, f, UNIQUE_CHECK_PARTIAL,
-		                          false, s->index);
-		if (alone)
-			heap_finish_speculative(f, &tup->t_self);
-		else
-			heap_abort_speculative(f, &tup->t_self);
-		SpeculativeInsertionLockRelease(xid);
-		if (alone)
-			break;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, NoLock);
-	table_close(f, NoLock);
-	CommandCounterIncrement();
-	return written;
+	const char *vals[] = {table_id, pk, user, owner_before, owner_after};
+	size_t total = 0;
+	for (size_t i = 0; i < lengthof(vals); i++)
+		total += vals[i] != NULL ? strlen(vals[i]) : 0;
+	if (total > 1024 * 1024)
+		return NULL;
+	StringInfoData b;
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '{');
+	message_field(&b, "pk", pk);
+	message_field(&b, "state", state);
+	message_field(&b, "user_id", user);
+	message_field(&b, "version", version);
+	message_field(&b, "table_id", table_id);
+	message_field(&b, "client_id",
+	              no_client ? NULL : DatumGetCString(DirectFunctionCall1(uuid_out, client)));
+	message_field(&b, "mutation_id",
+	              no_mutation ? NULL
+	                          : DatumGetCString(DirectFunctionCall1(uuid_out, mutation)));
+	message_field(&b, "owner_after", owner_after);
+	message_field(&b, "owner_before", owner_before);
+	appendStringInfoChar(&b, '}');
+	return b.data;
 }
+
+static char *message_jsonb(const char *table_id, const char *pk, const char *version,
+                           const char *state, Datum mutation, bool no_mutation, Datum client,
+                           bool no_client, const char *user, const char *owner_before,
+                           const char *owner_after);
 
 PG_FUNCTION_INFO_V1(synchro_version_fence);
 
@@ -621,13 +428,14 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	 * digits of a version 4 UUID as replace(gen_random_uuid()::text, '-', '') gave them. */
 	uint8 r[UUID_LEN];
 	char version[2 * UUID_LEN + 1];
-	if (!pg_strong_random(r, sizeof r))
-		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-		                errmsg("could not generate random values")));
+	strong_random_octets(r);
 	r[6] = (uint8)((r[6] & 0x0f) | 0x40);
 	r[8] = (uint8)((r[8] & 0x3f) | 0x80);
-	for (int i = 0; i < UUID_LEN; i++)
-		snprintf(version + 2 * i, 3, "%02x", r[i]);
+	for (int i = 0; i < UUID_LEN; i++) {
+		version[2 * i] = "0123456789abcdef"[r[i] >> 4];
+		version[2 * i + 1] = "0123456789abcdef"[r[i] & 0xf];
+	}
+	version[2 * UUID_LEN] = '\0';
 
 	bool no_mutation, no_client;
 	Datum mutation = setting_uuid("synchro.mutation_id", &no_mutation);
@@ -656,10 +464,10 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	nulls[5] = no_client ? 'n' : ' ';
 	nulls[6] = user == NULL ? 'n' : ' ';
 	if (!fc->store.checked)
-		fence_store_check(&fc->store, fcinfo->flinfo->fn_mcxt);
+		sp_fence_store_check(&fc->store, fcinfo->flinfo->fn_mcxt);
 	bool found;
 	if (fc->store.direct && pk != NULL) {
-		found = fence_write_direct(&fc->store, v, nulls, push_insert);
+		found = sp_fence_write_direct(&fc->store, v, nulls, push_insert);
 	} else {
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "synchro: SPI_connect failed");
@@ -673,7 +481,21 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 		                                "deleted; a push cannot insert it again",
 		                                pk ? pk : "<NULL>", table_id)));
 
-	/* jsonb_build_object(...)::text: jsonb orders the keys and prints the text */
+	char *text = message_text(table_id, pk, version, state, mutation, no_mutation, client,
+	                          no_client, user, owner_before, owner_after);
+	if (text == NULL)
+		text = message_jsonb(table_id, pk, version, state, mutation, no_mutation, client,
+		                     no_client, user, owner_before, owner_after);
+	(void)LogLogicalMessage("synchro", text, strlen(text), true);
+	return PointerGetDatum(NULL);
+}
+
+/* jsonb_build_object(...)::text: jsonb orders the keys and prints the text */
+static char *message_jsonb(const char *table_id, const char *pk, const char *version,
+                           const char *state, Datum mutation, bool no_mutation, Datum client,
+                           bool no_client, const char *user, const char *owner_before,
+                           const char *owner_after)
+{
 	JsonbParseState *st = NULL;
 	(void)pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	put_text(&st, "table_id", table_id);
@@ -686,9 +508,7 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	put_text(&st, "owner_before", owner_before);
 	put_text(&st, "owner_after", owner_after);
 	Jsonb *msg = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-	char *text = JsonbToCString(NULL, &msg->root, VARSIZE(msg));
-	(void)LogLogicalMessage("synchro", text, strlen(text), true);
-	return PointerGetDatum(NULL);
+	return JsonbToCString(NULL, &msg->root, VARSIZE(msg));
 }
 
 /* --- the fence table's row rules (migration 21) ----------------------------------------- */
