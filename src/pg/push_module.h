@@ -389,4 +389,35 @@ void sp_mutation_row_rules(const Datum *args, const bool *nulls);
 /* clients_accepted_epoch's logical message ("synchro-epoch", transactional), as it writes it. */
 void sp_emit_accepted_epoch(Datum client, int64 epoch);
 
+/* fence_store.c: the version fence's row of synchro.row_fences written through the table
+ * and index access methods. */
+/* The columns of synchro.row_fences, in the order of the upsert's values. */
+enum {
+	FC_TABLE_ID,
+	FC_PK,
+	FC_STATE,
+	FC_VERSION,
+	FC_MUTATION,
+	FC_CLIENT,
+	FC_USER,
+	FC_XID,
+	FC_LSN,
+	FC_UPDATED,
+	FC_N
+};
+
+/* How a fence row is written through the access methods (fence_store.c). */
+typedef struct {
+	bool checked; /* sp_fence_store_check ran for this statement */
+	bool direct;  /* the table is as the migrations left it: write it directly */
+	Oid relid, pkey;
+	AttrNumber att[FC_N];
+	IndexInfo *index;
+} sp_fence_store;
+/* Whether the fence table is as the migrations left it (s->direct), once per statement. */
+void sp_fence_store_check(sp_fence_store *s, MemoryContext cxt);
+/* The fence's upsert of values v (FC_TABLE_ID .. FC_USER, nulls 'n') as the statement runs
+ * it; false when a push's insert (push_insert) meets a deleted fence, which it keeps. */
+bool sp_fence_write_direct(sp_fence_store *s, const Datum *v, const char *nulls, bool push_insert);
+
 #endif

@@ -5,8 +5,12 @@
  * function synchro.version_fence(table_id, pk column, soft-delete column, owner column)
  * that migration 2 made and migrations 4 and 16 refined in plpgsql, with the same rules,
  * the same refusals (message, DETAIL, HINT, SQLSTATE) in the same order, and the same
- * effects byte for byte: the same upsert of synchro.row_fences (by the same statement),
- * the same transactional logical message 'synchro' (the text of the same jsonb).
+ * effects byte for byte: the same upsert of synchro.row_fences, the same transactional
+ * logical message 'synchro' (the text of the same jsonb). The upsert's row is written
+ * through the table and index access methods, as the executor runs INSERT ... ON CONFLICT
+ * DO UPDATE (the same locks, waits, WAL and refusals) without a statement's start-up, which
+ * was most of a synced write's cost; the statement itself runs when the fence table is not as
+ * the migrations left it (fence_store.c).
  *
  * The plpgsql function turned both whole rows into jsonb and read its columns back with
  * ->>. Here only the columns the fence names are converted, each through PostgreSQL's own
@@ -39,6 +43,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -66,6 +71,7 @@ typedef struct {
 	Oid relid;
 	TupleDesc desc;
 	fence_col pk, soft, owner;
+	sp_fence_store store;
 } fence_cache;
 
 static void col_init(fence_col *c, TupleDesc desc, const char *name, MemoryContext cxt)
@@ -128,6 +134,7 @@ static fence_cache *cache_for(FunctionCallInfo fcinfo, TriggerData *td)
 	col_init(&fc->pk, fc->desc, args[1], cxt);
 	col_init(&fc->soft, fc->desc, args[2], cxt);
 	col_init(&fc->owner, fc->desc, args[3], cxt);
+	memset(&fc->store, 0, sizeof fc->store);
 	fcinfo->flinfo->fn_extra = fc;
 	return fc;
 }
@@ -262,6 +269,78 @@ static const char upsert_sql[] =
         " updated_at = EXCLUDED.updated_at"
         " WHERE NOT ($8 AND f.state OPERATOR(pg_catalog.=) 'deleted'::pg_catalog.text)";
 
+/* Random octets for a version, drawn from pg_strong_random 1 KB at a time (one call per
+ * version cost a one-statement write about 3% in OpenSSL's locking); each octet is handed
+ * out once. The postmaster never draws, so no two processes hold the same octets. */
+static uint8 random_pool[1024];
+static size_t random_used = sizeof random_pool;
+
+static void strong_random_octets(uint8 *out)
+{
+	if (random_used + UUID_LEN > sizeof random_pool) {
+		if (!pg_strong_random(random_pool, sizeof random_pool))
+			ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+			                errmsg("could not generate random values")));
+		random_used = 0;
+	}
+	memcpy(out, random_pool + random_used, UUID_LEN);
+	memset(random_pool + random_used, 0, UUID_LEN);
+	random_used += UUID_LEN;
+}
+
+static void message_field(StringInfo b, const char *key, const char *value)
+{
+	if (b->len > 1)
+		appendBinaryStringInfo(b, ", ", 2);
+	escape_json(b, key);
+	appendBinaryStringInfo(b, ": ", 2);
+	if (value == NULL)
+		appendBinaryStringInfo(b, "null", 4);
+	else
+		escape_json(b, value);
+}
+
+/*
+ * The text message_jsonb gives, printed without building the jsonb (whose key sort and
+ * printing were about a tenth of a one-statement write): its key order (shorter keys
+ * first, then by octets), its ", " and ": ", escape_json's strings. NULL when the values
+ * are long enough that jsonb's size limits could refuse them: message_jsonb says so.
+ */
+static char *message_text(const char *table_id, const char *pk, const char *version,
+                          const char *state, Datum mutation, bool no_mutation, Datum client,
+                          bool no_client, const char *user, const char *owner_before,
+                          const char *owner_after)
+{
+	const char *vals[] = {table_id, pk, user, owner_before, owner_after};
+	size_t total = 0;
+	for (size_t i = 0; i < lengthof(vals); i++)
+		total += vals[i] != NULL ? strlen(vals[i]) : 0;
+	if (total > 1024 * 1024)
+		return NULL;
+	StringInfoData b;
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '{');
+	message_field(&b, "pk", pk);
+	message_field(&b, "state", state);
+	message_field(&b, "user_id", user);
+	message_field(&b, "version", version);
+	message_field(&b, "table_id", table_id);
+	message_field(&b, "client_id",
+	              no_client ? NULL : DatumGetCString(DirectFunctionCall1(uuid_out, client)));
+	message_field(&b, "mutation_id",
+	              no_mutation ? NULL
+	                          : DatumGetCString(DirectFunctionCall1(uuid_out, mutation)));
+	message_field(&b, "owner_after", owner_after);
+	message_field(&b, "owner_before", owner_before);
+	appendStringInfoChar(&b, '}');
+	return b.data;
+}
+
+static char *message_jsonb(const char *table_id, const char *pk, const char *version,
+                           const char *state, Datum mutation, bool no_mutation, Datum client,
+                           bool no_client, const char *user, const char *owner_before,
+                           const char *owner_after);
+
 PG_FUNCTION_INFO_V1(synchro_version_fence);
 
 /* AFTER INSERT OR UPDATE OR DELETE ON a synced table, each row (install_fence_trigger). */
@@ -349,13 +428,14 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	 * digits of a version 4 UUID as replace(gen_random_uuid()::text, '-', '') gave them. */
 	uint8 r[UUID_LEN];
 	char version[2 * UUID_LEN + 1];
-	if (!pg_strong_random(r, sizeof r))
-		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-		                errmsg("could not generate random values")));
+	strong_random_octets(r);
 	r[6] = (uint8)((r[6] & 0x0f) | 0x40);
 	r[8] = (uint8)((r[8] & 0x3f) | 0x80);
-	for (int i = 0; i < UUID_LEN; i++)
-		snprintf(version + 2 * i, 3, "%02x", r[i]);
+	for (int i = 0; i < UUID_LEN; i++) {
+		version[2 * i] = "0123456789abcdef"[r[i] >> 4];
+		version[2 * i + 1] = "0123456789abcdef"[r[i] & 0xf];
+	}
+	version[2 * UUID_LEN] = '\0';
 
 	bool no_mutation, no_client;
 	Datum mutation = setting_uuid("synchro.mutation_id", &no_mutation);
@@ -383,18 +463,39 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	nulls[4] = no_mutation ? 'n' : ' ';
 	nulls[5] = no_client ? 'n' : ' ';
 	nulls[6] = user == NULL ? 'n' : ' ';
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "synchro: SPI_connect failed");
-	sp_run(sp_plan(upsert_sql, 8, types), v, nulls, SPI_OK_INSERT);
-	bool found = SPI_processed > 0;
-	SPI_finish();
+	if (!fc->store.checked)
+		sp_fence_store_check(&fc->store, fcinfo->flinfo->fn_mcxt);
+	bool found;
+	if (fc->store.direct && pk != NULL) {
+		found = sp_fence_write_direct(&fc->store, v, nulls, push_insert);
+	} else {
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "synchro: SPI_connect failed");
+		sp_run(sp_plan(upsert_sql, 8, types), v, nulls, SPI_OK_INSERT);
+		found = SPI_processed > 0;
+		SPI_finish();
+	}
 	if (!found)
 		ereport(ERROR, (errcode(SQLSTATE_SY006),
 		                errmsg_internal("synchro: row \"%s\" of synced table \"%s\" is "
 		                                "deleted; a push cannot insert it again",
 		                                pk ? pk : "<NULL>", table_id)));
 
-	/* jsonb_build_object(...)::text: jsonb orders the keys and prints the text */
+	char *text = message_text(table_id, pk, version, state, mutation, no_mutation, client,
+	                          no_client, user, owner_before, owner_after);
+	if (text == NULL)
+		text = message_jsonb(table_id, pk, version, state, mutation, no_mutation, client,
+		                     no_client, user, owner_before, owner_after);
+	(void)LogLogicalMessage("synchro", text, strlen(text), true);
+	return PointerGetDatum(NULL);
+}
+
+/* jsonb_build_object(...)::text: jsonb orders the keys and prints the text */
+static char *message_jsonb(const char *table_id, const char *pk, const char *version,
+                           const char *state, Datum mutation, bool no_mutation, Datum client,
+                           bool no_client, const char *user, const char *owner_before,
+                           const char *owner_after)
+{
 	JsonbParseState *st = NULL;
 	(void)pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 	put_text(&st, "table_id", table_id);
@@ -407,18 +508,17 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	put_text(&st, "owner_before", owner_before);
 	put_text(&st, "owner_after", owner_after);
 	Jsonb *msg = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
-	char *text = JsonbToCString(NULL, &msg->root, VARSIZE(msg));
-	(void)LogLogicalMessage("synchro", text, strlen(text), true);
-	return PointerGetDatum(NULL);
+	return JsonbToCString(NULL, &msg->root, VARSIZE(msg));
 }
 
 /* --- the fence table's row rules (migration 21) ----------------------------------------- */
 
 static void refuse_fence_row(const char *constraint)
 {
-	ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION),
-	                errmsg("new row for relation \"row_fences\" violates check constraint \"%s\"",
-	                       constraint)));
+	ereport(ERROR,
+	        (errcode(ERRCODE_CHECK_VIOLATION),
+	         errmsg("new row for relation \"row_fences\" violates check constraint \"%s\"",
+	                constraint)));
 }
 
 PG_FUNCTION_INFO_V1(synchro_row_fence_rules);

@@ -6,7 +6,7 @@ contrib_bench_app_writes_app_writes_CFLAGS = $(AM_CFLAGS) $(LIBPQ_CFLAGS)
 contrib_bench_app_writes_app_writes_LDADD = $(LIBPQ_LIBS)
 CLEANFILES += contrib/bench/app-writes/app_writes
 EXTRA_DIST += contrib/bench/app-writes/run contrib/bench/app-writes/bench.py \
-	contrib/bench/app-writes/profile.sh
+	contrib/bench/app-writes/profile.sh contrib/bench/results/app-writes-fence.txt
 bench-app-writes: contrib/bench/app-writes/app_writes
 	$(top_srcdir)/contrib/bench/app-writes/run $(abs_top_builddir)
 .PHONY: bench-app-writes
