@@ -82,7 +82,7 @@ bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
 	$(top_srcdir)/contrib/bench/push/instructions.sh $(abs_top_builddir)
 # make bench-live: commit-to-device latency of live updates through nginx's nchan module, quiet
 # and with many idle subscribers (contrib/bench/live/bench.py).
-EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py
+EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/live/web_live.mjs
 bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl src/client/synchro-cli
 	$(top_srcdir)/contrib/bench/live/run $(abs_top_builddir)
 .PHONY: bench-push bench-pull bench-push-statements bench-push-instructions bench-live

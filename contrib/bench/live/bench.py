@@ -5,10 +5,16 @@ with its nchan module (conf/nginx/synchro-live.conf), synchro-walsync publishing
 throwaway PostgreSQL (run by contrib/bench/live/run inside tests/integration/with-pg).
 
 Phase 1, quiet: one native device of carol left syncing (synchro-cli sync, poll 30 s, live
-updates on) and one long-poll subscription of carol's; BENCH_LIVE_CHANGES (60) app INSERTs
-for carol at BENCH_LIVE_RATE (1) per second. Per INSERT: from its commit returning to the
-notification at the subscription, and to the row in the device's SQLite store (read every
-2 ms). Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
+updates on), a browser page of carol's (Debian's Chromium, headless, through
+web_live.mjs: the browser client with live updates on and a live() query on the to-dos)
+and one long-poll subscription of carol's; BENCH_LIVE_CHANGES (60) changes for carol at
+BENCH_LIVE_RATE (1) per second, alternately an app INSERT and another device's push (a
+POST /v3/push of one insert as a third device of carol's). Per change: from its commit
+returning (the INSERT's, or the push's 200) to the notification at the subscription, to
+the row in the native device's SQLite store (read every 2 ms), and to the page's live()
+callback seeing it. The browser needs the web build (configure --enable-web), Chromium and
+playwright-core; without them the bench says why and measures the rest.
+Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
 of bob's stay open; nginx's memory per subscriber (its processes' RSS), walsync's CPU per
 materialized and published transaction, and the responders' processes and requests
 before and after the subscribers. Prints every figure; BENCH_LIVE_JSON=path writes them."""
@@ -28,8 +34,10 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../../../tests/e2e"))
+sys.path.insert(0, os.path.join(HERE, "../../../tests/web"))
 import psycopg2  # noqa: E402
 import synchro_e2e as e2e  # noqa: E402
+import web_stack  # noqa: E402
 from live_stack import LiveSite, nchan_missing  # noqa: E402
 from synchro_e2e import Stack  # noqa: E402
 
@@ -39,8 +47,73 @@ SUBSCRIBERS = int(os.environ.get("BENCH_LIVE_SUBSCRIBERS", "1000"))
 CLI = os.path.join(e2e.BUILD, "src/client/synchro-cli")
 
 
+WEB_PAGE = os.path.join(HERE, "../client/web_bench.html")
+
+
 class BenchStack(LiveSite, Stack):
     nginx_worker_connections = SUBSCRIBERS + 1024
+
+    def nginx_site(self):
+        site = super().nginx_site()
+        if web_stack.browser_missing("bench-live") is None:
+            site = web_stack.with_web(site, self.dir, [WEB_PAGE])
+        return site
+
+
+class Browser:
+    """web_live.mjs: carol's page; seen[pk] = the wall-clock time (s) its live() callback
+    first saw pk."""
+
+    def __init__(self, stack):
+        self.profile = os.path.join(stack.dir, "chromium-profile")
+        self.seen, self.cond = {}, threading.Condition()
+        self.p = subprocess.Popen(["node", os.path.join(HERE, "web_live.mjs"), web_stack.PLAYWRIGHT,
+                                   "http://127.0.0.1:%d" % stack.port, self.profile, "carol",
+                                   e2e.USERS["carol"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        if not line or not json.loads(line).get("ready"):
+            raise SystemExit("web_live.mjs ended before its page was subscribed (exit %s)" % self.p.wait())
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.p.stdout:
+            m = json.loads(line)
+            with self.cond:
+                self.seen[m["pk"]] = m["t"] / 1000.0
+                self.cond.notify_all()
+
+    def wait(self, pk, timeout):
+        with self.cond:
+            self.cond.wait_for(lambda: pk in self.seen, timeout)
+            return self.seen.get(pk)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
+class Pusher:
+    """A third device of carol's pushing one insert per batch over the protocol."""
+
+    def __init__(self, stack):
+        self.stack = stack
+        self.conn = stack.connect(user="carol")
+
+    def push(self, pk, title):
+        body = {"batch_id": str(uuid.uuid4()), "client_id": self.conn["client_id"],
+                "client_generation": self.conn["client_generation"], "schema": self.conn["schema"],
+                "mutations": [{"mutation_id": str(uuid.uuid4()), "table": "todo",
+                               "pk": {"field": "id", "value": pk}, "operation": "insert",
+                               "authored_schema": self.conn["schema"], "client_version": "2026-01-01T00:00:00Z",
+                               "columns": {"title": title}}]}
+        status, _, out = self.stack.request("POST", "/v3/push", raw=json.dumps(body).encode(), user="carol",
+                                            timeout=60)
+        if status != 200:
+            raise SystemExit("push: %s %s" % (status, out[:200]))
 
 
 def pct(v, p):
@@ -129,44 +202,70 @@ class Device:
             return False
 
 
-def measure(stack, dev, listener, label):
+def stats(v):
+    return {"p50": pct(v, 50), "p99": pct(v, 99), "max": max(v or [0]), "n": len(v)}
+
+
+def measure(stack, dev, listener, browser, pusher, label):
     db = psycopg2.connect("")
     db.autocommit = True
     cur = db.cursor()
     walsync = stack.procs["walsync"].pid
     cpu0 = cpu_s(walsync)
-    notif, store, missed = [], [], 0
+    notif, store, web = [], {"insert": [], "push": []}, {"insert": [], "push": []}
+    missed = {"notification": 0, "store": 0, "browser": 0}
     next_at = time.monotonic()
     for k in range(CHANGES):
         while not listener.times.empty():
             listener.times.get_nowait()
         pk = str(uuid.uuid4())
-        cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "bench %d" % k))
-        t0 = time.monotonic()
+        how = "insert" if k % 2 == 0 else "push"
+        if how == "insert":
+            cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "bench %d" % k))
+        else:
+            pusher.push(pk, "bench %d" % k)
+        t0, w0 = time.monotonic(), time.time()
         while not dev.has(pk) and time.monotonic() - t0 < 5:
             time.sleep(0.002)
         t1 = time.monotonic()
         if dev.has(pk):
-            store.append((t1 - t0) * 1000)
+            store[how].append((t1 - t0) * 1000)
         else:
-            missed += 1
+            missed["store"] += 1
         try:
             notif.append((listener.times.get(timeout=5) - t0) * 1000)
         except queue.Empty:
-            missed += 1
+            missed["notification"] += 1
+        if browser is not None:
+            seen = browser.wait(pk, 5)
+            if seen is None:
+                missed["browser"] += 1
+            else:
+                web[how].append((seen - w0) * 1000)
         next_at += 1.0 / RATE
         time.sleep(max(0, next_at - time.monotonic()))
     cpu = cpu_s(walsync) - cpu0
     db.close()
     fig = {"changes": CHANGES, "rate_per_s": RATE, "missed": missed,
-           "commit_to_notification_ms": {"p50": pct(notif, 50), "p99": pct(notif, 99), "max": max(notif or [0])},
-           "commit_to_native_store_ms": {"p50": pct(store, 50), "p99": pct(store, 99), "max": max(store or [0])},
+           "commit_to_notification_ms": stats(notif),
+           "commit_to_native_store_ms": stats(store["insert"] + store["push"]),
+           "insert_to_native_store_ms": stats(store["insert"]),
+           "push_to_native_store_ms": stats(store["push"]),
            "walsync_cpu_ms_per_transaction": cpu * 1000 / CHANGES}
-    print("%s: commit to notification p50 %.1f ms p99 %.1f ms; commit to the native store p50 %.1f ms"
-          " p99 %.1f ms (max %.1f); walsync %.2f ms CPU per transaction; missed %d"
-          % (label, fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
-             fig["commit_to_native_store_ms"]["p50"], fig["commit_to_native_store_ms"]["p99"],
-             fig["commit_to_native_store_ms"]["max"], fig["walsync_cpu_ms_per_transaction"], missed), flush=True)
+    line = ("%s: commit to notification p50 %.1f ms p99 %.1f ms; to the native store: app INSERT p50 %.1f"
+            " p99 %.1f ms, push p50 %.1f p99 %.1f ms"
+            % (label, fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
+               fig["insert_to_native_store_ms"]["p50"], fig["insert_to_native_store_ms"]["p99"],
+               fig["push_to_native_store_ms"]["p50"], fig["push_to_native_store_ms"]["p99"]))
+    if browser is not None:
+        fig["insert_to_browser_live_ms"] = stats(web["insert"])
+        fig["push_to_browser_live_ms"] = stats(web["push"])
+        fig["commit_to_browser_live_ms"] = stats(web["insert"] + web["push"])
+        line += ("; to the browser's live() callback: app INSERT p50 %.1f p99 %.1f ms, push p50 %.1f p99 %.1f ms"
+                 % (fig["insert_to_browser_live_ms"]["p50"], fig["insert_to_browser_live_ms"]["p99"],
+                    fig["push_to_browser_live_ms"]["p50"], fig["push_to_browser_live_ms"]["p99"]))
+    print("%s; walsync %.2f ms CPU per transaction; missed %s" % (line, fig["walsync_cpu_ms_per_transaction"],
+                                                                  missed), flush=True)
     return fig
 
 
@@ -217,6 +316,11 @@ def responders(stack):
     return len(children(stack.procs["fcgi"].pid)), reqs
 
 
+def chromium_version():
+    r = subprocess.run([web_stack.CHROMIUM, "--version"], capture_output=True, text=True)
+    return r.stdout.strip().split()[-1] if r.returncode == 0 and r.stdout.strip() else "?"
+
+
 def main():
     missing = nchan_missing("bench-live")
     if missing:
@@ -229,8 +333,14 @@ def main():
         stack.start_walsync(notify_url=stack.publisher_url())
         dev = Device(stack, "carol-bench")
         listener = Listener(stack)
+        pusher = Pusher(stack)
+        why = web_stack.browser_missing("bench-live")
+        if why:
+            print("%s: the browser is not measured" % why, flush=True)
+        browser = None if why else Browser(stack)
+        figures["browser"] = why or "Chromium %s" % chromium_version()
         time.sleep(2)
-        figures["quiet"] = measure(stack, dev, listener, "quiet")
+        figures["quiet"] = measure(stack, dev, listener, browser, pusher, "quiet")
         nginx = stack.procs["nginx"].pid
         nginx_pids = [nginx] + children(nginx)
         rss0 = rss_kb(nginx_pids)
@@ -249,10 +359,12 @@ def main():
                                   "nginx_kb_per_subscriber": (rss1 - rss0) / max(1, SUBSCRIBERS),
                                   "responders_before": resp0[0], "responders_after": resp1[0],
                                   "responder_requests_before": resp0[1], "responder_requests_after": resp1[1]}
-        figures["loaded"] = measure(stack, dev, listener, "with %d subscribers" % SUBSCRIBERS)
+        figures["loaded"] = measure(stack, dev, listener, browser, pusher, "with %d subscribers" % SUBSCRIBERS)
         stop.set()
         t.join(30)
     finally:
+        if browser is not None:
+            browser.close()
         stack.stop()
     out = os.environ.get("BENCH_LIVE_JSON")
     if out:
