@@ -82,7 +82,9 @@ bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
 	$(top_srcdir)/contrib/bench/push/instructions.sh $(abs_top_builddir)
 # make bench-live: commit-to-device latency of live updates through nginx's nchan module, quiet
 # and with many idle subscribers (contrib/bench/live/bench.py).
-EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/live/web_live.mjs
+EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/live/web_live.mjs \
+	contrib/bench/live/zero.py contrib/bench/live/zero/package.json contrib/bench/live/zero/package-lock.json \
+	contrib/bench/live/zero/zero.mjs
 bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl src/client/synchro-cli
 	$(top_srcdir)/contrib/bench/live/run $(abs_top_builddir)
 .PHONY: bench-push bench-pull bench-push-statements bench-push-instructions bench-live
@@ -94,4 +96,6 @@ clean-local: clean-bench-peer
 clean-bench-peer:
 	rm -rf contrib/bench/push/peer/node_modules contrib/bench/push/peer/.npm-cache
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer; fi
+	rm -rf contrib/bench/live/zero/node_modules
+	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/live/zero; fi
 .PHONY: clean-bench-peer

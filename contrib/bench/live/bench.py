@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "../../../tests/web"))
 import psycopg2  # noqa: E402
 import synchro_e2e as e2e  # noqa: E402
 import web_stack  # noqa: E402
+import zero as zero_peer  # noqa: E402
 from live_stack import LiveSite, nchan_missing  # noqa: E402
 from synchro_e2e import Stack  # noqa: E402
 
@@ -269,6 +270,63 @@ def measure(stack, dev, listener, browser, pusher, label):
     return fig
 
 
+def beside_zero(stack, dev, browser, zero):
+    """App INSERTs for carol delivered at once to Synchro's native device, its browser page and
+    Zero's client: each one's latency, and each server's CPU per delivered change (Synchro:
+    walsync, nginx and the responders; Zero: zero-cache and its workers)."""
+    db = psycopg2.connect("")
+    db.autocommit = True
+    cur = db.cursor()
+    synchro = [stack.procs["walsync"].pid, stack.procs["nginx"].pid, stack.procs["fcgi"].pid]
+    s0, z0 = sum(zero_peer.cpu_tree_s(p) for p in synchro), zero.cpu_s()
+    native, web, zc = [], [], []
+    missed = {"store": 0, "browser": 0, "zero": 0}
+    next_at = time.monotonic()
+    for k in range(CHANGES):
+        pk = str(uuid.uuid4())
+        cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "zero %d" % k))
+        t0, w0 = time.monotonic(), time.time()
+        while not dev.has(pk) and time.monotonic() - t0 < 5:
+            time.sleep(0.002)
+        if dev.has(pk):
+            native.append((time.monotonic() - t0) * 1000)
+        else:
+            missed["store"] += 1
+        for who, out, key in ((browser, web, "browser"), (zero, zc, "zero")):
+            if who is None:
+                continue
+            seen = who.wait(pk, 5)
+            if seen is None:
+                missed[key] += 1
+            else:
+                out.append((seen - w0) * 1000)
+        next_at += 1.0 / RATE
+        time.sleep(max(0, next_at - time.monotonic()))
+    time.sleep(1)  # the last change's work done everywhere
+    s_cpu = sum(zero_peer.cpu_tree_s(p) for p in synchro) - s0
+    z_cpu = zero.cpu_s() - z0
+    db.close()
+    delivered = len(native) + len(web)
+    fig = {"changes": CHANGES, "missed": missed,
+           "synchro_native_store_ms": stats(native), "synchro_browser_live_ms": stats(web),
+           "zero_client_ms": stats(zc),
+           "synchro_server_cpu_ms_per_delivered_change": s_cpu * 1000 / max(1, delivered),
+           "synchro_deliveries": delivered,
+           "zero_cache_cpu_ms_per_delivered_change": z_cpu * 1000 / max(1, len(zc)),
+           "zero_deliveries": len(zc), "zero_cache_rss_kb": zero.rss_kb()}
+    print("beside Zero: commit to Synchro's native store p50 %.1f p99 %.1f ms, to its browser's live()"
+          " p50 %.1f p99 %.1f ms; to Zero's client p50 %.1f p99 %.1f ms; server CPU per delivered change:"
+          " Synchro %.2f ms (walsync, nginx, responders; %d deliveries), zero-cache %.2f ms (%d); zero-cache"
+          " RSS %.0f MB; missed %s"
+          % (fig["synchro_native_store_ms"]["p50"], fig["synchro_native_store_ms"]["p99"],
+             fig["synchro_browser_live_ms"]["p50"], fig["synchro_browser_live_ms"]["p99"],
+             fig["zero_client_ms"]["p50"], fig["zero_client_ms"]["p99"],
+             fig["synchro_server_cpu_ms_per_delivered_change"], delivered,
+             fig["zero_cache_cpu_ms_per_delivered_change"], len(zc), fig["zero_cache_rss_kb"] / 1024.0,
+             missed), flush=True)
+    return fig
+
+
 async def subscriber(port, stop, open_count):
     req = ("GET /v3/live HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic %s\r\n"
            "Connection: close\r\n\r\n" % auth("bob")).encode()
@@ -362,6 +420,22 @@ def main():
         figures["loaded"] = measure(stack, dev, listener, browser, pusher, "with %d subscribers" % SUBSCRIBERS)
         stop.set()
         t.join(30)
+        d, why = zero_peer.install(e2e.BUILD)
+        if d is None:
+            print("bench-live: Zero is not measured: %s" % why, flush=True)
+            figures["zero"] = {"not_measured": why}
+        else:
+            try:
+                zero = zero_peer.Zero(stack, d, "carol")
+            except RuntimeError as e:
+                print("bench-live: Zero is not measured: %s" % e, flush=True)
+                figures["zero"] = {"not_measured": str(e)}
+            else:
+                try:
+                    time.sleep(2)
+                    figures["zero"] = beside_zero(stack, dev, browser, zero)
+                finally:
+                    zero.close()
     finally:
         if browser is not None:
             browser.close()
