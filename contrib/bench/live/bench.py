@@ -17,7 +17,13 @@ playwright-core; without them the bench says why and measures the rest.
 Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
 of bob's stay open; nginx's memory per subscriber (its processes' RSS), walsync's CPU per
 materialized and published transaction, and the responders' processes and requests
-before and after the subscribers. Prints every figure; BENCH_LIVE_JSON=path writes them."""
+before and after the subscribers. Phase 3, beside Rocicorp Zero (contrib/bench/live/zero.py;
+BENCH_ZERO=0 leaves it out): zero-cache on the same PostgreSQL and a Node client of its
+subscribed to carol's to-dos; BENCH_LIVE_CHANGES app INSERTs for carol, each timed to
+Synchro's native store, its browser page's live() and Zero's client, and each server's CPU
+over the phase divided by the changes it delivered (Synchro: walsync, nginx and the
+responders, two devices; Zero: zero-cache's processes, one client). Prints every figure;
+BENCH_LIVE_JSON=path writes them."""
 
 import asyncio
 import base64
@@ -376,7 +382,8 @@ def responders(stack):
 
 def chromium_version():
     r = subprocess.run([web_stack.CHROMIUM, "--version"], capture_output=True, text=True)
-    return r.stdout.strip().split()[-1] if r.returncode == 0 and r.stdout.strip() else "?"
+    words = r.stdout.split() if r.returncode == 0 else []
+    return words[1] if len(words) > 1 else "?"
 
 
 def main():
