@@ -65,8 +65,28 @@ async function firstSync(s) {
   for (;;) {
     await Promise.race([sync, new Promise((r) => setTimeout(r, 200))]);
     const st = await s.status();
-    if (ended || st.last_error) return st;
+    showProgress(st);
+    if (ended || st.last_error) {
+      showProgress(null);
+      return st;
+    }
   }
+}
+
+/** The first sync's progress bar: the rows fetched so far, of the server's total. */
+function showProgress(st) {
+  const box = $("first-sync");
+  box.hidden = !st?.rebuilding || st.rebuild_rows === 0;
+  if (box.hidden) return;
+  const bar = $("first-sync-bar");
+  if (st.rebuild_total) {
+    bar.max = st.rebuild_total;
+    bar.value = Math.min(st.rebuild_rows, st.rebuild_total);
+  } else {
+    bar.removeAttribute("value"); // no total: an indeterminate bar
+  }
+  $("first-sync-text").textContent = "Fetching your to-dos: " + st.rebuild_rows.toLocaleString() +
+    (st.rebuild_total ? " of " + st.rebuild_total.toLocaleString() : "");
 }
 
 $("sign-in-form").addEventListener("submit", async (e) => {

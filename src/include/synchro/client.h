@@ -331,6 +331,11 @@ typedef struct {
 	bool has_cursor;
 	char cursor[128];
 	bool rebuilding;
+	/* While rebuilding: the rows received so far, and the rows the server said the whole
+	 * rebuild holds (-1 when it did not say; rows changing meanwhile may make the final
+	 * count differ). A progress bar draws rebuild_rows / rebuild_total. */
+	uint64_t rebuild_rows;
+	int64_t rebuild_total;
 	bool frozen;
 	bool retired;
 	char last_error[48]; /* wire code ("retry_later", "network", ...) or "" */
