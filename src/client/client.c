@@ -49,6 +49,9 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 	c->pull_limit = opts->pull_limit ? opts->pull_limit : 500;
 	if (c->pull_limit > 1000)
 		c->pull_limit = 1000;
+	/* A rebuild's pages are the server's largest unless the app chose a page size: fewer
+	 * round trips and commits for a first sync. */
+	c->rebuild_limit = opts->pull_limit ? c->pull_limit : 1000;
 	c->batch_max = opts->batch_max ? opts->batch_max : SY_PUSH_MAX_MUTATIONS;
 	if (c->batch_max > SY_PUSH_MAX_MUTATIONS)
 		c->batch_max = SY_PUSH_MAX_MUTATIONS;

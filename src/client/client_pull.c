@@ -56,7 +56,7 @@ sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_
 		sy_buf_printf(out, ",\"limit\":%u,\"schema\":", c->pull_limit);
 		put_schema(out, &c->schema);
 	} else {
-		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->pull_limit);
+		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->rebuild_limit);
 		if (token != NULL) {
 			if (!sy_jcs_write_string(out, token, strlen(token)))
 				out->failed = true;
@@ -185,6 +185,7 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	const sy_json *token = sy_json_get(root, "page_token");
 	const sy_json *more = sy_json_get(root, "has_more");
 	const sy_json *total = rebuild ? sy_json_get(root, "rows_total") : NULL;
+	bool relaxed = false; /* synchronous = NORMAL for this page (see below) */
 	sy_client_rc rc = SY_CLIENT_OK;
 	if (items == NULL || items->type != SY_JSON_ARRAY ||
 	    (!rebuild && (cursor == NULL || cursor->type != SY_JSON_STRING || more == NULL ||
@@ -200,6 +201,14 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	/* Everything is checked before anything is applied. */
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
 		rc = apply_change(c, items->u.array.items[i], rebuild, i, true, err);
+	/* A rebuild page before the last commits without waiting for the disk: what it stages
+	 * is seen by nothing until the last page, whose synchronous=FULL commit syncs the WAL
+	 * and with it every earlier page's frames. A power cut loses at most the latest pages
+	 * and their page token together (one transaction), and the rebuild goes on from the
+	 * token that survived (the server's session answers any page of it again). */
+	relaxed = rc == SY_CLIENT_OK && rebuild && token->type == SY_JSON_STRING;
+	if (relaxed)
+		rc = sy_cl_exec(c, "PRAGMA synchronous = NORMAL", err);
 	if (rc != SY_CLIENT_OK || (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
 		goto done;
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
@@ -239,12 +248,23 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		rc = sy_cl_commit(c, err);
 	else
 		sy_cl_rollback(c);
+	if (relaxed) {
+		sy_client_error e2;
+		sy_client_rc back = sy_cl_exec(c, "PRAGMA synchronous = FULL", &e2);
+		if (back != SY_CLIENT_OK && rc == SY_CLIENT_OK) {
+			rc = back;
+			*err = e2;
+		}
+		relaxed = false;
+	}
 	/* Listeners hear of committed state only. A rebuild's rows change at its last page. */
 	if (rc == SY_CLIENT_OK && !rebuild)
 		sy_cl_emit_rows(c, items);
 	else if (rc == SY_CLIENT_OK && !*has_more)
 		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
 done:
+	if (relaxed && sy_cl_exec(c, "PRAGMA synchronous = FULL", NULL) != SY_CLIENT_OK && rc == SY_CLIENT_OK)
+		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "cannot restore synchronous = FULL");
 	sy_json_doc_free(doc);
 	return rc;
 }
