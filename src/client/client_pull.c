@@ -263,7 +263,8 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	else if (rc == SY_CLIENT_OK && !*has_more)
 		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
 done:
-	if (relaxed && sy_cl_exec(c, "PRAGMA synchronous = FULL", NULL) != SY_CLIENT_OK && rc == SY_CLIENT_OK)
+	if (relaxed && sy_cl_exec(c, "PRAGMA synchronous = FULL", NULL) != SY_CLIENT_OK &&
+	    rc == SY_CLIENT_OK)
 		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "cannot restore synchronous = FULL");
 	sy_json_doc_free(doc);
 	return rc;

@@ -181,7 +181,8 @@ bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 		sy_buf_printf(&cb, " WHERE r.%s = $1::text", x->owner);
 	if ((x->count_sql = sy_store_pull_steal(&cb)) == NULL)
 		return false;
-	x->count = (sy_store_stmt)SY_STORE_STMT(x->count_name, x->count_sql, x->owner_scope ? 1 : 0);
+	x->count =
+	        (sy_store_stmt)SY_STORE_STMT(x->count_name, x->count_sql, x->owner_scope ? 1 : 0);
 	for (int after = 0; after < 2; after++) {
 		sy_buf b = SY_BUF_INIT;
 		sy_buf_printf(&b,

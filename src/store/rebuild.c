@@ -110,8 +110,9 @@ static sy_store_status rebuild_total(sy_store_read *x, const sy_store_rebuild_re
 		const char *pv[1] = {req->user};
 		long long n;
 		x->out->statements++;
-		PGresult *r = sy_store_exec_stmt(x->c, &pt->count, pt->owner_scope ? pv : NULL,
-		                                 PGRES_TUPLES_OK, "rebuild count", NULL, &st, x->err);
+		PGresult *r =
+		        sy_store_exec_stmt(x->c, &pt->count, pt->owner_scope ? pv : NULL,
+		                           PGRES_TUPLES_OK, "rebuild count", NULL, &st, x->err);
 		if (r == NULL)
 			return sy_store_read_fail(x, st);
 		bool ok = PQntuples(r) == 1 && sy_store_get_ll(r, 0, 0, &n);

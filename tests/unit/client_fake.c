@@ -595,9 +595,10 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 			sy_buf_printf(&b, "\"page_token\":\"%zu\",\"server_time\":\"%s\"}", i,
 			              SERVER_TIME);
 		else
-			sy_buf_printf(&b,
-			              "\"page_token\":null,\"cursor\":\"c%zu\",\"server_time\":\"%s\"}",
-			              f->nlog, SERVER_TIME);
+			sy_buf_printf(
+			        &b,
+			        "\"page_token\":null,\"cursor\":\"c%zu\",\"server_time\":\"%s\"}",
+			        f->nlog, SERVER_TIME);
 		respond(f, 200, b.data, b.len, -1);
 		sy_buf_free(&b);
 	} else {

@@ -129,8 +129,7 @@ typedef struct {
 	void *clock_ctx;
 	sy_client_listener listener; /* may be NULL */
 	void *listener_ctx;
-	unsigned pull_limit; /* changes per pull page and rows per rebuild page (at most 1000);
-	                      * 0: 500 for pulls, 1000 for rebuilds */
+	unsigned pull_limit;        /* rows a pull or rebuild page; 0: 500, a rebuild 1000 */
 	unsigned batch_max;         /* mutations per sealed batch; 0: 1000 (the ADR's limit) */
 	unsigned poll_interval_ms;  /* idle interval between pulls; 0: 30000 */
 	unsigned request_timeout_s; /* libcurl transport; 0: 60 */
