@@ -234,11 +234,13 @@ static sy_store_status rebuild_page(sy_store_read *x, const sy_store_rebuild_req
 	*again = false;
 	x->out->statements++;
 	st = sy_store_command(x->c, "BEGIN ISOLATION LEVEL REPEATABLE READ", "rebuild", x->err);
-	/* The page statements' generic plan (an ordered scan of the key, LIMIT rows) from their
-	 * first run: a custom plan for the caller's owner value joins and sorts the whole table
-	 * (over 300 ms a page at 100,000 rows, against 6 ms), and PostgreSQL makes five of them
-	 * on each connection before it tries the generic one. */
-	if (st == SY_STORE_OK) {
+	/* The pages after a key take their statement's generic plan (an ordered scan of the key,
+	 * LIMIT rows) from its first run: a custom plan for the caller's owner value joins and
+	 * sorts the whole table (over 300 ms a page at 100,000 rows, against 6 ms), and
+	 * PostgreSQL makes five of them on each connection before it tries the generic one.
+	 * The first page (its count, its statement without a key) keeps the custom plans: a
+	 * generic plan made before the table's statistics are can cost seconds there. */
+	if (st == SY_STORE_OK && req->token_table != NULL) {
 		x->out->statements++;
 		st = sy_store_command(x->c, "SET LOCAL plan_cache_mode = force_generic_plan",
 		                      "rebuild", x->err);

@@ -66,7 +66,7 @@ async function firstSync(s) {
   const sync = s.sync(SYNC_TIMEOUT_MS).then(() => (lastSynced = new Date()), () => undefined);
   sync.finally(() => (ended = true));
   for (;;) {
-    await Promise.race([sync, new Promise((r) => setTimeout(r, 200))]);
+    await Promise.race([sync, new Promise((r) => setTimeout(r, 100))]);
     const st = await s.status();
     showProgress(st);
     if (ended || st.last_error) {
