@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_internal.h"
@@ -48,6 +49,9 @@ sy_client_rc sy_client_open(const char *path, const sy_client_options *opts, sy_
 	c->pull_limit = opts->pull_limit ? opts->pull_limit : 500;
 	if (c->pull_limit > 1000)
 		c->pull_limit = 1000;
+	/* A rebuild's pages are the server's largest unless the app chose a page size: fewer
+	 * round trips and commits for a first sync. */
+	c->rebuild_limit = opts->pull_limit ? c->pull_limit : 1000;
 	c->batch_max = opts->batch_max ? opts->batch_max : SY_PUSH_MAX_MUTATIONS;
 	if (c->batch_max > SY_PUSH_MAX_MUTATIONS)
 		c->batch_max = SY_PUSH_MAX_MUTATIONS;
@@ -140,8 +144,12 @@ sy_client_rc sy_client_status_get(sy_client *c, sy_client_status *out, sy_client
 	snprintf(out->last_message, sizeof out->last_message, "%s", c->last_message);
 	out->last_error_retryable = c->last_retryable;
 	out->next_attempt_ms = c->next_due_ms;
-	char *cursor = NULL, *rid = NULL, *reason = NULL;
+	char *cursor = NULL, *rid = NULL, *reason = NULL, *got = NULL, *total = NULL;
 	sy_client_rc rc = sy_cl_meta_get(c, "cursor", &cursor, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_meta_get(c, "rebuild_received", &got, err);
+	if (rc == SY_CLIENT_OK)
+		rc = sy_cl_meta_get(c, "rebuild_total", &total, err);
 	if (rc == SY_CLIENT_OK)
 		rc = sy_cl_meta_get(c, "rebuild_id", &rid, err);
 	if (rc == SY_CLIENT_OK)
@@ -150,12 +158,16 @@ sy_client_rc sy_client_status_get(sy_client *c, sy_client_status *out, sy_client
 		out->has_cursor = cursor != NULL;
 		snprintf(out->cursor, sizeof out->cursor, "%s", cursor ? cursor : "");
 		out->rebuilding = rid != NULL || cursor == NULL;
+		out->rebuild_rows = got != NULL ? strtoull(got, NULL, 10) : 0;
+		out->rebuild_total = total != NULL ? strtoll(total, NULL, 10) : -1;
 		if (out->last_error[0] == '\0' && reason != NULL && (c->frozen || c->retired))
 			snprintf(out->last_error, sizeof out->last_error, "%s", reason);
 	}
 	sy_free(cursor);
 	sy_free(rid);
 	sy_free(reason);
+	sy_free(got);
+	sy_free(total);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	sqlite3_stmt *st;

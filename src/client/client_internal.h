@@ -38,7 +38,7 @@ struct sy_client {
 	void *clock_ctx;
 	sy_client_listener listener;
 	void *listener_ctx;
-	unsigned pull_limit, batch_max, poll_interval_ms;
+	unsigned pull_limit, rebuild_limit, batch_max, poll_interval_ms;
 
 	/* durable state, cached from the meta table */
 	uint64_t generation;  /* 0: connect needed */

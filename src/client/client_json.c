@@ -56,6 +56,10 @@ void sy_cl_status_json(sy_buf *b, const sy_client_status *s)
 	sy_cl_json_member(b, &f, "phase", sy_client_phase_name(s->phase));
 	sy_cl_json_member(b, &f, "cursor", s->has_cursor ? s->cursor : NULL);
 	sy_cl_json_raw(b, &f, "rebuilding", s->rebuilding ? "true" : "false");
+	snprintf(num, sizeof num, "%llu", (unsigned long long)s->rebuild_rows);
+	sy_cl_json_raw(b, &f, "rebuild_rows", num);
+	snprintf(num, sizeof num, "%lld", (long long)s->rebuild_total);
+	sy_cl_json_raw(b, &f, "rebuild_total", s->rebuild_total >= 0 ? num : NULL);
 	sy_cl_json_raw(b, &f, "frozen", s->frozen ? "true" : "false");
 	sy_cl_json_raw(b, &f, "retired", s->retired ? "true" : "false");
 	sy_cl_json_member(b, &f, "last_error", s->last_error[0] ? s->last_error : NULL);

@@ -19,6 +19,7 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_internal.h"
@@ -55,7 +56,7 @@ sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_
 		sy_buf_printf(out, ",\"limit\":%u,\"schema\":", c->pull_limit);
 		put_schema(out, &c->schema);
 	} else {
-		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->pull_limit);
+		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->rebuild_limit);
 		if (token != NULL) {
 			if (!sy_jcs_write_string(out, token, strlen(token)))
 				out->failed = true;
@@ -83,8 +84,8 @@ sy_client_rc sy_cl_rebuild_start(sy_client *c, sy_client_error *err)
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	if ((rc = sy_cl_exec(c,
-	                     "DELETE FROM rebuild_rows; DELETE FROM meta WHERE key ="
-	                     " 'rebuild_token'",
+	                     "DELETE FROM rebuild_rows; DELETE FROM meta WHERE key IN"
+	                     " ('rebuild_token', 'rebuild_received', 'rebuild_total')",
 	                     err)) == SY_CLIENT_OK &&
 	    (rc = sy_cl_meta_set(c, "rebuild_id", rid, err)) == SY_CLIENT_OK)
 		return sy_cl_commit(c, err);
@@ -156,6 +157,18 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 	return rc;
 }
 
+/* Adds n to the rows a rebuild has staged so far (meta rebuild_received). */
+static sy_client_rc add_received(sy_client *c, size_t n, sy_client_error *err)
+{
+	char *v = NULL;
+	sy_client_rc rc = sy_cl_meta_get(c, "rebuild_received", &v, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	long long have = v != NULL ? strtoll(v, NULL, 10) : 0;
+	sy_free(v);
+	return sy_cl_meta_set_int(c, "rebuild_received", (int64_t)(have + (long long)n), err);
+}
+
 sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size_t len,
                               bool *has_more, sy_client_error *err)
 {
@@ -171,6 +184,8 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	const sy_json *cursor = sy_json_get(root, "cursor");
 	const sy_json *token = sy_json_get(root, "page_token");
 	const sy_json *more = sy_json_get(root, "has_more");
+	const sy_json *total = rebuild ? sy_json_get(root, "rows_total") : NULL;
+	bool relaxed = false; /* synchronous = NORMAL for this page (see below) */
 	sy_client_rc rc = SY_CLIENT_OK;
 	if (items == NULL || items->type != SY_JSON_ARRAY ||
 	    (!rebuild && (cursor == NULL || cursor->type != SY_JSON_STRING || more == NULL ||
@@ -186,6 +201,14 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	/* Everything is checked before anything is applied. */
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
 		rc = apply_change(c, items->u.array.items[i], rebuild, i, true, err);
+	/* A rebuild page before the last commits without waiting for the disk: what it stages
+	 * is seen by nothing until the last page, whose synchronous=FULL commit syncs the WAL
+	 * and with it every earlier page's frames. A power cut loses at most the latest pages
+	 * and their page token together (one transaction), and the rebuild goes on from the
+	 * token that survived (the server's session answers any page of it again). */
+	relaxed = rc == SY_CLIENT_OK && rebuild && token->type == SY_JSON_STRING;
+	if (relaxed)
+		rc = sy_cl_exec(c, "PRAGMA synchronous = NORMAL", err);
 	if (rc != SY_CLIENT_OK || (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
 		goto done;
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
@@ -194,7 +217,16 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
 		*has_more = more->type == SY_JSON_TRUE;
 	} else if (rc == SY_CLIENT_OK && token->type == SY_JSON_STRING) {
-		rc = sy_cl_meta_set(c, "rebuild_token", token->u.string.data, err);
+		/* Progress for sy_client_status: rows staged so far, and the server's total
+		 * when it gives one (its first page; a value that is not a count is ignored). */
+		rc = add_received(c, items->u.array.count, err);
+		if (rc == SY_CLIENT_OK && total != NULL && total->type == SY_JSON_NUMBER &&
+		    total->u.number.is_integer && total->u.number.value >= 0 &&
+		    total->u.number.value < 9e15)
+			rc = sy_cl_meta_set_int(c, "rebuild_total", (int64_t)total->u.number.value,
+			                        err);
+		if (rc == SY_CLIENT_OK)
+			rc = sy_cl_meta_set(c, "rebuild_token", token->u.string.data, err);
 		*has_more = true;
 	} else if (rc == SY_CLIENT_OK) {
 		/* The last page: the staged snapshot replaces the rows, with its cursor; the
@@ -206,7 +238,8 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 			        c,
 			        "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
 			        " DELETE FROM rebuild_rows;"
-			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token')",
+			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token',"
+			        " 'rebuild_received', 'rebuild_total')",
 			        err);
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_meta_set(c, "cursor", cursor->u.string.data, err);
@@ -215,12 +248,24 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		rc = sy_cl_commit(c, err);
 	else
 		sy_cl_rollback(c);
+	if (relaxed) {
+		sy_client_error e2;
+		sy_client_rc back = sy_cl_exec(c, "PRAGMA synchronous = FULL", &e2);
+		if (back != SY_CLIENT_OK && rc == SY_CLIENT_OK) {
+			rc = back;
+			*err = e2;
+		}
+		relaxed = false;
+	}
 	/* Listeners hear of committed state only. A rebuild's rows change at its last page. */
 	if (rc == SY_CLIENT_OK && !rebuild)
 		sy_cl_emit_rows(c, items);
 	else if (rc == SY_CLIENT_OK && !*has_more)
 		sy_cl_emit(c, SY_CLIENT_EVENT_ROW, NULL, NULL, NULL);
 done:
+	if (relaxed && sy_cl_exec(c, "PRAGMA synchronous = FULL", NULL) != SY_CLIENT_OK &&
+	    rc == SY_CLIENT_OK)
+		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "cannot restore synchronous = FULL");
 	sy_json_doc_free(doc);
 	return rc;
 }

@@ -30,6 +30,7 @@ static void cache_clear(sy_store_pull *p)
 			sy_free(x->cols);
 			sy_free(x->first_sql);
 			sy_free(x->after_sql);
+			sy_free(x->count_sql);
 		}
 	}
 	sy_free(p->tabs);
@@ -130,6 +131,8 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 		snprintf(x->first_name, sizeof x->first_name, "sy_rebuild_%lld_%lu_%zu_f", version,
 		         serial, i);
 		snprintf(x->after_name, sizeof x->after_name, "sy_rebuild_%lld_%lu_%zu_a", version,
+		         serial, i);
+		snprintf(x->count_name, sizeof x->count_name, "sy_rebuild_%lld_%lu_%zu_n", version,
 		         serial, i);
 		if (!sy_store_rebuild_build_sql(x))
 			goto nomem_lists;

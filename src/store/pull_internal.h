@@ -24,9 +24,9 @@ typedef struct {
 	char *pk;
 	char *owner; /* quoted owner column, or NULL */
 	char **cols; /* per field */
-	char first_name[64], after_name[64];
-	char *first_sql, *after_sql;
-	sy_store_stmt first, after;
+	char first_name[64], after_name[64], count_name[64];
+	char *first_sql, *after_sql, *count_sql;
+	sy_store_stmt first, after, count; /* count: the rows a rebuild of it delivers */
 } sy_store_ptab;
 
 struct sy_store_pull {
@@ -64,8 +64,8 @@ SY_MUST_CHECK sy_store_status sy_store_pull_cache_load(sy_store_pull *p, PGconn 
 /* (Re)builds the page statement of p's manifest without its broken tables; false with
  * *err set when out of memory. */
 SY_MUST_CHECK bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err);
-/* Builds the two rebuild statements of x (first page, after a key); false when out of
- * memory. */
+/* Builds the three rebuild statements of x (first page, after a key, count); false when
+ * out of memory. */
 SY_MUST_CHECK bool sy_store_rebuild_build_sql(sy_store_ptab *x);
 
 /* ---- the gates (pull_gates.c) ---- */

@@ -168,9 +168,21 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 	return true;
 }
 
-/* A table's rebuild statements: its first page, and its page after a key. */
+/* A table's rebuild statements: its first page, its page after a key, and the count of the
+ * rows they deliver ($1 the caller for an owner-scoped table). */
 bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 {
+	sy_buf cb = SY_BUF_INIT;
+	sy_buf_printf(&cb,
+	              "SELECT count(*) FROM %s r JOIN synchro.row_fences f"
+	              " ON f.table_id = %s AND f.pk = r.%s::text",
+	              x->rel, x->lit, x->pk);
+	if (x->owner_scope)
+		sy_buf_printf(&cb, " WHERE r.%s = $1::text", x->owner);
+	if ((x->count_sql = sy_store_pull_steal(&cb)) == NULL)
+		return false;
+	x->count =
+	        (sy_store_stmt)SY_STORE_STMT(x->count_name, x->count_sql, x->owner_scope ? 1 : 0);
 	for (int after = 0; after < 2; after++) {
 		sy_buf b = SY_BUF_INIT;
 		sy_buf_printf(&b,

@@ -19,6 +19,10 @@ export interface Status {
   phase: "idle" | "connecting" | "schema" | "pushing" | "pulling" | "rebuilding" | "backoff" | "stopped";
   cursor: string | null;
   rebuilding: boolean;
+  /** While rebuilding: the rows received so far. */
+  rebuild_rows: number;
+  /** The rows the whole rebuild holds, when the server said; draw rebuild_rows / rebuild_total. */
+  rebuild_total: number | null;
   frozen: boolean;
   retired: boolean;
   last_error: string | null;

@@ -103,8 +103,9 @@ class Client:
         return self.post("/v3/rebuild", body)
 
     def rebuild(self, limit=1000):
-        """A whole rebuild, page by page; the rows, and self.cursor set to its cursor."""
-        rid, token, rows = uid(), None, []
+        """A whole rebuild, page by page; the rows, and self.cursor set to its cursor. The first
+        page's rows_total is the number of rows the pages deliver (nothing writes meanwhile)."""
+        rid, token, rows, total = uid(), None, [], None
         while True:
             status, _, doc = self.rebuild_req(rid, token, limit)
             ensure(status == 200, "rebuild: %r %r" % (status, doc))
@@ -114,13 +115,19 @@ class Client:
                 ensure(row["op"] == "upsert", row)
                 check_change(self, row)
             rows += doc["rows"]
+            first = token is None
+            if first:
+                total = doc.get("rows_total")
+                ensure(isinstance(total, int) and total >= 0, doc)
+            head = {"rows", "page_token", "server_time"} | ({"rows_total"} if first else set())
             token = doc["page_token"]
             if token is None:
-                ensure(set(doc) == {"rows", "page_token", "cursor", "server_time"}, doc)
+                ensure(set(doc) == head | {"cursor"}, doc)
                 ensure(CURSOR_RE.match(doc["cursor"]), doc)
+                ensure(total == len(rows), "rows_total %r, rows %d" % (total, len(rows)))
                 self.cursor = doc["cursor"]
                 return rows
-            ensure(set(doc) == {"rows", "page_token", "server_time"}, doc)
+            ensure(set(doc) == head, doc)
             ensure(isinstance(token, str) and token, doc)
 
     def push(self, mutations):

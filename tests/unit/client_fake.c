@@ -567,10 +567,17 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 	           ref.version != f->schema) {
 		respond_error(f, 422, "schema_mismatch", -1);
 	} else if (rebuild) {
+		/* Pages of limit rows; the token is the index of the next row; the first page
+		 * says how many rows there are. */
+		const sy_json *lim = sy_json_get(root, "limit");
+		const char *tok = jstr(root, "page_token");
+		size_t limit = lim != NULL ? (size_t)lim->u.number.value : 500, k = 0, total = 0;
+		size_t i = tok != NULL ? strtoull(tok, NULL, 10) : 0;
+		for (size_t j = 0; j < f->nrows; j++)
+			total += f->rows[j].row != NULL;
 		sy_buf b = SY_BUF_INIT;
 		sy_buf_puts(&b, "{\"rows\":[");
-		size_t k = 0;
-		for (size_t i = 0; i < f->nrows; i++) {
+		for (; i < f->nrows && k < limit; i++) {
 			if (f->rows[i].row == NULL)
 				continue;
 			if (k++)
@@ -578,9 +585,20 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 			put_change(f, &b, f->rows[i].table, f->rows[i].pk, f->rows[i].version,
 			           f->rows[i].row, NULL, f->schema);
 		}
-		sy_buf_printf(&b,
-		              "],\"page_token\":null,\"cursor\":\"c%zu\",\"server_time\":\"%s\"}",
-		              f->nlog, SERVER_TIME);
+		while (i < f->nrows && f->rows[i].row == NULL)
+			i++;
+		if (tok == NULL)
+			sy_buf_printf(&b, "],\"rows_total\":%zu,", total);
+		else
+			sy_buf_puts(&b, "],");
+		if (i < f->nrows)
+			sy_buf_printf(&b, "\"page_token\":\"%zu\",\"server_time\":\"%s\"}", i,
+			              SERVER_TIME);
+		else
+			sy_buf_printf(
+			        &b,
+			        "\"page_token\":null,\"cursor\":\"c%zu\",\"server_time\":\"%s\"}",
+			        f->nlog, SERVER_TIME);
 		respond(f, 200, b.data, b.len, -1);
 		sy_buf_free(&b);
 	} else {

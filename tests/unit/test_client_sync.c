@@ -188,6 +188,49 @@ static void listener(void *ctx, sy_client_event_kind kind, const char *table, co
 		h->intents++;
 }
 
+/* A rebuild in pages: status() tells the rows received so far and the server's total. */
+static void test_rebuild_progress(void)
+{
+	start();
+	for (int k = 0; k < 5; k++) {
+		char pk[8];
+		snprintf(pk, sizeof pk, "\"r%d\"", k);
+		fake_direct_write(F, "todo", pk, "{\"done\":false,\"note\":null,\"title\":\"t\"}");
+	}
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.pull_limit = 2;
+	OK(sy_client_open(path, &o, &C, &E));
+	fake_require_rebuild(F);
+	uint64_t seen[8];
+	int nseen = 0;
+	sy_client_status s;
+	for (int n = 0; n < 100; n++) {
+		int64_t next;
+		OK(sy_client_step(C, &next, &E));
+		OK(sy_client_status_get(C, &s, &E));
+		if (!s.rebuilding && nseen > 0)
+			break;
+		if (s.rebuild_rows > 0 && (nseen == 0 || seen[nseen - 1] != s.rebuild_rows) &&
+		    nseen < 8) {
+			CU_ASSERT_EQUAL(s.rebuild_total, 5);
+			seen[nseen++] = s.rebuild_rows;
+		}
+	}
+	CU_ASSERT_EQUAL_FATAL(nseen, 2);
+	CU_ASSERT_EQUAL(seen[0], 2);
+	CU_ASSERT_EQUAL(seen[1], 4);
+	CU_ASSERT_FALSE(s.rebuilding);
+	CU_ASSERT_EQUAL(s.rebuild_rows, 0);
+	CU_ASSERT_EQUAL(s.rebuild_total, -1);
+	sync_ok();
+	char *row = NULL;
+	OK(sy_client_get(C, "todo", "\"r4\"", &row, NULL, &E));
+	sy_free(row);
+	stop();
+}
+
 static void test_listener_after_commit(void)
 {
 	start();
@@ -491,6 +534,8 @@ int main(void)
 	static const CU_TestInfo tests[] = {
 	        {"listeners hear committed state on the caller's thread",
 	         test_listener_after_commit},
+	        {"a rebuild's progress in status: rows received and the server's total",
+	         test_rebuild_progress},
 	        {"a batch sealed ahead gets its successor too", test_seal_ahead_successors},
 	        {"the batch after the one in flight sealed with the answered one's reconciliation",
 	         test_sealed_ahead_with_reconcile},

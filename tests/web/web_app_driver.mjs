@@ -65,6 +65,8 @@ function screen() {
         choices: [...li.querySelectorAll(".choices button")].map((b) => b.dataset.how + ":" + b.textContent),
       })),
       online: navigator.onLine,
+      count: $("count").hidden ? null : text($("count")),
+      pageText: $("pager").hidden ? null : text($("page-text")),
     };
   });
 }
@@ -115,6 +117,46 @@ const steps = {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForSelector("body[data-state=signed-in]");
     return until({ pending: 0 });
+  },
+  async openLarge({ user, password }) {
+    // Signs in, keeping every text the first sync's progress bar showed (and its value/max).
+    await page.goto(appUrl);
+    await page.evaluate(() => {
+      window.progressSeen = [];
+      const text = document.getElementById("first-sync-text");
+      new MutationObserver(() => {
+        const bar = document.getElementById("first-sync-bar");
+        if (!document.getElementById("first-sync").hidden)
+          window.progressSeen.push(text.textContent + " [" + bar.value + "/" + bar.max + "]");
+      }).observe(text, { childList: true, characterData: true, subtree: true });
+    });
+    await page.getByLabel("Name", { exact: true }).fill(user);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForSelector("body[data-state=signed-in]", { timeout: 4 * STEP_MS });
+    const s = await until({ pending: 0 });
+    return { progress: await page.evaluate(() => window.progressSeen), ...s };
+  },
+  async addTimed({ title }) {
+    // Adds a to-do as a user does and times it from the form's submit to its row in the list.
+    await page.getByLabel("New to-do").fill(title);
+    const ms = await page.evaluate((title) => new Promise((resolve) => {
+      const list = document.getElementById("list");
+      const shown = () => [...list.querySelectorAll("li.todo .title")].some((e) => e.textContent.trim() === title);
+      const t0 = performance.now();
+      new MutationObserver((_, mo) => {
+        if (shown()) {
+          mo.disconnect();
+          resolve(performance.now() - t0);
+        }
+      }).observe(list, { childList: true, subtree: true, characterData: true });
+      document.getElementById("add-form").requestSubmit();
+    }), title);
+    return { ms, ...(await screen()) };
+  },
+  async click({ name }) {
+    await page.getByRole("button", { name, exact: true }).click();
+    return screen();
   },
   async signOut() {
     await page.getByRole("button", { name: "Sign out" }).click();

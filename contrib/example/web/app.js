@@ -3,7 +3,7 @@
 // offline banner, the count of changes waiting to be sent, sync, and the changes that need
 // the user (a conflict with the server's row beside mine and a choice; a rejected or blocked
 // write with the client's explanation). All it knows of Synchro is in todos.js.
-import { signIn, watchTodos, addTodo, renameTodo, setDone, deleteTodo, attention, settle } from "./todos.js";
+import { signIn, PAGE_SIZE, watchTodos, watchCount, addTodo, renameTodo, setDone, deleteTodo, attention, settle } from "./todos.js";
 
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
@@ -11,6 +11,9 @@ const SYNC_TIMEOUT_MS = 15000;
 
 let store = null; // the open Synchro
 let stopWatching = null;
+let stopCounting = null;
+let page = 0; // the page of the list shown
+let total = 0; // how many to-dos there are
 let statusTimer = null;
 let rows = []; // the live query's last result
 let editing = null; // { id, value } while a title is being edited
@@ -63,10 +66,30 @@ async function firstSync(s) {
   const sync = s.sync(SYNC_TIMEOUT_MS).then(() => (lastSynced = new Date()), () => undefined);
   sync.finally(() => (ended = true));
   for (;;) {
-    await Promise.race([sync, new Promise((r) => setTimeout(r, 200))]);
+    await Promise.race([sync, new Promise((r) => setTimeout(r, 100))]);
     const st = await s.status();
-    if (ended || st.last_error) return st;
+    showProgress(st);
+    if (ended || st.last_error) {
+      showProgress(null);
+      return st;
+    }
   }
+}
+
+/** The first sync's progress bar: the rows fetched so far, of the server's total. */
+function showProgress(st) {
+  const box = $("first-sync");
+  box.hidden = !st?.rebuilding || st.rebuild_rows === 0;
+  if (box.hidden) return;
+  const bar = $("first-sync-bar");
+  if (st.rebuild_total) {
+    bar.max = st.rebuild_total;
+    bar.value = Math.min(st.rebuild_rows, st.rebuild_total);
+  } else {
+    bar.removeAttribute("value"); // no total: an indeterminate bar
+  }
+  $("first-sync-text").textContent = "Fetching your to-dos: " + st.rebuild_rows.toLocaleString() +
+    (st.rebuild_total ? " of " + st.rebuild_total.toLocaleString() : "");
 }
 
 $("sign-in-form").addEventListener("submit", async (e) => {
@@ -98,15 +121,14 @@ $("sign-in-form").addEventListener("submit", async (e) => {
     $("sign-in").hidden = true;
     $("who").hidden = false;
     $("app").hidden = false;
-    stopWatching = await watchTodos(store, (result, err) => {
-      if (err) {
-        showMessage("The list could not be read: " + err.message);
-        return;
-      }
-      rows = result;
-      renderList();
-      void refresh();
+    page = 0;
+    stopCounting = await watchCount(store, (n, err) => {
+      if (err) return showMessage("The list could not be counted: " + err.message);
+      total = n;
+      if (page > 0 && page * PAGE_SIZE >= total) void showPage(Math.max(0, Math.ceil(total / PAGE_SIZE) - 1));
+      renderPager();
     });
+    await showPage(0);
     statusTimer = setInterval(refresh, STATUS_EVERY_MS);
     document.body.dataset.state = "signed-in";
     $("new-title").focus();
@@ -120,9 +142,45 @@ $("sign-in-form").addEventListener("submit", async (e) => {
   }
 });
 
+/** Watches page p of the list (the one shown) instead of the one before. */
+async function showPage(p) {
+  const stop = stopWatching;
+  stopWatching = null;
+  stop?.();
+  page = p;
+  renderPager();
+  stopWatching = await watchTodos(store, p, (result, err) => {
+    if (err) {
+      showMessage("The list could not be read: " + err.message);
+      return;
+    }
+    rows = result;
+    renderList();
+    void refresh();
+  });
+}
+
+function renderPager() {
+  const first = total === 0 ? 0 : page * PAGE_SIZE + 1;
+  const last = Math.min(total, (page + 1) * PAGE_SIZE);
+  $("pager").hidden = total <= PAGE_SIZE;
+  $("page-text").textContent = first.toLocaleString() + "\u2013" + last.toLocaleString() + " of " +
+    total.toLocaleString();
+  $("count").hidden = total === 0;
+  $("count").textContent = total === 1 ? "1 to-do" : total.toLocaleString() + " to-dos";
+  $("prev-page").disabled = page === 0;
+  $("next-page").disabled = last >= total;
+}
+
+$("prev-page").addEventListener("click", () => void showPage(Math.max(0, page - 1)));
+$("next-page").addEventListener("click", () => void showPage(page + 1));
+
 $("sign-out").addEventListener("click", async () => {
   clearInterval(statusTimer);
   stopWatching?.();
+  stopCounting?.();
+  stopWatching = stopCounting = null;
+  total = 0;
   const s = store;
   store = null;
   rows = [];

@@ -9,11 +9,22 @@ export function signIn(user, password) {
   return Synchro.open(location.origin, user, password, { name: user + ".db", pollIntervalMs: 10000 });
 }
 
-/** The to-dos as this device sees them, open ones first: onChange(rows) runs at once, then
- *  after every change, local or synced. Resolves to the function that stops watching. */
-export function watchTodos(s, onChange) {
-  return s.live("SELECT id, title, done, _state FROM todo ORDER BY done, title COLLATE NOCASE, id", [], onChange);
+/** The to-dos shown on one screen, and how many there are: a device may hold 100,000. */
+export const PAGE_SIZE = 50;
+
+/** One page of the to-dos as this device sees them, open ones first (page 0 the first):
+ *  onChange(rows) runs at once, then after every change, local or synced. An index on the
+ *  sort order makes each run cost the page, not the table. Resolves to the function that
+ *  stops watching. */
+export async function watchTodos(s, page, onChange) {
+  await s.index("todo", ["done", "title", "id"]);
+  return s.live("SELECT id, title, done, _state FROM todo ORDER BY done, title, id LIMIT ? OFFSET ?",
+    [PAGE_SIZE, page * PAGE_SIZE], onChange);
 }
+
+/** How many to-dos this device sees: onChange(n), as watchTodos. */
+export const watchCount = (s, onChange) =>
+  s.live("SELECT count(*) AS n FROM todo", [], (rows, err) => onChange(rows?.[0]?.n ?? 0, err));
 
 // Each write is one durable local transaction (offline too); the client sends it when it can.
 export const addTodo = (s, title) =>

@@ -129,7 +129,7 @@ typedef struct {
 	void *clock_ctx;
 	sy_client_listener listener; /* may be NULL */
 	void *listener_ctx;
-	unsigned pull_limit;        /* changes per pull page; 0: 500 */
+	unsigned pull_limit;        /* rows a pull or rebuild page; 0: 500, a rebuild 1000 */
 	unsigned batch_max;         /* mutations per sealed batch; 0: 1000 (the ADR's limit) */
 	unsigned poll_interval_ms;  /* idle interval between pulls; 0: 30000 */
 	unsigned request_timeout_s; /* libcurl transport; 0: 60 */
@@ -331,6 +331,11 @@ typedef struct {
 	bool has_cursor;
 	char cursor[128];
 	bool rebuilding;
+	/* While rebuilding: the rows received so far, and the rows the server said the whole
+	 * rebuild holds (-1 when it did not say; rows changing meanwhile may make the final
+	 * count differ). A progress bar draws rebuild_rows / rebuild_total. */
+	uint64_t rebuild_rows;
+	int64_t rebuild_total;
 	bool frozen;
 	bool retired;
 	char last_error[48]; /* wire code ("retry_later", "network", ...) or "" */
