@@ -91,13 +91,15 @@ bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/live/run $(abs_top_builddir)
 .PHONY: bench-push bench-pull bench-push-statements bench-push-instructions bench-live
 
-# The push bench's peer runs from a copy under the build directory, with the node_modules that
+# The push bench's peers run from a copy under the build directory, with the node_modules that
 # npm ci installs there (contrib/bench/push/peer.py): make clean removes them, and the copy
 # itself when the build is out of the source tree.
 clean-local: clean-bench-peer
 clean-bench-peer:
 	rm -rf contrib/bench/push/peer/node_modules contrib/bench/push/peer/.npm-cache
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer; fi
+	rm -rf contrib/bench/push/peer-fast/node_modules contrib/bench/push/peer-fast/.npm-cache
+	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer-fast; fi
 	rm -rf contrib/bench/live/zero/node_modules
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/live/zero; fi
 .PHONY: clean-bench-peer
