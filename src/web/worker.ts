@@ -239,6 +239,15 @@ function schedule(delayMs: number): void {
   timer = setTimeout(step, Math.max(0, delayMs));
 }
 
+/** A step as soon as the current task ends (a microtask, not a timer's task): a
+ *  notification's pull starts at once. */
+function stepNow(): void {
+  if (!client) return;
+  if (timer !== null) clearTimeout(timer);
+  timer = null;
+  queueMicrotask(step);
+}
+
 function settle(fn: (w: Waiter) => void): void {
   const ws = waiters;
   waiters = [];
@@ -345,7 +354,7 @@ async function liveLoop(): Promise<void> {
       const m = NOTIFICATION.exec(body);
       if (!m || (status().cursor ?? "") < m[1]) {
         core!._sy_web_kick(client);
-        schedule(0);
+        stepNow();
       }
       continue;
     }

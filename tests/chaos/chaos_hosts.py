@@ -12,6 +12,14 @@ least), both through `ip netns exec`; the responders reach PostgreSQL over TCP a
 veth (PostgreSQL listens on the database-side addresses, pg_hba lets the responders' role in
 from the /29 with the stack's trust authentication), never over its UNIX socket, which
 would cross namespaces. walsync, synchroctl and the checker stay on the database's side.
+Live updates, where nginx's nchan and redis-server are installed: one redis-server on the
+database's side (listening on the database side of each veth), each host's nchan in its Redis
+mode on it (conf/nginx/synchro-live.conf with nchan_use_redis, the publisher location also
+allowing the database's side of the host's link), walsync publishing to the first host's
+publisher; the proxy sends each subscription to either host, so a device hears a commit
+published on the first host through the second. live_noise publishes to the first host too,
+nginx_reload reloads one host's nginx. A partitioned first host loses the
+notifications meanwhile: the devices' poll brings the changes.
 The fault proxy sends each request to one host by its own seeded random choice, as a load
 balancer would, and records which host answered each push.
 
@@ -24,6 +32,9 @@ What it proves:
       once, or if the sampler never saw a slot held (it would be reading the wrong space).
       The figures count the 429s each host answered and the samples with both hosts'
       responders holding slots at once.
+  live updates across hosts  every host answered some live subscription with a
+      notification (200): the second host's come through Redis, since walsync and
+      live_noise publish to the first host only.
   replays across hosts  batches answered 200 by both hosts, and replays (Synchro-Replay)
       answered by the other host than the one whose first execution the proxy saw; the
       checker's replay rule (every 200 of a batch byte-identical) holds for them as for every
@@ -45,6 +56,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -53,6 +65,9 @@ import psycopg2
 
 import synchro_e2e as e2e
 from chaos_topology import Topology
+from live_stack import publisher_url
+
+SHIPPED_LIVE = os.path.join(e2e.SRC, "conf/nginx/synchro-live.conf")
 
 NS_PREFIX = "synchro-chaos-"          # namespaces: synchro-chaos-<pid>-h1, -h2
 LINK_PREFIX = "syc"                   # links: syc<pid>h1 (database side), syc<pid>h1p (the host's)
@@ -300,12 +315,60 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
         self.spawn(h.fcgi, ["ip", "netns", "exec", h.ns, e2e.FCGI, "-c", h.conf])
         e2e.wait_for(lambda: os.path.exists(h.sock), timeout=60, what="synchro-fcgi socket of " + h.label)
 
+    # --- live updates: nchan on one Redis -------------------------------------------------
+    def live_updates(self):
+        return super().live_updates() and shutil.which("redis-server") is not None
+
+    def notify_url(self):
+        return publisher_url(self.port, self.hosts[0].ip)
+
+    def publisher_address(self, rng):
+        return self.hosts[0].ip   # as walsync: the second host's notifications all come through Redis
+
+    def nginx_names(self):
+        return [h.nginx for h in self.hosts]
+
+    def start_redis(self):
+        """redis-server on the database's side of every host's link; returns its port."""
+        port = e2e.free_port()
+        self.spawn("redis", ["redis-server", "--port", str(port), "--bind"] + [h.db_ip for h in self.hosts] +
+                   ["--protected-mode", "no", "--save", "", "--appendonly", "no"])
+        e2e.wait_for(lambda: self._redis_up(port), timeout=30, what="redis-server")
+        return port
+
+    def _redis_up(self, port):
+        try:
+            socket.create_connection((self.hosts[0].db_ip, port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def live_conf(self, h, redis_port):
+        """conf/nginx/synchro-live.conf for host h: nchan on the Redis, and its publisher
+        reachable from the database's side of h's link (walsync's and live_noise's source)."""
+        text = open(SHIPPED_LIVE).read()
+        redis = "\n    nchan_use_redis on;\n    nchan_redis_url redis://%s:%d;" % (h.db_ip, redis_port)
+        for line in ("    nchan_channel_id $synchro_user;", "    nchan_channel_id $1;"):
+            assert line in text, "conf/nginx/synchro-live.conf has no '%s'" % line.strip()
+            text = text.replace(line, line + redis)
+        assert "    allow 127.0.0.1;\n" in text, "conf/nginx/synchro-live.conf changed its publisher's rule"
+        text = text.replace("    allow 127.0.0.1;\n", "    allow 127.0.0.1;\n    allow %s;\n" % h.db_ip)
+        path = os.path.join(h.dir, "synchro-live.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o644)
+        return path
+
     def start_nginx(self):
         base = self.nginx_site()
+        redis_port = self.start_redis() if self.live_updates() else None
         for h in self.hosts:
             site = base.replace("listen 127.0.0.1:%d;" % self.port, "listen %s:%d;" % (h.ip, self.port))
             assert site != base, "the nginx site changed its listen line"
             site = site.replace(self.sock, h.sock)
+            if redis_port is not None:
+                assert SHIPPED_LIVE in site, "the nginx site does not include conf/nginx/synchro-live.conf"
+                site = site.replace(SHIPPED_LIVE, self.live_conf(h, redis_port))
             # the load balancer's health checks come from the database's side of the link
             assert "allow 127.0.0.1;" in site, "the nginx site changed its /healthz rule"
             site = site.replace("allow 127.0.0.1;", "allow 127.0.0.1;\n        allow %s;" % h.db_ip)
@@ -480,10 +543,17 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
         for label, n in push_200.items():
             if n == 0:
                 checker.v("hosts: %s answered no push with 200 (two hosts were not exercised)" % label)
+        live_200 = {label: proxy.live_by_upstream.get((i, 200), 0) for i, label in labels.items()}
+        if self.live_updates():
+            for label, n in live_200.items():
+                if n == 0:
+                    checker.v("hosts: %s answered no live subscription with a notification (200): nchan's"
+                              " Redis did not carry the first host's publishes to every host" % label)
         self.host_figures = {
             "hosts_requests_by_status": {"%s %s" % (label, st): n for label, by in answers.items()
                                          for st, n in by.items()},
             "hosts_429": {label: answers.get(label, {}).get("429", 0) for label in labels.values()},
+            "hosts_live_notifications": live_200 if self.live_updates() else "no live updates (no redis-server)",
             "hosts_push_200": push_200,
             "hosts_batches_answered_200_by_both": both,
             "hosts_replays": replays,

@@ -53,10 +53,10 @@ class ChaosStack(e2e.Stack):
         site = site.replace("fastcgi_read_timeout 60s;", "fastcgi_read_timeout %ds;" % FASTCGI_READ_TIMEOUT_S)
         return live_site(site) if self.live_updates() else site
 
-    # live updates (conf/nginx/synchro-live.conf, walsync's notify_url) on every topology of
-    # one nginx, where its nchan module is installed
+    # live updates (conf/nginx/synchro-live.conf, walsync's notify_url) on every topology with
+    # nginx, where its nchan module is installed (the hosts topology also needs redis-server)
     def live_updates(self):
-        return self.server == "nginx" and getattr(self, "name", "") != "hosts" and not nchan_missing("chaos")
+        return self.server == "nginx" and not nchan_missing("chaos")
 
     def write_nginx_conf(self, d, site, error_log, workers):
         conf = super().write_nginx_conf(d, site, error_log, workers)
@@ -67,8 +67,11 @@ class ChaosStack(e2e.Stack):
     def walsync_opts(self):
         opts = dict(WALSYNC_OPTS)
         if self.live_updates():
-            opts["notify_url"] = publisher_url(self.port)
+            opts["notify_url"] = self.notify_url()
         return opts
+
+    def notify_url(self):
+        return publisher_url(self.port)
 
     def start_all(self):
         self.start()

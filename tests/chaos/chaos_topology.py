@@ -158,7 +158,7 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
         if kind == "live_noise":
             return self.live_noise(rng)
         if kind == "nginx_reload":
-            return self.nginx_reload()
+            return self.nginx_reload(rng)
         raise AssertionError("%s: no fault %s" % (self.name, kind))
 
     NOISE = (b'{"cursor":"c1.0000000000000000.00000000"}', b'{"cursor":"c1.ffffffffffffffff.7fffffff"}',
@@ -168,7 +168,7 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
         if not self.live_updates():
             return False
         user, body = rng.choice(sorted(e2e.USERS)), rng.choice(self.NOISE)
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        c = http.client.HTTPConnection(self.publisher_address(rng), self.port, timeout=5)
         try:
             c.request("POST", "/v3/live-publish/" + user, body=body)
             ok = c.getresponse().status in (201, 202)
@@ -180,12 +180,22 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
             self.note("a notification no commit made, for %s" % user)
         return ok
 
-    def nginx_reload(self):
-        p = self.procs.get("nginx")
+    # where live_noise publishes, and the nginx processes nginx_reload picks one of (names
+    # in self.procs); the hosts topology has one of each per host
+    def publisher_address(self, rng):
+        return "127.0.0.1"
+
+    def nginx_names(self):
+        return ["nginx"]
+
+    def nginx_reload(self, rng):
+        names = self.nginx_names()
+        name = rng.choice(names) if len(names) > 1 else names[0]
+        p = self.procs.get(name)
         if not self.live_updates() or p is None or p.poll() is not None:
             return False
         os.kill(p.pid, signal.SIGHUP)
-        self.note("nginx reloaded")
+        self.note("%s reloaded" % name)
         return True
 
     def drop_slot(self):

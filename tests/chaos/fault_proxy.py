@@ -60,6 +60,7 @@ class FaultProxy:
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.retry_after = {}       # Retry-After of the 429 and 503 answers (None: absent) -> count
         self.by_upstream = {}       # (upstream index, status) -> count
+        self.live_by_upstream = {}  # (upstream index, status) -> count of the live subscriptions
         self.push_answers = {}      # batch_id -> [(upstream index, status, replay), ...] of every push
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -165,6 +166,8 @@ class FaultProxy:
             self.by_upstream[(index, status)] = self.by_upstream.get((index, status), 0) + 1
             if is_push:
                 self._record_push_answer(index, status, body, resp)
+            if lines[0].startswith(b"GET /v3/live"):
+                self.live_by_upstream[(index, status)] = self.live_by_upstream.get((index, status), 0) + 1
             if upstream is None:
                 return
             route = (lines[0].split(b" ")[1].split(b"?")[0].decode("ascii", "replace"), status)

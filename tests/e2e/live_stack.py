@@ -34,8 +34,8 @@ def load_nchan(conf):
         f.write("load_module %s;\n%s" % (NCHAN, text))
 
 
-def publisher_url(port):
-    return "http://127.0.0.1:%d/v3/live-publish/" % port
+def publisher_url(port, address="127.0.0.1"):
+    return "http://%s:%d/v3/live-publish/" % (address, port)
 
 
 class LiveSite:
