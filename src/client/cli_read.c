@@ -22,6 +22,21 @@ static void put(sy_buf *b)
 	sy_buf_free(b);
 }
 
+/* Closes a listing: the JSON array's end, then the whole listing on stdout, or on failure
+ * nothing of it and the library's message on stderr. */
+static int listing_end(sy_buf *b, bool json, sy_client_rc rc, const sy_client_error *err)
+{
+	if (json)
+		sy_buf_puts(b, "]\n");
+	if (rc != SY_CLIENT_OK) {
+		sy_buf_free(b);
+		fprintf(stderr, "synchro-cli: %s\n", err->message);
+		return sy_cli_exit(rc);
+	}
+	put(b);
+	return 0;
+}
+
 static int cmd_status(sy_client *c, bool json)
 {
 	sy_client_status s;
@@ -87,15 +102,7 @@ static int cmd_pending(sy_client *c, bool all, bool json)
 	if (json)
 		sy_buf_putc(&b, '[');
 	sy_client_rc rc = sy_client_intents(c, all, on_intent, &l, &err);
-	if (json)
-		sy_buf_puts(&b, "]\n");
-	if (rc != SY_CLIENT_OK) {
-		sy_buf_free(&b);
-		fprintf(stderr, "synchro-cli: %s\n", err.message);
-		return sy_cli_exit(rc);
-	}
-	put(&b);
-	return 0;
+	return listing_end(&b, json, rc, &err);
 }
 
 static int cmd_show(sy_client *c, const char *id, bool json, bool explain)
@@ -241,15 +248,7 @@ static int cmd_rows(sy_client *c, const char *table, bool json)
 	if (json)
 		sy_buf_putc(&b, '[');
 	sy_client_rc rc = sy_client_rows(c, table, on_row, &l, &err);
-	if (json)
-		sy_buf_puts(&b, "]\n");
-	if (rc != SY_CLIENT_OK) {
-		sy_buf_free(&b);
-		fprintf(stderr, "synchro-cli: %s\n", err.message);
-		return sy_cli_exit(rc);
-	}
-	put(&b);
-	return 0;
+	return listing_end(&b, json, rc, &err);
 }
 
 typedef struct {
@@ -307,15 +306,7 @@ static int cmd_query(sy_client *c, int argc, char **argv, bool json)
 		sy_buf_putc(&b, '[');
 	sy_client_rc rc = sy_client_query(c, argv[0], params, on_query_row, &l, &err);
 	sy_free(params);
-	if (json)
-		sy_buf_puts(&b, "]\n");
-	if (rc != SY_CLIENT_OK) {
-		sy_buf_free(&b);
-		fprintf(stderr, "synchro-cli: %s\n", err.message);
-		return sy_cli_exit(rc);
-	}
-	put(&b);
-	return 0;
+	return listing_end(&b, json, rc, &err);
 }
 
 static int cmd_index(sy_client *c, int argc, char **argv)
