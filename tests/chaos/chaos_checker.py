@@ -406,6 +406,7 @@ class Checker:
             "outcomes": status,
             "batches": len(self.batches), "push_attempts": attempts, "batches_retried": replays,
             "requests_by_status": {str(k): v for k, v in sorted(self.proxy.statuses.items())},
+            "answers_cut_by_responder_kill": self.proxy.cut_upstream,
             "faults": faults,
             "lost": self.stats.get("lost", 0), "accepted_in_stream_break_gap": self.stats.get("in_stream_break_gap", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
             "violations": len(self.violations), "pulls_answered": self.stats.get("pulls", 0),

@@ -53,6 +53,9 @@ class FaultProxy:
         self.drop_rate = drop_rate
         self.reset_rate = reset_rate
         self.counts = {"drop_after_commit": 0, "reset_mid_response": 0}
+        # 200 answers the web server cut short (a responder killed while it wrote): the
+        # client sees a transfer error; their bodies are not checked
+        self.cut_upstream = 0
         self.statuses = {}          # status -> count (0: nginx gave no complete response)
         self.routes = {}            # (path, status) -> count
         self.push_200 = {}          # batch_id -> [body bytes, ...]
@@ -177,7 +180,9 @@ class FaultProxy:
                 self.retry_after[ra] = self.retry_after.get(ra, 0) + 1
             if status not in (LIVE_ALLOWED if lines[0].startswith(b"GET /v3/live") else ALLOWED):
                 self.unexpected.append("%s answered %d" % (lines[0][:40].decode("ascii", "replace"), status))
-            if is_push and status == 200:
+            if status == 200 and not self._complete(resp):
+                self.cut_upstream += 1
+            elif is_push and status == 200:
                 self._record_push(body, resp)
             elif status == 200 and lines[0].startswith(b"POST /v3/pull"):
                 self._record_pull(body, resp)
@@ -205,6 +210,19 @@ class FaultProxy:
             return int(resp.split(b" ", 2)[1])
         except (IndexError, ValueError):
             return 0
+
+    def _complete(self, resp):
+        """False when the answer's body is shorter than its Content-Length, or its chunked
+        encoding lacks the last chunk."""
+        head, _, body = resp.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        if self._header(lines, b"transfer-encoding") == b"chunked":
+            return body.endswith(b"0\r\n\r\n")
+        length = self._header(lines, b"content-length")
+        try:
+            return length is None or len(body) >= int(length)
+        except ValueError:
+            return False
 
     def _body(self, resp):
         head, _, body = resp.partition(b"\r\n\r\n")
