@@ -189,7 +189,8 @@ static void precheck(sp_push *x, size_t k)
 	if (pr->rules != 0)
 		return;
 	pr->ti = sp_schema_table(x->cur, t);
-	if (t->write == SY_POLICY_NONE) {
+	/* Fail closed: a members write is judged nowhere yet. */
+	if (t->write == SY_POLICY_NONE || t->write == SY_POLICY_MEMBERS) {
 		pr->rules |= SY_RULE_POLICY_REJECTED;
 		pr->rule_message = msg_policy;
 		return;
