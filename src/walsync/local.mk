@@ -17,6 +17,7 @@ src_walsync_synchro_walsync_SOURCES = \
 	src/walsync/walsync_notify.c src/walsync/walsync_notify.h \
 	src/walsync/walsync_decode.c \
 	src/walsync/walsync_fences.c src/walsync/walsync_fences.h \
+	src/walsync/walsync_scopes.c src/walsync/walsync_scopes.h \
 	src/walsync/walsync_continuity.c src/walsync/walsync_continuity.h \
 	src/walsync/stream.c src/walsync/stream.h \
 	src/walsync/pgoutput.c src/walsync/pgoutput.h
