@@ -70,24 +70,21 @@ static bool written(const sp_push *x, size_t k, const sy_field *f, const char **
  * Under write "members", whether the caller reads the row its write leaves: the owner the
  * row keeps (an insert's is the caller, set by the server), and the scope the new values
  * reach. An insert that does not name the hop-1 column reaches no scope the push can know.
- * Skipped (true) for an update of a row it cannot see: that is row_not_found, unless it
- * names a new scope the caller does not read, which a missing row would be refused too.
+ * An update that does not move the row leaves owner and scope as they were: the caller read
+ * the row before, or meets a missing row (row_not_found). One that moves a row the caller
+ * cannot see is judged on the new scope alone, as a missing row's move would be.
  */
 static bool reads_after(const sp_push *x, size_t k, const sp_row *row)
 {
 	const sp_table *ti = x->pre[k].ti;
 	bool insert = x->req->mutations[k].op == SY_OP_INSERT;
 	const char *owner = NULL, *scope = NULL;
+	if (!written(x, k, ti->t->members->field, &scope) && !insert)
+		return true;
 	if (insert)
 		owner = ti->owner >= 0 ? x->user : NULL;
 	else if (row->has_row)
 		owner = row_value(row, ti->owner);
-	bool moves = written(x, k, ti->t->members->field, &scope);
-	if (!moves && !insert) {
-		if (!row->has_row)
-			return true;
-		scope = row_value(row, ti->scope);
-	}
 	return reads(x, ti, owner, scope);
 }
 
