@@ -393,11 +393,13 @@ static const struct {
 	const char *tail; /* and after it */
 } grants[] = {
         {"TABLE", "GRANT SELECT ON TABLE ", " TO synchro_app"},
+        /* walsync reads the rows of a scope key when a membership comes or goes. */
+        {"TABLE", "GRANT SELECT ON TABLE ", " TO synchro_walsync"},
         {"TABLE", "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON TABLE ", " FROM synchro_app"},
         {"TABLE", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE ", " TO synchro_owner"},
         {"SEQUENCE", "GRANT USAGE ON SEQUENCE ", " TO synchro_owner"},
         {"SEQUENCE", "REVOKE USAGE ON SEQUENCE ", " FROM synchro_app"},
-        {"SCHEMA", "GRANT USAGE ON SCHEMA ", " TO synchro_app, synchro_owner"},
+        {"SCHEMA", "GRANT USAGE ON SCHEMA ", " TO synchro_app, synchro_owner, synchro_walsync"},
 };
 
 static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
@@ -421,7 +423,9 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 	        " WHERE c.oid = $1::oid"
 	        "   AND NOT (pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')"
-	        "            AND pg_catalog.has_schema_privilege('synchro_owner', n.oid, 'USAGE'))",
+	        "            AND pg_catalog.has_schema_privilege('synchro_owner', n.oid, 'USAGE')"
+	        "            AND pg_catalog.has_schema_privilege('synchro_walsync', n.oid, "
+	        "'USAGE'))",
 	        1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
 	if (!r)
 		return st;

@@ -407,6 +407,43 @@ static sy_store_status install_trigger(PGconn *c, const group_list *l, const cha
 	return st;
 }
 
+/*
+ * Who reads a relation of a membership path: the responders (the live check of pull and
+ * rebuild), walsync (the rows of a scope that a membership enters or leaves) and the push.
+ */
+#define ROLES "synchro_app, synchro_walsync, synchro_owner"
+
+static sy_store_status grant_reads(PGconn *c, const char *relation, sy_error *err)
+{
+	char *rel = sy_store_quote_relation(c, relation, err);
+	if (!rel)
+		return SY_STORE_INVALID;
+	sy_store_status st;
+	const char *p[] = {rel};
+	PGresult *r =
+	        sy_store_exec(c,
+	                      "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_class c"
+	                      "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+	                      " WHERE c.oid = pg_catalog.to_regclass($1)::oid",
+	                      1, p, PGRES_TUPLES_OK, "schema lookup", NULL, &st, err);
+	sy_buf b = SY_BUF_INIT, t = SY_BUF_INIT;
+	if (r && PQntuples(r) == 1) {
+		sy_buf_printf(&b, "GRANT USAGE ON SCHEMA %s TO %s", PQgetvalue(r, 0, 0), ROLES);
+		sy_buf_printf(&t, "GRANT SELECT ON TABLE %s TO %s", rel, ROLES);
+	}
+	PQclear(r);
+	sy_free(rel);
+	if (st == SY_STORE_OK && (b.failed || t.failed))
+		st = sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	if (st == SY_STORE_OK && b.len > 0)
+		st = sy_store_command(c, b.data, "grants", err);
+	if (st == SY_STORE_OK && t.len > 0)
+		st = sy_store_command(c, t.data, "grants", err);
+	sy_buf_free(&b);
+	sy_buf_free(&t);
+	return st;
+}
+
 static bool listed_before(const group_list *l, size_t i)
 {
 	for (size_t j = 0; j < i; j++)
@@ -459,6 +496,16 @@ sy_store_status sy_store_scopes_install(PGconn *c, const sy_manifest *m, sy_stor
 	for (size_t i = 0; i < l.n && st == SY_STORE_OK; i++)
 		if (!l.g[i].seeded)
 			st = seed(c, &l.g[i], note, arg, err);
+	for (size_t i = 0; i < l.n && st == SY_STORE_OK; i++)
+		if (!listed_before(&l, i))
+			st = grant_reads(c, l.g[i].relation, err);
+	/* The one-hop relation of a path has no trigger, and the members table itself. */
+	for (size_t i = 0; i < m->table_count && st == SY_STORE_OK; i++)
+		if (m->tables[i].members) {
+			st = grant_reads(c, m->tables[i].members->hops[0].relation, err);
+			if (st == SY_STORE_OK)
+				st = grant_reads(c, m->tables[i].relation, err);
+		}
 	groups_free(&l);
 	return st;
 }

@@ -17,13 +17,15 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/schema.h"
+#include "store/session.h"
 #include "synchro/alloc.h"
 #include "synchro/manifest.h"
 #include "synchro/pgtypes.h"
 #include "walsync/walsync.h"
 
-/* A manifest published while streaming is looked for at most this often (when a message
- * names a scope or a table walsync does not know as members-scoped). */
+/* A change of a table walsync does not know as members-scoped, whose message has scope
+ * members, looks for a newer manifest at most this often (a table a later manifest dropped
+ * keeps its fence). A membership or link message of an unknown scope always looks. */
 #define RELOAD_MIN_MS 1000
 
 static void mtables_free(walsync *w)
@@ -217,19 +219,28 @@ static bool named_in(const sy_ws_mtable *v, size_t n, bool scope, const char *na
  * those walsync already mirrors keep their rows in memory, dirty ones included. false when
  * the stream must restart.
  */
-static bool reload(walsync *w)
+static bool reload(walsync *w, bool always)
 {
 	int64_t now = sy_clock_ms();
-	if (now - w->manifest_checked_ms < RELOAD_MIN_MS)
+	if (!always && now - w->manifest_checked_ms < RELOAD_MIN_MS)
 		return true;
 	w->manifest_checked_ms = now;
+	sy_error err = {0};
+	sy_schema_ref ref = {0};
+	sy_store_status st = sy_store_schema_current(w->db, &ref, NULL, NULL, &err);
+	if (st == SY_STORE_NOT_FOUND ||
+	    (st == SY_STORE_OK && (long long)ref.version == w->manifest_version))
+		return true;
+	if (st != SY_STORE_OK) {
+		sy_ws_store_failed(w, st, &err);
+		return false;
+	}
 	sy_ws_mtable *old = w->mtables;
 	size_t nold = w->nmtables;
 	w->mtables = NULL;
 	w->nmtables = 0;
-	sy_error err = {0};
 	long long version = 0;
-	sy_store_status st = read_manifest(w, &version, &err);
+	st = read_manifest(w, &version, &err);
 	bool *known = NULL;
 	sy_buf scopes = {0}, links = {0};
 	if (st == SY_STORE_OK && version != w->manifest_version && w->nmtables > 0) {
@@ -291,7 +302,7 @@ bool sy_ws_mirror_readers(walsync *w, const sy_ws_change *c, int ordinal, const 
 		/* Scope members from a table not known as members-scoped: a newer manifest. */
 		if (!c->scope_before && !c->scope_after)
 			return true;
-		if (!reload(w))
+		if (!reload(w, false))
 			return false;
 		if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link))
 			return true;
@@ -399,7 +410,7 @@ bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_m
 		return true;
 	bool member = kind == SY_WS_SYNCHRO_MEMBER;
 	if (!known_name(w, member, m->scope)) {
-		if (!reload(w))
+		if (!reload(w, true))
 			return false;
 		/* A scope no published manifest names (a trigger a later publish left): its
 		 * rows are nobody's to read through it. */

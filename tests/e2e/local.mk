@@ -53,6 +53,12 @@ TESTS += tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 endif
 EXTRA_DIST += tests/e2e/pull_suite.py tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 
+# test_pull_scopes: tables read by members: shares, removals, later rows never delivered, moves.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_pull_scopes.pgt
+endif
+EXTRA_DIST += tests/e2e/test_pull_scopes.pgt
+
 # Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
 # (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
 # (read-your-writes, cursors, retirement from the primary), the replica stopped and started

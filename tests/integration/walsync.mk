@@ -24,6 +24,7 @@ TESTS += tests/integration/test_walsync.pgt
 tests_integration_test_walsync_pgt_SOURCES = tests/integration/test_walsync.c \
 	tests/integration/test_walsync_changelog.c tests/integration/test_walsync_lease.c \
 	tests/integration/test_walsync_slot.c tests/integration/test_walsync_clock.c \
+	tests/integration/test_walsync_scopes.c \
 	tests/integration/walsync_suite.h
 tests_integration_test_walsync_pgt_CFLAGS = $(PGT_CFLAGS)
 tests_integration_test_walsync_pgt_LDADD = src/store/libsystore.la src/core/libsycore.la \
