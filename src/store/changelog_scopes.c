@@ -3,7 +3,7 @@
  * synchro.scope_links) the batch changed, and the entries of each scope change, read from the
  * live synced table with its current fence versions (identifiers quoted, values as
  * parameters); every statement fenced by the writer lease as the entries' insert is. And
- * the mirror read whole when walsync starts streaming.
+ * the mirror read whole when walsync starts streaming, and the WAL position after a write.
  * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
@@ -376,5 +376,21 @@ sy_store_status sy_store_scope_mirror_load(PGconn *c, const char *scopes, const 
 		}
 	}
 	PQclear(r);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_wal_insert_lsn(PGconn *c, uint64_t *out, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0,
+	                            NULL, PGRES_TUPLES_OK, "read the WAL position", NULL, &st, err);
+	if (!r)
+		return st;
+	unsigned long long v = 0;
+	bool ok = PQntuples(r) == 1 && sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v);
+	PQclear(r);
+	if (!ok)
+		return sy_store_fail(err, SY_STORE_FAILED, "read the WAL position: no position");
+	*out = v;
 	return SY_STORE_OK;
 }

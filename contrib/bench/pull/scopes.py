@@ -89,18 +89,18 @@ def backlog_sql(kind, base):
                "%d + b * %d + %d) x;" % (base, BATCH, base, BATCH, BATCH))
         churn = ""
     elif kind == "mtodo":
-        ins = ("INSERT INTO public.mtodo SELECT x, 1 + (x * 7919) %% %d, 't', 'u' || (x %% 1000) FROM "
+        ins = ("INSERT INTO public.mtodo SELECT x, 1 + (x::bigint * 7919) %% %d, 't', 'u' || (x %% 1000) FROM "
                "generate_series(%d + b * %d + 1, %d + b * %d + %d) x;" % (LISTS, base, BATCH, base, BATCH, BATCH))
-        churn = ("INSERT INTO public.list_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || b) ON CONFLICT DO NOTHING;"
-                 " IF b %% 10 = 9 THEN DELETE FROM public.list_members WHERE user_id = 'churn' || (b - 9); END IF;"
-                 % (base, LISTS))
+        churn = ("INSERT INTO public.list_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || (%d + b))"
+                 " ON CONFLICT DO NOTHING; IF b %% 10 = 9 THEN DELETE FROM public.list_members"
+                 " WHERE user_id = 'churn' || (%d + b - 9); END IF;" % (base, LISTS, base, base))
     else:
         teams = max(1, MEMBERS // 5)
-        ins = ("INSERT INTO public.mtask SELECT x, 1 + (x * 7919) %% %d, 't' FROM generate_series(%d + b * %d + 1, "
+        ins = ("INSERT INTO public.mtask SELECT x, 1 + (x::bigint * 7919) %% %d, 't' FROM generate_series(%d + b * %d + 1, "
                "%d + b * %d + %d) x;" % (teams * 4, base, BATCH, base, BATCH, BATCH))
-        churn = ("INSERT INTO public.team_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || b) ON CONFLICT DO NOTHING;"
-                 " IF b %% 10 = 9 THEN DELETE FROM public.team_members WHERE user_id = 'churn' || (b - 9); END IF;"
-                 % (base, teams))
+        churn = ("INSERT INTO public.team_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || (%d + b))"
+                 " ON CONFLICT DO NOTHING; IF b %% 10 = 9 THEN DELETE FROM public.team_members"
+                 " WHERE user_id = 'churn' || (%d + b - 9); END IF;" % (base, teams, base, base))
     if not CHURN:
         churn = ""
     return "DO $$ BEGIN FOR b IN 0..%d LOOP %s %s COMMIT; END LOOP; END $$" % (n - 1, ins, churn)
