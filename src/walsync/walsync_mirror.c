@@ -6,7 +6,7 @@
  * goes, and each link that moves, applied to the mirror and turned into entries for the
  * rows of its scope (written by the changelog write, in its transaction, with the mirror's
  * rows: src/store/changelog_scopes.c). The users concerned are noted for live
- * notifications. doc/contract.md#pull-visibility.
+ * notifications (doc/contract.md#wal-alone-publishes, doc/contract.md#read-scope).
  * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
@@ -255,7 +255,7 @@ static bool tables_from(walsync *w, const sy_manifest *m, sy_error *err)
 		    !(x->hop = sy_store_quote_ident(w->db, t->members->hops[0].column, err)) ||
 		    (owner && !(x->owner = sy_store_quote_ident(w->db, owner->column, err))))
 			return false;
-		x->hop_type = sy_type_pg_name(t->members->field->type);
+		x->hop_type = t->members->field ? sy_type_pg_name(t->members->field->type) : "text";
 		if (!sy_ws_scopes_table(w->scopes, x->table_id, x->scope, x->link))
 			return !sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
 	}
