@@ -55,8 +55,8 @@ static sy_store_status broken_rebuild(sy_store_pull *p, sy_error *err)
 
 /*
  * Probes the tables (only those marked broken when only_broken) with a statement that reads
- * every mapped column (and a members table's path) and no row; marks each broken or not and, when that changed anything,
- * builds the page statement again. *changed tells whether it did.
+ * every mapped column (and a members table's path) and no row; marks each broken or not and, when
+ * that changed anything, builds the page statement again. *changed tells whether it did.
  */
 sy_store_status sy_store_pull_probe_tables(sy_store_pull *p, PGconn *c, bool only_broken,
                                            bool *changed, sy_error *err)
