@@ -17,6 +17,7 @@ src_pg_synchro_la_SOURCES = \
 	src/pg/push_subxact.c \
 	src/pg/push_terminal.c \
 	src/pg/push_cas.c \
+	src/pg/push_scope.c \
 	src/pg/push_row_read.c \
 	src/pg/push_unit.c \
 	src/pg/push_atomic_group.c \

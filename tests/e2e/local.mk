@@ -93,6 +93,13 @@ EXTRA_DIST += tests/e2e/push_check.py tests/e2e/push_suite.py tests/e2e/test_pus
 	tests/e2e/test_push_dispatch.pgt tests/e2e/test_push_replay.pgt \
 	tests/e2e/test_push_concurrency.pgt tests/e2e/test_push_capacity.pgt
 
+# The push's write policy through membership (one and two hops), and rows outside the
+# caller's scope answered as missing ones (test_push_scopes).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_push_scopes.pgt
+endif
+EXTRA_DIST += tests/e2e/test_push_scopes.pgt
+
 # The database's disk full (tests/e2e/pg_disk.py: the tables and indexes on a small tmpfs
 # tablespace, filled until ENOSPC, then freed): pushes answer 503 and commit nothing, walsync
 # retries without skipping a change, reads answer; once freed the same batches apply once and
