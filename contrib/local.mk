@@ -66,7 +66,7 @@ EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/p
 	contrib/bench/results/2026-12-07-1803-push.md contrib/bench/results/2026-12-07-1812-push.md \
 	contrib/bench/results/2026-12-07-1824-push.md \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
-	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py
+	contrib/bench/pull/paced_push.lua contrib/bench/pull/replica.py contrib/bench/pull/scopes.py
 bench-push: contrib/bench/push/plain_sql contrib/bench/push/trivial_fcgi src/fcgi/synchro-fcgi \
 		src/ctl/synchroctl
 	$(top_srcdir)/contrib/bench/push/run $(abs_top_builddir)

@@ -483,7 +483,7 @@ sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l, sy_
 	if (several &&
 	    (st = sy_store_command(c, "BEGIN", "write the changelog", err)) != SY_STORE_OK)
 		return st;
-	/* The mirror first: a scope change's entries read the link mirror this write leaves. */
+	/* The mirror's rows in the transaction of the entries that follow from them. */
 	if (scoped) {
 		st = sy_store_scope_ops_write_mirror(c, l, b->scopes, &fenced, err);
 		if (st != SY_STORE_OK)

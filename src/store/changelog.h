@@ -53,10 +53,11 @@ typedef struct {
 } sy_store_change;
 
 /* A scope change's entries: one per live row of table_id whose hop 1 column (hop_column)
- * equals key (link NULL), or, with two hops, holds a key whose target in the link mirror
- * (synchro.scope_links, as this write leaves it) is key; each at the current fence version,
- * with these readers, and the row's owner (owner_column, NULL when none) before and after. The
- * identifiers are quoted already; hop_type is the PostgreSQL type of hop_column. */
+ * holds one of keys (a text[] literal: the scope key itself with one hop, the hop values the
+ * link mirror leads to it from with two, or the hop value that moved); each at the current
+ * fence version, with these readers, and the row's owner (owner_column, NULL when none)
+ * before and after. The identifiers are quoted already; hop_type is the PostgreSQL type of
+ * hop_column. */
 typedef struct {
 	uint64_t commit_lsn;
 	uint32_t xid;
@@ -67,8 +68,7 @@ typedef struct {
 	const char *hop_column;
 	const char *hop_type;
 	const char *owner_column;
-	const char *link;
-	const char *key;
+	const char *keys;
 	const char *readers_before;
 	const char *readers_after;
 } sy_store_scope_rows;

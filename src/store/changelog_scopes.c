@@ -133,9 +133,9 @@ bool sy_store_scope_ops_rows(sy_store_scope_ops *o, const sy_store_scope_rows *x
 {
 	if (o->failed)
 		return false;
-	const char *s[] = {x->table_id,       x->relation,     x->pk_column, x->hop_column,
-	                   x->hop_type,       x->owner_column, x->link,      x->key,
-	                   x->readers_before, x->readers_after};
+	const char *s[] = {x->table_id,   x->relation,       x->pk_column,
+	                   x->hop_column, x->hop_type,       x->owner_column,
+	                   x->keys,       x->readers_before, x->readers_after};
 	size_t len = 0;
 	for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
 		len += s[i] ? strlen(s[i]) + 1 : 0;
@@ -164,8 +164,7 @@ bool sy_store_scope_ops_rows(sy_store_scope_ops *o, const sy_store_scope_rows *x
 	it->r.hop_column = put(&pos, x->hop_column);
 	it->r.hop_type = put(&pos, x->hop_type);
 	it->r.owner_column = put(&pos, x->owner_column);
-	it->r.link = put(&pos, x->link);
-	it->r.key = put(&pos, x->key);
+	it->r.keys = put(&pos, x->keys);
 	it->r.readers_before = put(&pos, x->readers_before);
 	it->r.readers_after = put(&pos, x->readers_after);
 	return true;
@@ -265,10 +264,13 @@ sy_store_status sy_store_scope_ops_write_mirror(PGconn *c, const sy_store_lease 
 }
 
 /*
- * One scope change's entries. The ordinals continue after the highest scope ordinal already
- * at this commit LSN (this write's earlier statements included), so a transaction's scope
- * changes never collide, whether written in one batch or in pieces. The xid is widened as
- * the entries' insert does (changelog.c).
+ * One scope change's entries: the rows of the scope key by the index of the hop column (the
+ * write runs with enable_seqscan off: a table that grew since its statistics must not be
+ * read whole once per scope change), each row's fence by its primary key (OFFSET 0 keeps
+ * that lookup per row whatever the estimates). The ordinals continue after the highest scope
+ * ordinal already at this commit LSN (this write's earlier statements included), so a transaction's
+ * scope changes never collide, whether written in one batch or in pieces. The xid is widened as the
+ * entries' insert does (changelog.c).
  */
 static char *rows_sql(const sy_store_scope_rows *x)
 {
@@ -279,20 +281,15 @@ static char *rows_sql(const sy_store_scope_rows *x)
 	              " nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
 	              " base AS (SELECT coalesce(max(ordinal) + 1, %d) AS o FROM synchro.changelog"
 	              "           WHERE commit_lsn = $4::pg_lsn AND ordinal >= %d),"
-	              " src AS (SELECT f.pk, f.version, %s%s AS owner"
-	              "           FROM %s r JOIN synchro.row_fences f"
-	              "             ON f.table_id = $7 AND f.pk = r.%s::text"
-	              "          WHERE f.state = 'live' AND ",
+	              " src AS (SELECT f.pk, f.version, %s%s AS owner FROM %s r"
+	              "   CROSS JOIN LATERAL (SELECT f.pk, f.version FROM synchro.row_fences f"
+	              "          WHERE f.table_id = $7 AND f.pk = r.%s::text AND f.state = 'live'"
+	              "         OFFSET 0) f"
+	              "  WHERE ",
 	              SY_STORE_SCOPE_ORDINAL, SY_STORE_SCOPE_ORDINAL,
 	              x->owner_column ? "r." : "NULL", x->owner_column ? x->owner_column : "",
 	              x->relation, x->pk_column);
-	if (x->link)
-		sy_buf_printf(&b,
-		              "r.%s IN (SELECT l.key::%s FROM synchro.scope_links l"
-		              "           WHERE l.link = $11 AND l.target = $8)",
-		              x->hop_column, x->hop_type);
-	else
-		sy_buf_printf(&b, "r.%s = $8::%s", x->hop_column, x->hop_type);
+	sy_buf_printf(&b, "r.%s = ANY ($8::%s[])", x->hop_column, x->hop_type);
 	sy_buf_puts(
 	        &b,
 	        "          ORDER BY f.pk),"
@@ -326,6 +323,12 @@ sy_store_status sy_store_scope_ops_write_rows(PGconn *c, const sy_store_lease *l
                                               sy_error *err)
 {
 	*fenced = false;
+	if (o->nrows == 0)
+		return SY_STORE_OK;
+	sy_store_status st = sy_store_command(c, "SET LOCAL enable_seqscan = off",
+	                                      "write the scope changes", err);
+	if (st != SY_STORE_OK)
+		return st;
 	for (size_t i = 0; i < o->nrows && !*fenced; i++) {
 		const sy_store_scope_rows *x = &o->rows[i].r;
 		if (tick)
@@ -338,10 +341,8 @@ sy_store_status sy_store_scope_ops_write_rows(PGconn *c, const sy_store_lease *l
 		snprintf(xid, sizeof xid, "%" PRIu32, x->xid);
 		snprintf(ts, sizeof ts, "%" PRId64, x->commit_time);
 		const char *p[] = {
-		        lsn,    xid, ts, x->table_id, x->key, x->readers_before, x->readers_after,
-		        x->link};
-		sy_store_status st =
-		        fenced_exec(c, l, sql, p, x->link ? 8 : 7, fenced, inserted, err);
+		        lsn, xid, ts, x->table_id, x->keys, x->readers_before, x->readers_after};
+		st = fenced_exec(c, l, sql, p, 7, fenced, inserted, err);
 		sy_free(sql);
 		if (st != SY_STORE_OK)
 			return st;

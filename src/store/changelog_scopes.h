@@ -25,8 +25,7 @@ SY_MUST_CHECK bool sy_store_scope_ops_rows(sy_store_scope_ops *o, const sy_store
 /* Mirror rows and scope changes held. */
 size_t sy_store_scope_ops_count(const sy_store_scope_ops *o);
 
-/* The mirror's rows (before the batch's entries: the entries of a scope change read the link
- * mirror as the batch leaves it). *fenced when the lease refused them. */
+/* The mirror's rows; *fenced when the lease refused them. */
 SY_MUST_CHECK sy_store_status sy_store_scope_ops_write_mirror(PGconn *c, const sy_store_lease *l,
                                                               sy_store_scope_ops *o, bool *fenced,
                                                               sy_error *err);

@@ -324,9 +324,10 @@ bool sy_ws_mirror_readers(walsync *w, const sy_ws_change *c, int ordinal, const 
 	return true;
 }
 
-/* Entries for the rows of t that hop value or scope key `key` reaches, with these readers. */
-static bool add_rows(walsync *w, const sy_ws_mtable *t, const char *link, const char *key,
-                     const char *rb, const char *ra)
+/* Entries for the rows of t whose hop 1 value is one of keys (a text[] literal), with these
+ * readers. */
+static bool add_rows(walsync *w, const sy_ws_mtable *t, const char *keys, const char *rb,
+                     const char *ra)
 {
 	if (strcmp(rb, "{}") == 0 && strcmp(ra, "{}") == 0)
 		return true; /* nobody's view changes */
@@ -340,30 +341,47 @@ static bool add_rows(walsync *w, const sy_ws_mtable *t, const char *link, const 
 	        .hop_column = t->hop,
 	        .hop_type = t->hop_type,
 	        .owner_column = t->owner,
-	        .link = link,
-	        .key = key,
+	        .keys = keys,
 	        .readers_before = rb,
 	        .readers_after = ra,
 	};
 	return sy_store_changes_add_scope_rows(w->batch, &x);
 }
 
+/* The hop 1 values of scope key key for t as a text[] literal into out: the key itself with
+ * one hop; with two, the keys the link mirror leads to it from (none: false, nothing to
+ * read). */
+static bool hop_values(walsync *w, const sy_ws_mtable *t, const char *key, sy_buf *out)
+{
+	sy_buf_reset(out);
+	if (!t->link) {
+		sy_ws_scopes_set_literal(&key, 1, out);
+		return true;
+	}
+	size_t n = 0;
+	const char *const *keys = sy_ws_scopes_link_keys(w->scopes, t->link, key, &n);
+	if (n == 0)
+		return false;
+	sy_ws_scopes_set_literal(keys, n, out);
+	return true;
+}
+
 /* One user's coming (or going) to scope key key of scope: every table of that scope. */
 static bool member_rows(walsync *w, const char *scope, const char *key, const char *user,
                         bool comes)
 {
-	sy_buf one = {0};
-	sy_buf_puts(&one, "{");
-	sy_store_array_elem(&one, true, user);
-	sy_buf_puts(&one, "}");
+	sy_buf one = {0}, keys = {0};
+	sy_ws_scopes_set_literal(&user, 1, &one);
 	bool ok = !one.failed;
 	for (size_t i = 0; ok && i < w->nmtables; i++) {
 		const sy_ws_mtable *t = &w->mtables[i];
-		if (strcmp(t->scope, scope) == 0)
-			ok = add_rows(w, t, t->link, key, comes ? "{}" : one.data,
-			              comes ? one.data : "{}");
+		if (strcmp(t->scope, scope) != 0 || !hop_values(w, t, key, &keys))
+			continue;
+		ok = !keys.failed &&
+		     add_rows(w, t, keys.data, comes ? "{}" : one.data, comes ? one.data : "{}");
 	}
 	sy_buf_free(&one);
+	sy_buf_free(&keys);
 	return ok;
 }
 
@@ -376,13 +394,16 @@ static bool link_rows(walsync *w, const char *link, const char *key, const char 
 		const sy_ws_mtable *t = &w->mtables[i];
 		if (!t->link || strcmp(t->link, link) != 0)
 			continue;
+		sy_buf one = {0};
+		sy_ws_scopes_set_literal(&key, 1, &one);
 		sy_buf_reset(&w->readers_before);
 		sy_buf_reset(&w->readers_after);
 		sy_ws_scopes_literal(w->scopes, t->scope, from, &w->readers_before);
 		sy_ws_scopes_literal(w->scopes, t->scope, to, &w->readers_after);
-		if (w->readers_before.failed || w->readers_after.failed ||
-		    !add_rows(w, t, NULL, key, w->readers_before.data, w->readers_after.data) ||
-		    !note_users(w, t->scope, from, lsn, ordinal) ||
+		bool ok = !one.failed && !w->readers_before.failed && !w->readers_after.failed &&
+		          add_rows(w, t, one.data, w->readers_before.data, w->readers_after.data);
+		sy_buf_free(&one);
+		if (!ok || !note_users(w, t->scope, from, lsn, ordinal) ||
 		    !note_users(w, t->scope, to, lsn, ordinal))
 			return false;
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The scope mirror in memory (walsync_scopes.h): one open-addressing hash table of nodes
- * keyed by kind and two strings (a table, a scope key's users, a link's target), so a
+ * keyed by kind and two strings (a table, a scope key's users, a link's target and the keys
+ * of each target), so a
  * change's readers cost two or three lookups whatever the number of memberships.
  * Layer: base of src/walsync (doc/hacking.md). */
 #include "config.h"
@@ -11,7 +12,7 @@
 #include "synchro/alloc.h"
 #include "walsync/walsync_scopes.h"
 
-enum { KIND_TABLE = 'T', KIND_MEMBERS = 'M', KIND_LINK = 'L' };
+enum { KIND_TABLE = 'T', KIND_MEMBERS = 'M', KIND_LINK = 'L', KIND_TARGET = 'R' };
 
 typedef struct node {
 	char *key; /* kind, a, '\0', b, '\0' */
@@ -19,7 +20,8 @@ typedef struct node {
 	uint64_t hash;
 	const char *a, *b; /* into key */
 	bool dirty;
-	/* KIND_MEMBERS: the users, sorted by bytes */
+	/* KIND_MEMBERS: the users; KIND_TARGET: the keys whose link target is b; sorted by
+	 * bytes */
 	char **users;
 	size_t n, cap;
 	/* KIND_LINK: the target, or NULL; KIND_TABLE: the scope and the link (or NULL) */
@@ -287,11 +289,11 @@ static size_t user_pos(const node *x, const char *user, bool *found)
 	return lo;
 }
 
-static bool member_add(sy_ws_scopes *s, const char *scope, const char *key, const char *user,
-                       bool dirty, bool *changed)
+static bool set_add(sy_ws_scopes *s, char kind, const char *scope, const char *key,
+                    const char *user, bool dirty, bool *changed)
 {
 	*changed = false;
-	node *x = intern(s, KIND_MEMBERS, scope, key);
+	node *x = intern(s, kind, scope, key);
 	if (!x)
 		return false;
 	bool found;
@@ -314,8 +316,36 @@ static bool member_add(sy_ws_scopes *s, const char *scope, const char *key, cons
 	memmove(x->users + at + 1, x->users + at, (x->n - at) * sizeof *x->users);
 	x->users[at] = copy;
 	x->n++;
-	s->members++;
 	*changed = true;
+	return true;
+}
+
+static bool set_remove(sy_ws_scopes *s, char kind, const char *scope, const char *key,
+                       const char *user, bool dirty, bool *changed)
+{
+	*changed = false;
+	node *x = lookup(s, kind, scope, key);
+	if (!x)
+		return true;
+	bool found;
+	size_t at = user_pos(x, user, &found);
+	if (!found)
+		return true;
+	if (dirty && !mark_dirty(s, x))
+		return false;
+	sy_free(x->users[at]);
+	memmove(x->users + at, x->users + at + 1, (x->n - at - 1) * sizeof *x->users);
+	x->n--;
+	*changed = true;
+	return true;
+}
+
+static bool member_add(sy_ws_scopes *s, const char *scope, const char *key, const char *user,
+                       bool dirty, bool *changed)
+{
+	if (!set_add(s, KIND_MEMBERS, scope, key, user, dirty, changed))
+		return false;
+	s->members += *changed;
 	return true;
 }
 
@@ -337,10 +367,17 @@ static bool link_set(sy_ws_scopes *s, const char *link, const char *key, const c
 	char *copy = NULL;
 	if (target && !(copy = sy_strndup(target, strlen(target))))
 		return false;
-	if (dirty && !mark_dirty(s, x)) {
+	/* The reverse index first: a failure leaves the link as it was. */
+	bool rev;
+	if ((target && !set_add(s, KIND_TARGET, link, target, key, false, &rev)) ||
+	    (dirty && !mark_dirty(s, x))) {
+		if (target)
+			(void)set_remove(s, KIND_TARGET, link, target, key, false, &rev);
 		sy_free(copy);
 		return false;
 	}
+	if (x->target)
+		(void)set_remove(s, KIND_TARGET, link, x->target, key, false, &rev);
 	s->links += (size_t)(copy != NULL) - (size_t)(x->target != NULL);
 	sy_free(x->target);
 	x->target = copy;
@@ -378,6 +415,14 @@ const char *sy_ws_scopes_link(const sy_ws_scopes *s, const char *link, const cha
 	return x ? x->target : NULL;
 }
 
+const char *const *sy_ws_scopes_link_keys(const sy_ws_scopes *s, const char *link,
+                                          const char *target, size_t *n)
+{
+	node *x = lookup(s, KIND_TARGET, link, target);
+	*n = x ? x->n : 0;
+	return x ? (const char *const *)x->users : NULL;
+}
+
 const char *sy_ws_scopes_key(const sy_ws_scopes *s, const char *link, const char *value)
 {
 	if (!value || !link)
@@ -389,6 +434,11 @@ void sy_ws_scopes_literal(const sy_ws_scopes *s, const char *scope, const char *
 {
 	size_t n = 0;
 	const char *const *u = key ? sy_ws_scopes_users(s, scope, key, &n) : NULL;
+	sy_ws_scopes_set_literal(u, n, out);
+}
+
+void sy_ws_scopes_set_literal(const char *const *u, size_t n, sy_buf *out)
+{
 	sy_buf_putc(out, '{');
 	for (size_t i = 0; i < n; i++) {
 		if (i)
@@ -417,21 +467,9 @@ bool sy_ws_scopes_member_add(sy_ws_scopes *s, const char *scope, const char *key
 bool sy_ws_scopes_member_remove(sy_ws_scopes *s, const char *scope, const char *key,
                                 const char *user, bool *changed)
 {
-	*changed = false;
-	node *x = lookup(s, KIND_MEMBERS, scope, key);
-	if (!x)
-		return true;
-	bool found;
-	size_t at = user_pos(x, user, &found);
-	if (!found)
-		return true;
-	if (!mark_dirty(s, x))
+	if (!set_remove(s, KIND_MEMBERS, scope, key, user, true, changed))
 		return false;
-	sy_free(x->users[at]);
-	memmove(x->users + at, x->users + at + 1, (x->n - at - 1) * sizeof *x->users);
-	x->n--;
-	s->members--;
-	*changed = true;
+	s->members -= *changed;
 	return true;
 }
 

@@ -51,12 +51,19 @@ const char *const *sy_ws_scopes_users(const sy_ws_scopes *s, const char *scope, 
                                       size_t *n);
 /* The link's target of key; NULL when none. */
 const char *sy_ws_scopes_link(const sy_ws_scopes *s, const char *link, const char *key);
+/* The keys whose target in link is target (sorted by bytes; *n 0 when none): the hop 1 values
+ * of a two-hop scope key. Valid until the next change of a link to or from it. */
+const char *const *sy_ws_scopes_link_keys(const sy_ws_scopes *s, const char *link,
+                                          const char *target, size_t *n);
 /* The scope key a row of a table with this link reaches from hop 1's value: value itself
  * with one hop (link NULL), the link's target with two; NULL when none. */
 const char *sy_ws_scopes_key(const sy_ws_scopes *s, const char *link, const char *value);
 
 /* Appends the users of (scope, key) as a text[] literal ("{}" when none or key is NULL). */
 void sy_ws_scopes_literal(const sy_ws_scopes *s, const char *scope, const char *key, sy_buf *out);
+
+/* Appends the n strings of u as a text[] literal. */
+void sy_ws_scopes_set_literal(const char *const *u, size_t n, sy_buf *out);
 
 /* A membership comes (add) or goes; *changed tells whether the mirror changed (a row the
  * mirror already had, or did not, changes nothing). false when out of memory. */

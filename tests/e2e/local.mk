@@ -59,6 +59,13 @@ TESTS += tests/e2e/test_pull_scopes.pgt
 endif
 EXTRA_DIST += tests/e2e/test_pull_scopes.pgt
 
+# test_scopes_walsync: walsync's scope effects through pull: a change after a share comes after the
+# share's entry; the mirror survives a restart and a takeover.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_scopes_walsync.pgt
+endif
+EXTRA_DIST += tests/e2e/test_scopes_walsync.pgt
+
 # Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
 # (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
 # (read-your-writes, cursors, retirement from the primary), the replica stopped and started

@@ -84,6 +84,13 @@ static void test_members(void)
 	CU_ASSERT_PTR_NULL(sy_ws_scopes_key(s, PL, "P2"));
 	CU_ASSERT_STRING_EQUAL(sy_ws_scopes_key(s, NULL, "L1"), "L1");
 	CU_ASSERT_STRING_EQUAL(literal(s, TM, sy_ws_scopes_key(s, PL, "P1")), "{\"dave\"}");
+	/* And back: the keys a target is reached from. */
+	size_t nk;
+	const char *const *k = sy_ws_scopes_link_keys(s, PL, "T1", &nk);
+	CU_ASSERT_EQUAL_FATAL(nk, 1);
+	CU_ASSERT_STRING_EQUAL(k[0], "P1");
+	CU_ASSERT_PTR_NULL(sy_ws_scopes_link_keys(s, PL, "T9", &nk));
+	CU_ASSERT_EQUAL(nk, 0);
 
 	/* Comings and goings: sorted, quoted, dirty once per key. */
 	bool changed;
@@ -110,6 +117,15 @@ static void test_members(void)
 	CU_ASSERT_EQUAL(sy_ws_scopes_member_count(s), 3);
 	CU_ASSERT_EQUAL(sy_ws_scopes_link_count(s), 1);
 	CU_ASSERT_EQUAL(sy_ws_scopes_dirty_count(s), 3);
+	(void)sy_ws_scopes_link_keys(s, PL, "T1", &nk);
+	CU_ASSERT_EQUAL(nk, 0);
+	k = sy_ws_scopes_link_keys(s, PL, "T2", &nk);
+	CU_ASSERT_EQUAL_FATAL(nk, 1);
+	CU_ASSERT_STRING_EQUAL(k[0], "P1");
+	sy_buf b = {0};
+	sy_ws_scopes_set_literal(k, nk, &b);
+	CU_ASSERT_STRING_EQUAL(b.data, "{\"P1\"}");
+	sy_buf_free(&b);
 	dirt d = {""};
 	sy_ws_scopes_dirty_each(s, on_member, on_link, &d);
 	CU_ASSERT_STRING_EQUAL(d.text, "M " LM " L1: bo\"b carol;L " PL " P1: T2;L " PL " P4: -;");
@@ -158,6 +174,8 @@ static void test_many(void)
 	CU_ASSERT_STRING_EQUAL(u[0], "user-10007");
 	CU_ASSERT_STRING_EQUAL(u[3], "user-7");
 	CU_ASSERT_STRING_EQUAL(sy_ws_scopes_link(s, PL, "project-19999"), "T");
+	(void)sy_ws_scopes_link_keys(s, PL, "T", &n);
+	CU_ASSERT_EQUAL(n, 20000);
 	/* A key longer than the lookup's stack buffer. */
 	char long_key[600];
 	memset(long_key, 'k', sizeof long_key - 1);
