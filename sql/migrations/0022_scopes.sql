@@ -11,7 +11,8 @@
 --    before and after the change, as walsync computed them from the mirror.
 --  * synchro.scope_trigger, the C trigger (src/pg/scope_trigger.c) each membership relation and
 --    hop relation gets, and the fence trigger's fifth argument (the hop column of a members
---    table, whose values the fence's message carries as scope_before and scope_after).
+--    table, whose values the fence's message carries as scope_before and scope_after; the
+--    backfill's messages carry it too).
 --  * synchro.pull_window with the tables read by members: an entry concerns a user who is
 --    its owner before or after, or one of its readers before or after.
 -- Creating a C function needs a superuser, as migration 13 did; the module must be one that
@@ -101,6 +102,57 @@ BEGIN
 END
 $fn$;
 REVOKE EXECUTE ON FUNCTION synchro.install_fence_trigger(regclass, text, text, text, text, text)
+	FROM PUBLIC;
+
+-- backfill_fences of migration 2 for a table read or written by members: each created fence's
+-- message also carries the row's hop column as scope_after (scope_before null), as the fence
+-- trigger's does, so walsync tells the row's readers. An empty scope_column does exactly what
+-- the five-argument form does.
+CREATE FUNCTION synchro.backfill_fences(relation regclass, table_id text, pk_column text,
+	soft_delete_column text, owner_column text, scope_column text) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	n bigint;
+BEGIN
+	IF coalesce(scope_column, '') = '' THEN
+		RETURN synchro.backfill_fences(relation, table_id, pk_column, soft_delete_column,
+			owner_column);
+	END IF;
+	IF coalesce(table_id, '') = '' THEN
+		RAISE EXCEPTION 'synchro: empty table_id' USING ERRCODE = 'SY010';
+	END IF;
+	PERFORM synchro.check_fence_config(relation, pk_column, soft_delete_column, owner_column);
+	EXECUTE format($q$
+		WITH src AS MATERIALIZED (
+			SELECT r.%1$I::text AS pk, %2$s AS deleted, %3$s AS owner, r.%5$I::text AS scope
+			  FROM %4$s AS r
+		), ins AS (
+			INSERT INTO synchro.row_fences (table_id, pk, state, version, source_xid)
+			SELECT $1, src.pk, CASE WHEN src.deleted THEN 'deleted' ELSE 'live' END,
+				replace(gen_random_uuid()::text, '-', ''), pg_current_xact_id()
+			FROM src
+			ON CONFLICT (table_id, pk) DO NOTHING
+			RETURNING pk, state, version
+		)
+		SELECT count(pg_logical_emit_message(true, 'synchro', jsonb_build_object(
+			'table_id', $1, 'pk', ins.pk, 'version', ins.version, 'state', ins.state,
+			'mutation_id', NULL, 'client_id', NULL, 'user_id', NULL,
+			'owner_before', NULL, 'owner_after', src.owner,
+			'scope_before', NULL, 'scope_after', src.scope)::text))
+		FROM ins JOIN src ON src.pk = ins.pk
+		$q$,
+		pk_column,
+		CASE WHEN coalesce(soft_delete_column, '') = '' THEN 'false'
+		     ELSE format('r.%I IS NOT NULL', soft_delete_column) END,
+		CASE WHEN coalesce(owner_column, '') = '' THEN 'NULL::text'
+		     ELSE format('r.%I::text', owner_column) END,
+		relation, scope_column)
+		INTO n USING table_id;
+	RETURN n;
+END
+$fn$;
+REVOKE EXECUTE ON FUNCTION synchro.backfill_fences(regclass, text, text, text, text, text)
 	FROM PUBLIC;
 
 -- (Re)installs the trigger synchro_scope on a membership or hop relation with its arguments,

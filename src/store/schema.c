@@ -481,10 +481,13 @@ static sy_store_status install_table(PGconn *c, const sy_table *t, const char *o
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return st;
-	r = sy_store_exec(c,
-	                  "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
-	                  " $2::text, $3::text, $4::text, $5::text)",
-	                  5, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
+	r = sy_store_exec(
+	        c,
+	        t->members ? "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text, $6::text)"
+	                   : "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text)",
+	        t->members ? 6 : 5, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
 	if (!r)
 		return st;
 	char line[SY_ERROR_MESSAGE_MAX];
