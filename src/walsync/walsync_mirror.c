@@ -24,11 +24,6 @@
 #include "synchro/pgtypes.h"
 #include "walsync/walsync.h"
 
-/* A change of a table walsync does not know as members-scoped, whose message has scope
- * members, looks for a newer manifest at most this often (a table a later manifest dropped
- * keeps its fence). A membership or link message of an unknown scope always looks. */
-#define RELOAD_MIN_MS 1000
-
 /*
  * A going: users who lost scope key `value` of scope (or, by_hop, the rows of hop 1 value
  * `value`: a project moved to another team) at a scope change. Its entries are the rows the
@@ -370,12 +365,9 @@ static bool named_in(const sy_ws_mtable *v, size_t n, bool scope, const char *na
  * those walsync already mirrors keep their rows in memory, dirty ones included. false when
  * the stream must restart.
  */
-static bool reload(walsync *w, bool always)
+static bool reload(walsync *w)
 {
-	int64_t now = sy_clock_ms();
-	if (!always && now - w->manifest_checked_ms < RELOAD_MIN_MS)
-		return true;
-	w->manifest_checked_ms = now;
+	w->manifest_checked_ms = sy_clock_ms();
 	sy_error err = {0};
 	sy_schema_ref ref = {0};
 	sy_store_status st = sy_store_schema_current(w->db, &ref, NULL, NULL, &err);
@@ -450,13 +442,20 @@ bool sy_ws_mirror_readers(walsync *w, const sy_ws_change *c, int ordinal, const 
 		return true;
 	const char *scope, *link;
 	if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link)) {
-		/* Scope members from a table not known as members-scoped: a newer manifest. */
-		if (!c->scope_before && !c->scope_after)
+		/* Scope members from a table not known as members-scoped: a newer manifest (a
+		 * table a later manifest dropped keeps its fence: asked once per manifest). */
+		if ((!c->scope_before && !c->scope_after) ||
+		    sy_ws_scopes_table_known(w->scopes, c->table_id))
 			return true;
-		if (!reload(w, false))
+		if (!reload(w))
 			return false;
-		if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link))
+		if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link)) {
+			if (!sy_ws_scopes_table_plain(w->scopes, c->table_id)) {
+				sy_log(SY_LOG_ERR, "out of memory");
+				return false;
+			}
 			return true;
+		}
 	}
 	const char *kb = sy_ws_scopes_key(w->scopes, link, c->scope_before);
 	const char *ka = sy_ws_scopes_key(w->scopes, link, c->scope_after);
@@ -608,7 +607,7 @@ bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_m
 		return true;
 	bool member = kind == SY_WS_SYNCHRO_MEMBER;
 	if (!known_name(w, member, m->scope)) {
-		if (!reload(w, true))
+		if (!reload(w))
 			return false;
 		/* A scope no published manifest names (a trigger a later publish left): its
 		 * rows are nobody's to read through it. */
