@@ -269,7 +269,8 @@ sy_store_status sy_store_scope_ops_write_mirror(PGconn *c, const sy_store_lease 
  * enable_seqscan off: a table that grew since its statistics must not be read whole once per
  * scope change), each row's fence by its primary key (OFFSET 0 keeps both lookups per change
  * and per row whatever the estimates). Within a commit LSN the ordinals continue after the
- * highest scope ordinal already there (this write's earlier statements included), so a
+ * highest scope ordinal already there (this write's earlier statements included; read once,
+ * before the insert: MATERIALIZED, or it is read again for each row inserted), so a
  * transaction's scope changes never collide, whether written in one batch or in pieces. The
  * xid is widened as the entries' insert does (changelog.c).
  */
@@ -293,8 +294,8 @@ static char *rows_sql(const sy_store_scope_rows *x)
 	        "         OFFSET 0) f),"
 	        " num AS (SELECT s.*, row_number() OVER (PARTITION BY s.lsn ORDER BY s.idx, s.pk)"
 	        "           AS n FROM src s),"
-	        " base AS (SELECT l.lsn, coalesce((SELECT max(c.ordinal) + 1 FROM "
-	        "synchro.changelog c"
+	        " base AS MATERIALIZED (SELECT l.lsn, coalesce((SELECT max(c.ordinal) + 1"
+	        "            FROM synchro.changelog c"
 	        "            WHERE c.commit_lsn = l.lsn AND c.ordinal >= %d), %d) AS o"
 	        "            FROM (SELECT DISTINCT lsn FROM ev) l),"
 	        " ins AS ("

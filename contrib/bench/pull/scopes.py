@@ -18,7 +18,9 @@ inserts per second, and the entries per second (the scope changes' entries inclu
 BENCH_SCOPE_CHURN (default 1), each transaction of the members-scoped runs also adds one
 membership (its entries: the rows of that list or team, read from the live table) and every
 tenth removes one. Every table is run BENCH_SCOPE_ROUNDS times (default 2), interleaved; the
-load average is printed with each figure."""
+load average is printed with each figure. Then, walsync running, a list of
+BENCH_SCOPE_SHARE_ROWS rows (default 10000) is shared with a new user: the time from the
+share's commit until its entries are in the changelog."""
 
 import os
 import sys
@@ -151,6 +153,32 @@ def drain(st, kind, base):
             "walsync_cpu_us": cpu_us}
 
 
+SHARE_ROWS = int(os.environ.get("BENCH_SCOPE_SHARE_ROWS", "10000"))
+
+
+def share_latency(st, base):
+    """A list of SHARE_ROWS rows (materialized) shared with a new user, walsync running: the
+    time from the share's commit until its entries are in the changelog."""
+    lst = 10 ** 9 + base
+    st.psql("INSERT INTO public.lists VALUES (%d);"
+            "INSERT INTO public.mtodo SELECT x, %d, 't', 'owner' FROM generate_series(%d, %d) x"
+            % (lst, lst, base + 1, base + SHARE_ROWS))
+    end = st.psql("SELECT pg_current_wal_lsn()")
+    while st.psql("SELECT confirmed_flush_lsn >= '%s' FROM pg_replication_slots" % end) != "t":
+        time.sleep(0.01)
+    user = "share%d" % base
+    t0 = time.monotonic()
+    st.psql("INSERT INTO public.list_members VALUES (%d, '%s')" % (lst, user))
+    while True:
+        n = int(st.psql("SELECT count(*) FROM synchro.changelog WHERE commit_lsn > '%s'"
+                        " AND '%s' = ANY (readers_after)" % (end, user)))
+        if n >= SHARE_ROWS:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > 60:
+            raise SystemExit("the share's entries did not arrive: %d of %d" % (n, SHARE_ROWS))
+        time.sleep(0.005)
+
+
 def main():
     print("== contrib/bench/pull scopes: %d inserts per run in transactions of %d, %d list memberships over %d "
           "lists, %d team memberships, churn %s, %d cores, load average %.2f at start"
@@ -185,6 +213,11 @@ def main():
                       "load average %.2f"
                       % (r + 1, kind, res["rows"], res["write_s"], res["span_s"], res["rate"], res["entries"],
                          res["entry_rate"], res["walsync_cpu_us"], res["load"]), flush=True)
+        for r in range(ROUNDS):
+            s = share_latency(st, base)
+            base += SHARE_ROWS
+            print("  share of a list of %d rows: its entries in the changelog %.0f ms after its commit, load "
+                  "average %.2f" % (SHARE_ROWS, 1000 * s, os.getloadavg()[0]), flush=True)
         print("== summary")
         for kind, label in (("otodo", "owner-scoped"), ("mtodo", "members, one hop"),
                             ("mtask", "members, two hops")):
