@@ -85,7 +85,7 @@ bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
 # and with many idle subscribers (contrib/bench/live/bench.py).
 EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/live/web_live.mjs \
 	contrib/bench/live/zero.py contrib/bench/live/zero/package.json contrib/bench/live/zero/package-lock.json \
-	contrib/bench/live/zero/zero.mjs
+	contrib/bench/live/zero/zero.mjs contrib/bench/live/watch.py
 # Dated runs of the benchmarks, linked from doc/performance.md.
 EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/results/2026-12-07-1838-live.md
 bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl src/client/synchro-cli

@@ -45,6 +45,7 @@ import psycopg2  # noqa: E402
 import synchro_e2e as e2e  # noqa: E402
 import web_stack  # noqa: E402
 import zero as zero_peer  # noqa: E402
+from watch import Watcher  # noqa: E402
 from live_stack import LiveSite, nchan_missing  # noqa: E402
 from synchro_e2e import Stack  # noqa: E402
 
@@ -67,40 +68,17 @@ class BenchStack(LiveSite, Stack):
         return site
 
 
-class Browser:
+class Browser(Watcher):
     """web_live.mjs: carol's page; seen[pk] = the wall-clock time (s) its live() callback
     first saw pk."""
 
     def __init__(self, stack):
-        self.profile = os.path.join(stack.dir, "chromium-profile")
-        self.seen, self.cond = {}, threading.Condition()
-        self.p = subprocess.Popen(["node", os.path.join(HERE, "web_live.mjs"), web_stack.PLAYWRIGHT,
-                                   "http://127.0.0.1:%d" % stack.port, self.profile, "carol",
-                                   e2e.USERS["carol"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        if not line or not json.loads(line).get("ready"):
-            raise SystemExit("web_live.mjs ended before its page was subscribed (exit %s)" % self.p.wait())
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.p.stdout:
-            m = json.loads(line)
-            with self.cond:
-                self.seen[m["pk"]] = m["t"] / 1000.0
-                self.cond.notify_all()
-
-    def wait(self, pk, timeout):
-        with self.cond:
-            self.cond.wait_for(lambda: pk in self.seen, timeout)
-            return self.seen.get(pk)
-
-    def close(self):
         try:
-            self.p.stdin.close()
-            self.p.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-            self.p.wait()
+            super().__init__(["node", os.path.join(HERE, "web_live.mjs"), web_stack.PLAYWRIGHT,
+                              "http://127.0.0.1:%d" % stack.port, os.path.join(stack.dir, "chromium-profile"),
+                              "carol", e2e.USERS["carol"]], "web_live.mjs")
+        except RuntimeError as e:
+            raise SystemExit(str(e))
 
 
 class Pusher:
@@ -145,19 +123,6 @@ def cpu_s(pid):
     """Seconds on a CPU (the scheduler's nanoseconds: finer than the clock ticks)."""
     with open("/proc/%d/schedstat" % pid) as f:
         return int(f.read().split()[0]) / 1e9
-
-
-def rss_kb(pids):
-    total = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
 
 
 def auth(user):
@@ -408,14 +373,14 @@ def main():
         figures["quiet"] = measure(stack, dev, listener, browser, pusher, "quiet")
         nginx = stack.procs["nginx"].pid
         nginx_pids = [nginx] + children(nginx)
-        rss0 = rss_kb(nginx_pids)
+        rss0 = zero_peer.rss_kb(nginx_pids)
         resp0 = responders(stack)
         stop, ready = threading.Event(), threading.Event()
         t = threading.Thread(target=subscribers, args=(stack.port, SUBSCRIBERS, stop, ready), daemon=True)
         t.start()
         ready.wait(120)
         time.sleep(2)
-        rss1 = rss_kb(nginx_pids)
+        rss1 = zero_peer.rss_kb(nginx_pids)
         resp1 = responders(stack)
         print("%d subscribers open: nginx %.0f kB -> %.0f kB (%.1f kB per subscriber); responders %d -> %d,"
               " their requests %d -> %d" % (SUBSCRIBERS, rss0, rss1, (rss1 - rss0) / max(1, SUBSCRIBERS),

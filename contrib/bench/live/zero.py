@@ -8,15 +8,14 @@ to it on 127.0.0.1 only. zero/zero.mjs is the app's query endpoint (ZERO_QUERY_U
 127.0.0.1) and a Node client with an in-memory store subscribed to carol's to-dos."""
 
 import filecmp
-import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 import urllib.request
 
 import synchro_e2e as e2e
+from watch import Watcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "zero")
@@ -77,8 +76,13 @@ def cpu_tree_s(pid):
 
 
 def rss_tree_kb(pid):
+    return rss_kb(tree(pid))
+
+
+def rss_kb(pids):
+    """The processes' resident memory, added up (bench.py's figures too)."""
     total = 0
-    for p in tree(pid):
+    for p in pids:
         try:
             with open("/proc/%d/status" % p) as f:
                 for line in f:
@@ -90,7 +94,8 @@ def rss_tree_kb(pid):
 
 
 class Zero:
-    """zero-cache and zero.mjs running; seen[pk] = the wall-clock time (s) the client saw pk."""
+    """zero-cache and zero.mjs running; wait(pk) = the wall-clock time (s) the client first
+    saw pk (watch.py)."""
 
     def __init__(self, stack, d, user):
         self.port, self.qport = e2e.free_port(), e2e.free_port()
@@ -118,26 +123,14 @@ class Zero:
                 raise RuntimeError("zero-cache did not answer on 127.0.0.1:%d (its log: %s)"
                                    % (self.port, stack.log("zero-cache")[-3000:]))
             time.sleep(0.5)
-        self.seen, self.cond = {}, threading.Condition()
-        self.p = subprocess.Popen(["node", os.path.join(d, "zero.mjs"), str(self.port), str(self.qport), user],
-                                  cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        if not line or not json.loads(line).get("ready"):
-            raise RuntimeError("zero.mjs ended before its query was complete (exit %s; zero-cache's log: %s)"
-                               % (self.p.wait(), stack.log("zero-cache")[-3000:]))
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.p.stdout:
-            m = json.loads(line)
-            with self.cond:
-                self.seen[m["pk"]] = m["t"] / 1000.0
-                self.cond.notify_all()
+        try:
+            self.client = Watcher(["node", os.path.join(d, "zero.mjs"), str(self.port), str(self.qport), user],
+                                  "zero.mjs", cwd=d)
+        except RuntimeError as e:
+            raise RuntimeError("%s (zero-cache's log: %s)" % (e, stack.log("zero-cache")[-3000:]))
 
     def wait(self, pk, timeout):
-        with self.cond:
-            self.cond.wait_for(lambda: pk in self.seen, timeout)
-            return self.seen.get(pk)
+        return self.client.wait(pk, timeout)
 
     def cpu_s(self):
         return cpu_tree_s(self.pid)
@@ -146,9 +139,4 @@ class Zero:
         return rss_tree_kb(self.pid)
 
     def close(self):
-        try:
-            self.p.stdin.close()
-            self.p.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-            self.p.wait()
+        self.client.close(timeout=30)
