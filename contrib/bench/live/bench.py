@@ -22,8 +22,10 @@ BENCH_ZERO=0 leaves it out): zero-cache on the same PostgreSQL and a Node client
 subscribed to carol's to-dos; BENCH_LIVE_CHANGES app INSERTs for carol, each timed to
 Synchro's native store, its browser page's live() and Zero's client, and each server's CPU
 over the phase divided by the changes it delivered (Synchro: walsync, nginx and the
-responders, two devices; Zero: zero-cache's processes, one client). Prints every figure;
-BENCH_LIVE_JSON=path writes them."""
+responders, two devices; Zero: zero-cache's processes, one client). zero-cache has no
+setting for its bind address: it listens on every interface ("::"; zero.py), on free ports,
+and the bench talks to it on 127.0.0.1 only. Prints every figure; BENCH_LIVE_JSON=path
+writes them."""
 
 import asyncio
 import base64

@@ -2,9 +2,9 @@
 """bench-live's zero phase (bench.py runs it): Rocicorp Zero on the bench's PostgreSQL.
 Its packages come from zero/package-lock.json by `npm ci` into
 BUILD/contrib/bench/live/zero once (later runs reuse them). zero-cache gets its own app id,
-replica file and ports in the stack's directory; its HTTP service listens on every
-interface (its address is fixed in the package, no setting moves it), and the bench talks
-to it on 127.0.0.1 only. zero/zero.mjs is the app's query endpoint (ZERO_QUERY_URL, on
+replica file and ports in the stack's directory; its HTTP services listen on every
+interface ("::": zero-cache has no setting for its bind address, see where it is started),
+and the bench talks to it on 127.0.0.1 only. zero/zero.mjs is the app's query endpoint (ZERO_QUERY_URL, on
 127.0.0.1) and a Node client with an in-memory store subscribed to carol's to-dos."""
 
 import filecmp
@@ -109,6 +109,11 @@ class Zero:
                    ZERO_MUTATE_URL="http://127.0.0.1:%d/mutate" % self.qport,
                    ZERO_NUM_SYNC_WORKERS="1", ZERO_ADMIN_PASSWORD="bench-live", ZERO_LOG_LEVEL="warn")
         self.argv = [os.path.join(d, "node_modules/.bin/zero-cache")]
+        # zero-cache has no setting for its bind address: its HTTP services (ZERO_PORT's sync
+        # service and ZERO_CHANGE_STREAMER_PORT's change-streamer) listen on "::", every
+        # interface, fixed in the package (zero-cache 1.9.0: host "::" in
+        # out/zero-cache/src/services/http-service.js; its options set ports only). Its ports
+        # are free ones picked here, and the bench talks to it on 127.0.0.1 only.
         stack.spawn("zero-cache", self.argv, env=env)
         self.pid = stack.procs["zero-cache"].pid
         t0 = time.monotonic()
