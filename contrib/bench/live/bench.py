@@ -9,10 +9,13 @@ updates on), a browser page of carol's (Debian's Chromium, headless, through
 web_live.mjs: the browser client with live updates on and a live() query on the to-dos)
 and one long-poll subscription of carol's; BENCH_LIVE_CHANGES (60) changes for carol at
 BENCH_LIVE_RATE (1) per second, alternately an app INSERT and another device's push (a
-POST /v3/push of one insert as a third device of carol's). Per change: from its commit
-returning (the INSERT's, or the push's 200) to the notification at the subscription, to
-the row in the native device's SQLite store (read every 2 ms), and to the page's live()
-callback seeing it. The browser needs the web build (configure --enable-web), Chromium and
+POST /v3/push of one insert as a third device of carol's). Per change: from the write
+being sent (the INSERT, or the push's request; its own round trip is reported beside) to
+the notification at the subscription (the first whose cursor is past the WAL position read
+just before the write), to the row in the native device's SQLite store (read every 2 ms),
+and to the page's live() callback seeing it. Every time is read on one clock,
+CLOCK_MONOTONIC (time.monotonic() here, process.hrtime in the Node programs: watch.py), so
+no latency can be negative; the bench stops with an error if one is. The browser needs the web build (configure --enable-web), Chromium and
 playwright-core; without them the bench says why and measures the rest.
 Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
 of bob's stay open; nginx's memory per subscriber (its processes' RSS), walsync's CPU per
@@ -33,6 +36,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import sqlite3
 import subprocess
 import sys
@@ -71,8 +75,8 @@ class BenchStack(LiveSite, Stack):
 
 
 class Browser(Watcher):
-    """web_live.mjs: carol's page; seen[pk] = the wall-clock time (s) its live() callback
-    first saw pk."""
+    """web_live.mjs: carol's page; seen[pk] = when its live() callback first saw pk
+    (time.monotonic() seconds, watch.py)."""
 
     def __init__(self, stack):
         try:
@@ -131,12 +135,45 @@ def auth(user):
     return base64.b64encode(("%s:%s" % (user, e2e.USERS[user])).encode()).decode()
 
 
+CURSOR = re.compile(r'^\{"cursor":"c1\.([0-9a-f]{16})\.[0-9a-f]{8}"\}$')
+
+
+def lsn_int(text):
+    """PostgreSQL's 'X/Y' WAL position as a number (the cursor's 16 hex digits are one too)."""
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def since(t, t0, what):
+    """t - t0 in ms: both read on CLOCK_MONOTONIC, t0 before the write was sent, so never
+    negative; the bench stops if it is (two clocks, or a notification matched to another
+    write)."""
+    ms = (t - t0) * 1000
+    if ms < 0:
+        raise SystemExit("bench-live: a negative latency (%.3f ms) %s" % (ms, what))
+    return ms
+
+
 class Listener:
-    """carol's long-poll subscription: the arrival time of each notification."""
+    """carol's long-poll subscription: (the cursor's WAL position, or -1 for a body without
+    one, and the arrival time) of each notification."""
 
     def __init__(self, stack):
         self.stack, self.times, self.closed = stack, queue.Queue(), False
         threading.Thread(target=self.run, daemon=True).start()
+
+    def after(self, lsn, timeout):
+        """The arrival time of the first notification naming a cursor past WAL position lsn
+        (the write's, whose commit comes after it), or None within timeout s; the others
+        (an earlier write's, late) are passed over."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                at, t = self.times.get(timeout=max(0, end - time.monotonic()))
+            except queue.Empty:
+                return None
+            if at > lsn:
+                return t
 
     def run(self):
         h = {"Authorization": "Basic " + auth("carol")}
@@ -145,7 +182,7 @@ class Listener:
             try:
                 c.request("GET", "/v3/live", headers=h)
                 r = c.getresponse()
-                r.read()
+                body = r.read()
                 t = time.monotonic()
             except OSError:
                 time.sleep(0.1)
@@ -153,7 +190,8 @@ class Listener:
             finally:
                 c.close()
             if r.status == 200:
-                self.times.put(t)
+                m = CURSOR.match(body.decode("utf-8", "replace").strip())
+                self.times.put((int(m.group(1), 16) if m else -1, t))
                 h["If-Modified-Since"] = r.getheader("Last-Modified") or ""
                 h["If-None-Match"] = r.getheader("Etag") or ""
 
@@ -187,35 +225,38 @@ def measure(stack, dev, listener, browser, pusher, label):
     walsync = stack.procs["walsync"].pid
     cpu0 = cpu_s(walsync)
     notif, store, web = [], {"insert": [], "push": []}, {"insert": [], "push": []}
+    write = {"insert": [], "push": []}
     missed = {"notification": 0, "store": 0, "browser": 0}
     next_at = time.monotonic()
     for k in range(CHANGES):
-        while not listener.times.empty():
-            listener.times.get_nowait()
         pk = str(uuid.uuid4())
         how = "insert" if k % 2 == 0 else "push"
+        cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+        lsn = lsn_int(cur.fetchone()[0])
+        t0 = time.monotonic()
         if how == "insert":
             cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "bench %d" % k))
         else:
             pusher.push(pk, "bench %d" % k)
-        t0, w0 = time.monotonic(), time.time()
+        write[how].append(since(time.monotonic(), t0, "of the write itself"))
         while not dev.has(pk) and time.monotonic() - t0 < 5:
             time.sleep(0.002)
         t1 = time.monotonic()
         if dev.has(pk):
-            store[how].append((t1 - t0) * 1000)
+            store[how].append(since(t1, t0, "to the native store"))
         else:
             missed["store"] += 1
-        try:
-            notif.append((listener.times.get(timeout=5) - t0) * 1000)
-        except queue.Empty:
+        t = listener.after(lsn, max(0, t0 + 5 - time.monotonic()))
+        if t is None:
             missed["notification"] += 1
+        else:
+            notif.append(since(t, t0, "to the notification"))
         if browser is not None:
             seen = browser.wait(pk, 5)
             if seen is None:
                 missed["browser"] += 1
             else:
-                web[how].append((seen - w0) * 1000)
+                web[how].append(since(seen, t0, "to the browser's live()"))
         next_at += 1.0 / RATE
         time.sleep(max(0, next_at - time.monotonic()))
     cpu = cpu_s(walsync) - cpu0
@@ -225,10 +266,13 @@ def measure(stack, dev, listener, browser, pusher, label):
            "commit_to_native_store_ms": stats(store["insert"] + store["push"]),
            "insert_to_native_store_ms": stats(store["insert"]),
            "push_to_native_store_ms": stats(store["push"]),
+           "insert_round_trip_ms": stats(write["insert"]), "push_round_trip_ms": stats(write["push"]),
            "walsync_cpu_ms_per_transaction": cpu * 1000 / CHANGES}
-    line = ("%s: commit to notification p50 %.1f ms p99 %.1f ms; to the native store: app INSERT p50 %.1f"
-            " p99 %.1f ms, push p50 %.1f p99 %.1f ms"
-            % (label, fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
+    line = ("%s: the write's own round trip p50: app INSERT %.1f ms, push %.1f ms; from the write sent to the"
+            " notification p50 %.1f ms p99 %.1f ms; to the native store: app INSERT p50 %.1f p99 %.1f ms, push p50 %.1f"
+            " p99 %.1f ms"
+            % (label, fig["insert_round_trip_ms"]["p50"], fig["push_round_trip_ms"]["p50"],
+               fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
                fig["insert_to_native_store_ms"]["p50"], fig["insert_to_native_store_ms"]["p99"],
                fig["push_to_native_store_ms"]["p50"], fig["push_to_native_store_ms"]["p99"]))
     if browser is not None:
@@ -257,12 +301,12 @@ def beside_zero(stack, dev, browser, zero):
     next_at = time.monotonic()
     for k in range(CHANGES):
         pk = str(uuid.uuid4())
+        t0 = time.monotonic()
         cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "zero %d" % k))
-        t0, w0 = time.monotonic(), time.time()
         while not dev.has(pk) and time.monotonic() - t0 < 5:
             time.sleep(0.002)
         if dev.has(pk):
-            native.append((time.monotonic() - t0) * 1000)
+            native.append(since(time.monotonic(), t0, "to the native store"))
         else:
             missed["store"] += 1
         for who, out, key in ((browser, web, "browser"), (zero, zc, "zero")):
@@ -272,7 +316,7 @@ def beside_zero(stack, dev, browser, zero):
             if seen is None:
                 missed[key] += 1
             else:
-                out.append((seen - w0) * 1000)
+                out.append(since(seen, t0, "to the %s" % key))
         next_at += 1.0 / RATE
         time.sleep(max(0, next_at - time.monotonic()))
     time.sleep(1)  # the last change's work done everywhere
@@ -287,7 +331,7 @@ def beside_zero(stack, dev, browser, zero):
            "synchro_deliveries": delivered,
            "zero_cache_cpu_ms_per_delivered_change": z_cpu * 1000 / max(1, len(zc)),
            "zero_deliveries": len(zc), "zero_cache_rss_kb": zero.rss_kb()}
-    print("beside Zero: commit to Synchro's native store p50 %.1f p99 %.1f ms, to its browser's live()"
+    print("beside Zero: from the INSERT sent to Synchro's native store p50 %.1f p99 %.1f ms, to its browser's live()"
           " p50 %.1f p99 %.1f ms; to Zero's client p50 %.1f p99 %.1f ms; server CPU per delivered change:"
           " Synchro %.2f ms (walsync, nginx, responders; %d deliveries), zero-cache %.2f ms (%d); zero-cache"
           " RSS %.0f MB; missed %s"

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """bench-live's watcher of a device program (bench.py's browser page through web_live.mjs,
 zero.py's Zero client through zero/zero.mjs): the program prints one JSON line
-{"ready": true} once it is subscribed, then one line {"pk": ID, "t": T} per row id it sees
-for the first time, T its wall-clock time in ms since the epoch. The program ends when its
-stdin closes."""
+{"ready": true} once it is subscribed, then one line {"pk": ID, "m": M} per row id it sees
+for the first time, M the moment in ms on CLOCK_MONOTONIC (Node's process.hrtime), the clock
+of Python's time.monotonic(): the bench times every change on that one clock. The program
+ends when its stdin closes."""
 
 import json
 import subprocess
@@ -11,7 +12,7 @@ import threading
 
 
 class Watcher:
-    """The program argv running; seen[pk] = the wall-clock time (s) it first saw pk."""
+    """The program argv running; seen[pk] = the time.monotonic() (s) it first saw pk."""
 
     def __init__(self, argv, what, cwd=None):
         self.what = what
@@ -26,11 +27,11 @@ class Watcher:
         for line in self.p.stdout:
             m = json.loads(line)
             with self.cond:
-                self.seen.setdefault(m["pk"], m["t"] / 1000.0)
+                self.seen.setdefault(m["pk"], m["m"] / 1000.0)
                 self.cond.notify_all()
 
     def wait(self, pk, timeout):
-        """When pk was seen (wall-clock seconds), or None if not within timeout s."""
+        """When pk was seen (time.monotonic() seconds), or None if not within timeout s."""
         with self.cond:
             self.cond.wait_for(lambda: pk in self.seen, timeout)
             return self.seen.get(pk)

@@ -94,8 +94,8 @@ def rss_kb(pids):
 
 
 class Zero:
-    """zero-cache and zero.mjs running; wait(pk) = the wall-clock time (s) the client first
-    saw pk (watch.py)."""
+    """zero-cache and zero.mjs running; wait(pk) = when the client first saw pk
+    (time.monotonic() seconds, watch.py)."""
 
     def __init__(self, stack, d, user):
         self.port, self.qport = e2e.free_port(), e2e.free_port()
