@@ -66,6 +66,13 @@ TESTS += tests/e2e/test_scopes_walsync.pgt
 endif
 EXTRA_DIST += tests/e2e/test_scopes_walsync.pgt
 
+# test_scopes_churn: randomized shares, removals and moves with concurrent pulls and pushes; no
+# row outside a user's scope at a pull's position, every device equal to the server, no rebuild.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_scopes_churn.pgt
+endif
+EXTRA_DIST += tests/e2e/test_scopes_churn.pgt
+
 # Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
 # (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
 # (read-your-writes, cursors, retirement from the primary), the replica stopped and started
