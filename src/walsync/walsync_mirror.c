@@ -607,10 +607,24 @@ bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_m
 		return true;
 	bool member = kind == SY_WS_SYNCHRO_MEMBER;
 	if (!known_name(w, member, m->scope)) {
-		if (!reload(w))
-			return false;
 		/* A scope no published manifest names (a trigger a later publish left): its
-		 * rows are nobody's to read through it. */
+		 * rows are nobody's to read through it. Asked once per manifest: remembered
+		 * beside the tables under a name no table_id has (no control character). */
+		size_t len = strlen(m->scope) + 3;
+		char *mark = sy_malloc(len);
+		if (!mark)
+			goto nomem;
+		snprintf(mark, len, "\x01%c%s", member ? 'm' : 'l', m->scope);
+		bool asked = sy_ws_scopes_table_known(w->scopes, mark);
+		bool ok = asked || reload(w);
+		if (ok && !asked && !known_name(w, member, m->scope) &&
+		    !sy_ws_scopes_table_plain(w->scopes, mark)) {
+			sy_free(mark);
+			goto nomem;
+		}
+		sy_free(mark);
+		if (!ok)
+			return false;
 		if (!known_name(w, member, m->scope))
 			return true;
 	}

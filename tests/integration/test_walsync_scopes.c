@@ -280,5 +280,20 @@ void test_scope_effects(void)
 	CU_ASSERT_STRING_EQUAL(got, want);
 	free(got);
 	free(from);
+
+	/* A scope trigger no published manifest names (left by an earlier publish): its
+	 * messages change no mirror and make no entry; the stream goes on. */
+	pgt_exec(db, "CREATE TABLE public.other (k text, u text);"
+	             "SELECT synchro.install_scope_trigger('public.other', ARRAY['member',"
+	             " 'public.other(k,u)', 'k', 'u']);"
+	             "INSERT INTO public.other VALUES ('" L1 "', 'mallory'), ('" L1 "', 'oscar')");
+	char *p0 = sync_point();
+	free(p0);
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.scope_members WHERE scope LIKE"
+	                         " 'public.other%%' OR user_id IN ('mallory', 'oscar')"),
+	                0);
+	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.changelog WHERE 'mallory' ="
+	                         " ANY (readers_after) OR 'oscar' = ANY (readers_after)"),
+	                0);
 	CU_ASSERT_EQUAL(stop_walsync(s4), 0);
 }
