@@ -13,6 +13,8 @@ src_core_libsycore_la_SOURCES = \
 	src/core/scalar.c \
 	src/core/types.c \
 	src/core/manifest.c \
+	src/core/manifest_policy.c \
+	src/core/manifest_check.c \
 	src/core/push_request.c \
 	src/core/sha256.c \
 	src/core/fingerprint.c \
@@ -27,7 +29,8 @@ noinst_HEADERS += \
 	src/core/json_scan.h \
 	src/include/synchro/sha256.h \
 	src/core/decimal.h \
-	src/core/outcome_common.h
+	src/core/outcome_common.h \
+	src/core/manifest_common.h
 src_core_libsycore_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 src_core_libsycore_la_LIBADD = $(CRYPTO_LIBS) -lm
 

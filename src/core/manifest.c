@@ -4,7 +4,6 @@
  * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,62 +15,12 @@
 #include "synchro/octets.h"
 #include "synchro/sha256.h"
 
+#include "manifest_common.h"
+
 /* Room for "tables[<size_t>]", and for that followed by ".fields[<size_t>]". */
 #define TABLE_PATH_CAP 32
 #define PATH_CAP       64
-/* Bytes of a name or value quoted in a message before it is clipped. */
-#define SHOW_BYTES 40
-#define SHOW_CAP   (SHOW_BYTES + 4)
-
-/* Formats "<path>[.<member>]: <message>" as an invalid_request error. */
-static bool fail_at(sy_error *err, const char *path, const char *member, const char *fmt, ...)
-        SY_PRINTF(4, 5);
-
-static bool fail_at(sy_error *err, const char *path, const char *member, const char *fmt, ...)
-{
-	char msg[SY_ERROR_MESSAGE_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (member != NULL)
-		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s.%s: %s", path, member, msg);
-	return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s: %s", path, msg);
-}
-
-static bool fail_nomem(sy_error *err)
-{
-	return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
-}
-
-/*
- * A printable excerpt of untrusted text for a message: control bytes become '?', and a
- * long text is cut on a UTF-8 boundary and marked "...", so the message stays valid UTF-8.
- */
-static const char *show(char out[SHOW_CAP], const char *s, size_t len)
-{
-	size_t n = len;
-	if (n > SHOW_BYTES) {
-		n = SHOW_BYTES;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	if (n < len) {
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = '\0';
-	return out;
-}
-
-static bool bytes_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-	return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
-}
+#define SHOW_CAP       SY_MF_SHOW_CAP
 
 int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -97,79 +46,14 @@ bool sy_manifest_name_valid(const char *s, size_t len)
 	return true;
 }
 
-/* The unquoted lowercase SQL identifier form; the store quotes it anyway. */
-static bool sql_name_valid(const char *s, size_t len)
-{
-	if (len == 0 || len > SY_MANIFEST_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || c == '_' ||
-		          (i > 0 && ((c >= '0' && c <= '9') || c == '$'));
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
-static bool relation_valid(const char *s, size_t len)
-{
-	const char *dot = memchr(s, '.', len);
-	if (dot == NULL)
-		return sql_name_valid(s, len);
-	size_t head = (size_t)(dot - s);
-	return sql_name_valid(s, head) && sql_name_valid(dot + 1, len - head - 1);
-}
-
-/*
- * Exactly the members in names[0..n): unknown ones refused (document order), then the
- * first missing required one (names[i] is optional when optional[i]).
- */
-static bool check_members(const sy_json *obj, const char *path, const char *const *names,
-                          const bool *optional, size_t n, sy_error *err)
-{
-	char shown[SHOW_CAP];
-	if (obj->type != SY_JSON_OBJECT)
-		return fail_at(err, path, NULL, "expected object, got %s",
-		               sy_json_type_name(obj->type));
-	for (size_t i = 0; i < obj->u.object.count; i++) {
-		const sy_json_member *m = &obj->u.object.members[i];
-		bool known = false;
-		for (size_t j = 0; j < n && !known; j++)
-			known = bytes_equal(m->key, m->key_len, names[j], strlen(names[j]));
-		if (!known)
-			return fail_at(err, path, NULL, "unknown member \"%s\"",
-			               show(shown, m->key, m->key_len));
-	}
-	for (size_t j = 0; j < n; j++) {
-		if ((optional == NULL || !optional[j]) && sy_json_get(obj, names[j]) == NULL)
-			return fail_at(err, path, NULL, "missing member \"%s\"", names[j]);
-	}
-	return true;
-}
-
-static bool get_string(const sy_json *obj, const char *path, const char *name, const char **s,
-                       size_t *len, sy_error *err)
-{
-	const sy_json *v = sy_json_get(obj, name);
-	*s = "";
-	*len = 0;
-	if (v->type != SY_JSON_STRING)
-		return fail_at(err, path, name, "expected string, got %s",
-		               sy_json_type_name(v->type));
-	*s = v->u.string.data;
-	*len = v->u.string.len;
-	return true;
-}
-
 static bool get_bool(const sy_json *obj, const char *path, const char *name, bool *out,
                      sy_error *err)
 {
 	const sy_json *v = sy_json_get(obj, name);
 	*out = false;
 	if (v->type != SY_JSON_TRUE && v->type != SY_JSON_FALSE)
-		return fail_at(err, path, name, "expected boolean, got %s",
-		               sy_json_type_name(v->type));
+		return sy_mf_fail_at(err, path, name, "expected boolean, got %s",
+		                     sy_json_type_name(v->type));
 	*out = v->type == SY_JSON_TRUE;
 	return true;
 }
@@ -178,31 +62,13 @@ static bool get_id(const sy_json *obj, const char *path, const char *name, const
                    size_t *len, sy_error *err)
 {
 	char shown[SHOW_CAP];
-	if (!get_string(obj, path, name, s, len, err))
+	if (!sy_mf_get_string(obj, path, name, s, len, err))
 		return false;
 	if (!sy_manifest_name_valid(*s, *len))
-		return fail_at(err, path, name,
-		               "invalid %s \"%s\" (1..63 bytes, no control characters)", name,
-		               show(shown, *s, *len));
+		return sy_mf_fail_at(err, path, name,
+		                     "invalid %s \"%s\" (1..63 bytes, no control characters)", name,
+		                     sy_mf_show(shown, *s, *len));
 	return true;
-}
-
-static bool get_sql_name(const sy_json *obj, const char *path, const char *name, const char **s,
-                         size_t *len, sy_error *err)
-{
-	char shown[SHOW_CAP];
-	if (!get_string(obj, path, name, s, len, err))
-		return false;
-	if (!sql_name_valid(*s, *len))
-		return fail_at(err, path, name,
-		               "invalid column \"%s\" (lowercase SQL identifier, at most 63 bytes)",
-		               show(shown, *s, *len));
-	return true;
-}
-
-static bool pk_type_allowed(sy_type t)
-{
-	return t == SY_TYPE_UUID || t == SY_TYPE_INT64 || t == SY_TYPE_INT32 || t == SY_TYPE_TEXT;
 }
 
 static bool parse_field(const sy_json *v, const char *path, bool is_pk, sy_field *f, sy_error *err)
@@ -212,19 +78,19 @@ static bool parse_field(const sy_json *v, const char *path, bool is_pk, sy_field
 	const char *id, *column, *type;
 	size_t id_len, column_len, type_len;
 
-	if (!check_members(v, path, names, NULL, is_pk ? 3 : 5, err))
+	if (!sy_mf_check_members(v, path, names, NULL, is_pk ? 3 : 5, err))
 		return false;
 	if (!get_id(v, path, "field_id", &id, &id_len, err) ||
-	    !get_sql_name(v, path, "column", &column, &column_len, err) ||
-	    !get_string(v, path, "type", &type, &type_len, err))
+	    !sy_mf_get_sql_name(v, path, "column", &column, &column_len, err) ||
+	    !sy_mf_get_string(v, path, "type", &type, &type_len, err))
 		return false;
 	/* A name holding U+0000 would otherwise look like its prefix to sy_type_from_name. */
 	if (strlen(type) != type_len || !sy_type_from_name(type, &f->type))
-		return fail_at(err, path, "type", "unknown type \"%s\"",
-		               show(shown, type, type_len));
+		return sy_mf_fail_at(err, path, "type", "unknown type \"%s\"",
+		                     sy_mf_show(shown, type, type_len));
 	if (is_pk) {
-		if (!pk_type_allowed(f->type))
-			return fail_at(
+		if (!sy_mf_key_type(f->type))
+			return sy_mf_fail_at(
 			        err, path, "type",
 			        "type \"%s\" cannot be a primary key (uuid, int64, int32, text)",
 			        type);
@@ -237,7 +103,7 @@ static bool parse_field(const sy_json *v, const char *path, bool is_pk, sy_field
 	f->field_id = sy_strndup(id, id_len);
 	f->column = sy_strndup(column, column_len);
 	if (f->field_id == NULL || f->column == NULL)
-		return fail_nomem(err);
+		return sy_mf_nomem(err);
 	return true;
 }
 
@@ -256,86 +122,27 @@ static bool parse_delete(const sy_json *v, const char *table_path, sy_table *t, 
 	size_t mode_len, column_len;
 
 	snprintf(path, sizeof path, "%s.delete", table_path);
-	if (!check_members(v, path, names, optional, 2, err) ||
-	    !get_string(v, path, "mode", &mode, &mode_len, err))
+	if (!sy_mf_check_members(v, path, names, optional, 2, err) ||
+	    !sy_mf_get_string(v, path, "mode", &mode, &mode_len, err))
 		return false;
 	bool has_column = sy_json_get(v, "column") != NULL;
-	if (bytes_equal(mode, mode_len, "hard", 4)) {
+	if (sy_mf_bytes_equal(mode, mode_len, "hard", 4)) {
 		t->delete_mode = SY_DELETE_HARD;
 		if (has_column)
-			return fail_at(err, path, "column", "only allowed when mode is \"soft\"");
+			return sy_mf_fail_at(err, path, "column",
+			                     "only allowed when mode is \"soft\"");
 		return true;
 	}
-	if (!bytes_equal(mode, mode_len, "soft", 4))
-		return fail_at(err, path, "mode", "unknown mode \"%s\" (hard, soft)",
-		               show(shown, mode, mode_len));
+	if (!sy_mf_bytes_equal(mode, mode_len, "soft", 4))
+		return sy_mf_fail_at(err, path, "mode", "unknown mode \"%s\" (hard, soft)",
+		                     sy_mf_show(shown, mode, mode_len));
 	t->delete_mode = SY_DELETE_SOFT;
 	if (!has_column)
-		return fail_at(err, path, "column", "required when mode is \"soft\"");
-	if (!get_sql_name(v, path, "column", &column, &column_len, err))
+		return sy_mf_fail_at(err, path, "column", "required when mode is \"soft\"");
+	if (!sy_mf_get_sql_name(v, path, "column", &column, &column_len, err))
 		return false;
 	t->delete_column = sy_strndup(column, column_len);
-	return t->delete_column != NULL || fail_nomem(err);
-}
-
-static bool parse_policy_value(const sy_json *v, const char *path, const char *name, bool none_ok,
-                               sy_policy *out, sy_error *err)
-{
-	char shown[SHOW_CAP];
-	const char *s;
-	size_t len;
-	if (!get_string(v, path, name, &s, &len, err))
-		return false;
-	if (bytes_equal(s, len, "owner", 5))
-		*out = SY_POLICY_OWNER;
-	else if (bytes_equal(s, len, "all", 3))
-		*out = SY_POLICY_ALL;
-	else if (none_ok && bytes_equal(s, len, "none", 4))
-		*out = SY_POLICY_NONE;
-	else
-		return fail_at(err, path, name, "unknown policy \"%s\" (%s)", show(shown, s, len),
-		               none_ok ? "owner, all, none" : "owner, all");
-	return true;
-}
-
-static bool parse_policy(const sy_json *v, const char *table_path, sy_table *t, sy_error *err)
-{
-	static const char *const names[] = {"read", "write", "owner_field"};
-	static const bool optional[] = {false, false, true};
-	char path[PATH_CAP], shown[SHOW_CAP];
-	const char *owner;
-	size_t owner_len;
-
-	snprintf(path, sizeof path, "%s.policy", table_path);
-	if (!check_members(v, path, names, optional, 3, err) ||
-	    !parse_policy_value(v, path, "read", false, &t->read, err) ||
-	    !parse_policy_value(v, path, "write", true, &t->write, err))
-		return false;
-	bool needs_owner = t->read == SY_POLICY_OWNER || t->write == SY_POLICY_OWNER;
-	if (sy_json_get(v, "owner_field") == NULL) {
-		if (needs_owner)
-			return fail_at(err, path, "owner_field",
-			               "required when read or write is \"owner\"");
-		return true;
-	}
-	if (!needs_owner)
-		return fail_at(err, path, "owner_field",
-		               "only allowed when read or write is \"owner\"");
-	if (!get_string(v, path, "owner_field", &owner, &owner_len, err))
-		return false;
-	/* The owner is server-set from the caller's identity, never client-chosen like a pk. */
-	if (bytes_equal(owner, owner_len, t->pk.field_id, strlen(t->pk.field_id)))
-		return fail_at(err, path, "owner_field", "\"%s\" is the primary key",
-		               show(shown, owner, owner_len));
-	const sy_field *f = sy_table_field(t, owner, owner_len);
-	if (f == NULL)
-		return fail_at(err, path, "owner_field", "no field \"%s\"",
-		               show(shown, owner, owner_len));
-	if (f->type != SY_TYPE_TEXT)
-		return fail_at(err, path, "owner_field", "field \"%s\" must have type text",
-		               show(shown, owner, owner_len));
-	t->owner_field = f->field_id;
-	return true;
+	return t->delete_column != NULL || sy_mf_nomem(err);
 }
 
 /* Field ids and columns are unique within a table, the pk's included. */
@@ -350,11 +157,11 @@ static bool check_field_unique(const sy_table *t, size_t i, const char *path, sy
 		col_dup = col_dup || strcmp(f->column, t->fields[j].column) == 0;
 	}
 	if (id_dup)
-		return fail_at(err, path, "field_id", "duplicate field_id \"%s\"",
-		               show(shown, f->field_id, strlen(f->field_id)));
+		return sy_mf_fail_at(err, path, "field_id", "duplicate field_id \"%s\"",
+		                     sy_mf_show(shown, f->field_id, strlen(f->field_id)));
 	if (col_dup)
-		return fail_at(err, path, "column", "duplicate column \"%s\"",
-		               show(shown, f->column, strlen(f->column)));
+		return sy_mf_fail_at(err, path, "column", "duplicate column \"%s\"",
+		                     sy_mf_show(shown, f->column, strlen(f->column)));
 	return true;
 }
 
@@ -363,8 +170,8 @@ static bool check_soft_delete(const sy_table *t, const char *path, sy_error *err
 	char fpath[PATH_CAP], shown[SHOW_CAP];
 	const char *col = t->delete_column;
 	if (strcmp(col, t->pk.column) == 0)
-		return fail_at(err, path, "delete.column", "\"%s\" is the primary key column",
-		               show(shown, col, strlen(col)));
+		return sy_mf_fail_at(err, path, "delete.column", "\"%s\" is the primary key column",
+		                     sy_mf_show(shown, col, strlen(col)));
 	for (size_t i = 0; i < t->field_count; i++) {
 		const sy_field *f = &t->fields[i];
 		if (strcmp(f->column, col) != 0)
@@ -372,13 +179,15 @@ static bool check_soft_delete(const sy_table *t, const char *path, sy_error *err
 		snprintf(fpath, sizeof fpath, "%s.fields[%zu]", path, i);
 		/* Non-null means deleted, so live rows need the null. */
 		if (f->type != SY_TYPE_TIMESTAMP)
-			return fail_at(err, fpath, "type",
-			               "maps the soft-delete column \"%s\" and must be timestamp",
-			               show(shown, col, strlen(col)));
+			return sy_mf_fail_at(
+			        err, fpath, "type",
+			        "maps the soft-delete column \"%s\" and must be timestamp",
+			        sy_mf_show(shown, col, strlen(col)));
 		if (!f->nullable)
-			return fail_at(err, fpath, "nullable",
-			               "maps the soft-delete column \"%s\" and must be nullable",
-			               show(shown, col, strlen(col)));
+			return sy_mf_fail_at(
+			        err, fpath, "nullable",
+			        "maps the soft-delete column \"%s\" and must be nullable",
+			        sy_mf_show(shown, col, strlen(col)));
 	}
 	return true;
 }
@@ -392,6 +201,7 @@ static void table_clear(sy_table *t)
 		field_clear(&t->fields[i]);
 	sy_free(t->fields);
 	sy_free(t->delete_column);
+	sy_mf_members_free(t->members);
 }
 
 static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_error *err)
@@ -402,19 +212,19 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 	const char *id, *relation;
 	size_t id_len, relation_len;
 
-	if (!check_members(v, path, names, NULL, 6, err) ||
+	if (!sy_mf_check_members(v, path, names, NULL, 6, err) ||
 	    !get_id(v, path, "table_id", &id, &id_len, err) ||
-	    !get_string(v, path, "relation", &relation, &relation_len, err))
+	    !sy_mf_get_string(v, path, "relation", &relation, &relation_len, err))
 		return false;
-	if (!relation_valid(relation, relation_len))
-		return fail_at(err, path, "relation",
-		               "invalid relation \"%s\" (name or schema.name, lowercase SQL "
-		               "identifiers)",
-		               show(shown, relation, relation_len));
+	if (!sy_mf_relation_valid(relation, relation_len))
+		return sy_mf_fail_at(err, path, "relation",
+		                     "invalid relation \"%s\" (name or schema.name, lowercase SQL "
+		                     "identifiers)",
+		                     sy_mf_show(shown, relation, relation_len));
 	t->table_id = sy_strndup(id, id_len);
 	t->relation = sy_strndup(relation, relation_len);
 	if (t->table_id == NULL || t->relation == NULL)
-		return fail_nomem(err);
+		return sy_mf_nomem(err);
 
 	snprintf(sub, sizeof sub, "%s.pk", path);
 	if (!parse_field(sy_json_get(v, "pk"), sub, true, &t->pk, err))
@@ -422,13 +232,13 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 
 	const sy_json *fields = sy_json_get(v, "fields");
 	if (fields->type != SY_JSON_ARRAY)
-		return fail_at(err, path, "fields", "expected array, got %s",
-		               sy_json_type_name(fields->type));
+		return sy_mf_fail_at(err, path, "fields", "expected array, got %s",
+		                     sy_json_type_name(fields->type));
 	size_t n = fields->u.array.count;
 	if (n > 0) {
 		t->fields = sy_calloc(n, sizeof *t->fields);
 		if (t->fields == NULL)
-			return fail_nomem(err);
+			return sy_mf_nomem(err);
 	}
 	for (size_t i = 0; i < n; i++) {
 		snprintf(sub, sizeof sub, "%s.fields[%zu]", path, i);
@@ -443,7 +253,7 @@ static bool parse_table(const sy_json *v, const char *path, sy_table *t, sy_erro
 		return false;
 	if (t->delete_mode == SY_DELETE_SOFT && !check_soft_delete(t, path, err))
 		return false;
-	return parse_policy(sy_json_get(v, "policy"), path, t, err);
+	return sy_mf_parse_policy(sy_json_get(v, "policy"), path, t, err);
 }
 
 /* Hash and canonical bytes: SHA-256(domain 0x00 JCS(manifest)). */
@@ -471,7 +281,7 @@ static bool seal(sy_manifest *m, const sy_json *root, sy_error *err)
 	m->canonical = data;
 	return true;
 nomem:
-	fail_nomem(err);
+	sy_mf_nomem(err);
 fail:
 	sy_buf_free(&b);
 	return false;
@@ -483,22 +293,22 @@ sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err)
 	char path[TABLE_PATH_CAP], shown[SHOW_CAP];
 	sy_manifest *m = NULL;
 
-	if (!check_members(root, "manifest", names, NULL, 1, err))
+	if (!sy_mf_check_members(root, "manifest", names, NULL, 1, err))
 		goto fail;
 	const sy_json *tables = sy_json_get(root, "tables");
 	if (tables->type != SY_JSON_ARRAY) {
-		fail_at(err, "tables", NULL, "expected array, got %s",
-		        sy_json_type_name(tables->type));
+		sy_mf_fail_at(err, "tables", NULL, "expected array, got %s",
+		              sy_json_type_name(tables->type));
 		goto fail;
 	}
 	size_t n = tables->u.array.count;
 	if (n == 0) {
-		fail_at(err, "tables", NULL, "must not be empty");
+		sy_mf_fail_at(err, "tables", NULL, "must not be empty");
 		goto fail;
 	}
 	m = sy_calloc(1, sizeof *m);
 	if (m == NULL || (m->tables = sy_calloc(n, sizeof *m->tables)) == NULL) {
-		fail_nomem(err);
+		sy_mf_nomem(err);
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -509,14 +319,14 @@ sy_manifest *sy_manifest_parse_json(const sy_json *root, sy_error *err)
 			goto fail;
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(t->table_id, m->tables[j].table_id) == 0) {
-				fail_at(err, path, "table_id", "duplicate table_id \"%s\"",
-				        show(shown, t->table_id, strlen(t->table_id)));
+				sy_mf_fail_at(err, path, "table_id", "duplicate table_id \"%s\"",
+				              sy_mf_show(shown, t->table_id, strlen(t->table_id)));
 				goto fail;
 			}
 			/* One trigger per relation reports one table's changes. */
 			if (strcmp(t->relation, m->tables[j].relation) == 0) {
-				fail_at(err, path, "relation", "duplicate relation \"%s\"",
-				        show(shown, t->relation, strlen(t->relation)));
+				sy_mf_fail_at(err, path, "relation", "duplicate relation \"%s\"",
+				              sy_mf_show(shown, t->relation, strlen(t->relation)));
 				goto fail;
 			}
 		}
@@ -556,7 +366,7 @@ const sy_table *sy_manifest_table(const sy_manifest *m, const char *table_id, si
 		return NULL;
 	for (size_t i = 0; i < m->table_count; i++) {
 		const sy_table *t = &m->tables[i];
-		if (bytes_equal(t->table_id, strlen(t->table_id), table_id, len))
+		if (sy_mf_bytes_equal(t->table_id, strlen(t->table_id), table_id, len))
 			return t;
 	}
 	return NULL;
@@ -566,7 +376,7 @@ const sy_field *sy_table_field(const sy_table *t, const char *field_id, size_t l
 {
 	for (size_t i = 0; i < t->field_count; i++) {
 		const sy_field *f = &t->fields[i];
-		if (bytes_equal(f->field_id, strlen(f->field_id), field_id, len))
+		if (sy_mf_bytes_equal(f->field_id, strlen(f->field_id), field_id, len))
 			return f;
 	}
 	return NULL;
@@ -576,7 +386,7 @@ const sy_field *sy_table_field_by_column(const sy_table *t, const char *column, 
 {
 	for (size_t i = 0; i < t->field_count; i++) {
 		const sy_field *f = &t->fields[i];
-		if (bytes_equal(f->column, strlen(f->column), column, len))
+		if (sy_mf_bytes_equal(f->column, strlen(f->column), column, len))
 			return f;
 	}
 	return NULL;
@@ -596,7 +406,7 @@ bool sy_field_writable(const sy_table *t, const sy_field *f)
 /* Any field of t, the pk included. */
 static const sy_field *any_field(const sy_table *t, const char *field_id, size_t len)
 {
-	if (bytes_equal(t->pk.field_id, strlen(t->pk.field_id), field_id, len))
+	if (sy_mf_bytes_equal(t->pk.field_id, strlen(t->pk.field_id), field_id, len))
 		return &t->pk;
 	return sy_table_field(t, field_id, len);
 }
@@ -672,7 +482,7 @@ bool sy_manifest_incompatible_indexes(const sy_manifest *authored, const sy_mani
 		if (field_compatible(auth, cur, field_ids[i], field_lens[i]))
 			continue;
 		if (v == NULL && (v = sy_calloc(count, sizeof *v)) == NULL)
-			return fail_nomem(err);
+			return sy_mf_nomem(err);
 		v[n++] = i;
 	}
 	if (n == 0)
@@ -681,7 +491,7 @@ bool sy_manifest_incompatible_indexes(const sy_manifest *authored, const sy_mani
 	size_t kept = 1;
 	for (size_t i = 1; i < n; i++) {
 		const size_t a = v[kept - 1], b = v[i];
-		if (!bytes_equal(field_ids[a], field_lens[a], field_ids[b], field_lens[b]))
+		if (!sy_mf_bytes_equal(field_ids[a], field_lens[a], field_ids[b], field_lens[b]))
 			v[kept++] = b;
 	}
 	*out_idx = v;
@@ -720,7 +530,7 @@ bool sy_manifest_incompatible_fields(const sy_manifest *authored, const sy_manif
 fail:
 	sy_manifest_free_ids(ids, ids != NULL ? n : 0);
 	sy_free(idx);
-	return fail_nomem(err);
+	return sy_mf_nomem(err);
 }
 
 void sy_manifest_free_ids(char **ids, size_t n)

@@ -17,6 +17,7 @@ src_pg_synchro_la_SOURCES = \
 	src/pg/push_subxact.c \
 	src/pg/push_terminal.c \
 	src/pg/push_cas.c \
+	src/pg/push_scope.c \
 	src/pg/push_row_read.c \
 	src/pg/push_unit.c \
 	src/pg/push_atomic_group.c \
@@ -24,6 +25,7 @@ src_pg_synchro_la_SOURCES = \
 	src/pg/ledger_insert.c \
 	src/pg/ledger_guards.c \
 	src/pg/version_fence.c \
+	src/pg/scope_trigger.c \
 	src/pg/fence_store.c \
 	src/pg/push_index_probe.c
 src_pg_synchro_la_CPPFLAGS = -D_GNU_SOURCE -I$(top_srcdir)/src/include -I$(top_srcdir)/src/pg \

@@ -112,9 +112,11 @@ void sp_run_group(sp_push *x)
 		}
 	} else if (sqlerrcode != 0) {
 		sp_refused(x, failing, sqlerrcode);
-	} else if (x->res[failing].o.status == SY_STATUS_CONFLICT) {
+	} else if (x->res[failing].o.status == SY_STATUS_CONFLICT &&
+	           x->res[failing].o.code != SY_CODE_ROW_NOT_FOUND) {
 		/* ADR: rebuilt from the committed state, so an earlier group write (a cascaded
-		 * delete) never appears in the outcome. */
+		 * delete) never appears in the outcome. A row not found shows no row, whatever
+		 * the read finds now (one outside the caller's scope answers so: push_scope.c). */
 		sp_row row;
 		sp_read(x, failing, &row);
 		sp_fill_row(x, failing, &row);

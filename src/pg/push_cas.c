@@ -3,8 +3,8 @@
  * The compare-and-swap of one mutation (ADR "Opaque server versions and atomic
  * compare-and-swap", "Complete operation and row-state matrix"): the source row and then
  * its version fence are locked (the order of the fence trigger after a direct write, so
- * the two never wait on each other in opposite orders), the owner policy is judged on the
- * locked row, and the core's matrix decides; only a mutation the matrix applies writes.
+ * the two never wait on each other in opposite orders), the policy is judged on the
+ * locked row (push_scope.c), and the core's matrix decides; only a mutation the matrix applies writes.
  * The write's AFTER trigger mints the version and moves the fence. Also the row reads
  * that outcomes report and the classification of a write the database refused.
  * Layer: middle of src/pg (doc/hacking.md).
@@ -216,20 +216,17 @@ static const char *conflict_message(sy_code code)
 
 /*
  * The whole classification of mutation k on its current row (sy_matrix_evaluate): the
- * rules known without the row, the owner policy judged on the row (and rows outside the
- * caller's read scope: a conflict or an applied write would show the row), then the
- * matrix. True when k may write; otherwise its outcome is set.
+ * rules known without the row, the policy judged on the row (push_scope.c: a row outside
+ * the caller's read scope is classified as a missing one), then the matrix. True when k
+ * may write; otherwise its outcome is set.
  */
 bool sp_classify(sp_push *x, size_t k, const sp_row *row)
 {
 	const sy_mutation *m = &x->req->mutations[k];
 	const sp_pre *pr = &x->pre[k];
 	unsigned rules = pr->rules;
-	if (pr->owner_scoped && row->has_row) {
-		const char *owner = row->vals[pr->ti->owner];
-		if (owner == NULL || strcmp(owner, x->user) != 0)
-			rules |= SY_RULE_POLICY_REJECTED;
-	}
+	if (pr->row_scoped)
+		sp_scope_judge(x, k, &row, &rules);
 	bool eq = m->base_version != NULL && row->version != NULL &&
 	          strlen(row->version) == m->base_len &&
 	          memcmp(row->version, m->base_version, m->base_len) == 0;

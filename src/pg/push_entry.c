@@ -315,9 +315,10 @@ static void answer_columns(const sp_push *x, TupleDesc desc, Datum *values, bool
  * older module would store batches without the request digest its replays are answered by,
  * correct but slow forever; migration 20: synchro.version_fence names this module's
  * synchro_version_fence; migration 21: synchro.row_fences's CHECK names this module's
- * synchro_row_fence_rules). This module also serves a database not yet migrated to 19, 20 or
- * 21 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place). */
-#define MODULE_ABI 21
+ * synchro_row_fence_rules; migration 22: synchro.scope_trigger names this module's
+ * synchro_scope_trigger). This module also serves a database not yet migrated to 19, 20, 21
+ * or 22 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place). */
+#define MODULE_ABI 22
 
 PG_FUNCTION_INFO_V1(synchro_module_abi);
 

@@ -14,6 +14,7 @@
  *   push_subxact.c      the internal subtransaction, as PL/pgSQL's exception block
  *   push_terminal.c     the per-mutation rules decided without the row
  *   push_cas.c          row and fence locks, the matrix, row reads, the source write
+ *   push_scope.c        the read scope of a row: owner, membership (locked), the policy
  *   push_row_read.c     a synced row read by its pk index (how, decided once per table)
  *   push_unit.c         one subtransaction per mutation of a non-atomic request
  *   push_atomic_group.c one subtransaction for an atomic request
@@ -128,10 +129,14 @@ typedef struct {
 	char *pk;            /* quoted pk column */
 	char **cols;         /* quoted column per field of t */
 	int owner;           /* index of the owner field in t->fields, or -1 */
+	int scope;           /* index of the members path's hop-1 field in t->fields, or -1 */
 	const char *pk_type; /* the PostgreSQL type the pk text is cast to */
 	char *lock_sql;      /* $1 pk: the row FOR UPDATE (pk, then every field) */
 	char *read_sql;      /* $1 pk: the row (pk, then every field) */
 	char *delete_sql;    /* $1 pk: the hard or soft delete */
+	/* $1 hop-1 value, $2 user: the live membership rows naming the user, FOR KEY SHARE
+	 * (two hops: with the hop-1 row); NULL without a members policy */
+	char *member_sql;
 	sp_row_reader *reader;
 } sp_table;
 
@@ -196,7 +201,7 @@ typedef struct {
 typedef struct {
 	const sp_table *ti; /* NULL when the table is not in the current schema */
 	unsigned rules;     /* SY_RULE_* that apply without the row */
-	bool owner_scoped;  /* the owner policy must be judged on the current row */
+	bool row_scoped;    /* the policy must be judged on the current row (push_scope.c) */
 	const char *validation_message;
 	const char *rule_message; /* of schema_incompatible, table_not_synced, policy none */
 	const char **incompat;
@@ -322,6 +327,12 @@ void sp_constraints(bool deferred);
 bool sp_unit_error(int sqlerrcode);
 void sp_refused(sp_push *x, size_t k, int sqlerrcode);
 extern const char sp_msg_constraint[];
+
+/* push_scope.c: the policy of mutation k judged on its current row (update and delete:
+ * locked), before the matrix: *row becomes an absent row when the caller does not read it
+ * (update, delete), and *rules gets SY_RULE_POLICY_REJECTED when the row or the new values
+ * refuse the write. */
+void sp_scope_judge(sp_push *x, size_t k, const sp_row **row, unsigned *rules);
 
 /* push_row_read.c */
 sp_row_reader *sp_row_reader_new(void);

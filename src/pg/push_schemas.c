@@ -65,11 +65,37 @@ static char *quote_relation(const char *relation)
 	return psprintf("%s.%s", quote_identifier(schema), quote_identifier(dot + 1));
 }
 
+/*
+ * The live membership rows of the scope key a hop-1 value ($1, cast to its field's type)
+ * reaches that name the user ($2), locked FOR KEY SHARE: one hop reads the membership
+ * relation by the value itself; two hops go through the hop-1 relation's row, locked too.
+ */
+static char *member_sql(const sy_members *mp)
+{
+	StringInfoData b;
+	const char *type = sy_type_pg_name(mp->field->type);
+	initStringInfo(&b);
+	if (mp->hop_count == 1) {
+		appendStringInfo(&b, "SELECT 1 FROM %s m WHERE m.%s = $1::%s",
+		                 quote_relation(mp->relation), quote_identifier(mp->match), type);
+		appendStringInfo(&b, " AND m.%s = $2 FOR KEY SHARE OF m",
+		                 quote_identifier(mp->user));
+		return b.data;
+	}
+	appendStringInfo(&b, "SELECT 1 FROM %s h JOIN %s m ON m.%s = h.%s",
+	                 quote_relation(mp->hops[0].relation), quote_relation(mp->relation),
+	                 quote_identifier(mp->match), quote_identifier(mp->hops[1].column));
+	appendStringInfo(&b, " WHERE h.%s = $1::%s AND m.%s = $2 FOR KEY SHARE OF h, m",
+	                 quote_identifier(mp->hops[0].key), type, quote_identifier(mp->user));
+	return b.data;
+}
+
 static void build_table(sp_table *x, const sy_table *t)
 {
 	StringInfoData b;
 	x->t = t;
 	x->owner = -1;
+	x->scope = -1;
 	x->rel = quote_relation(t->relation);
 	x->pk = pstrdup(quote_identifier(t->pk.column));
 	x->pk_type = sy_type_pg_name(t->pk.type);
@@ -78,7 +104,11 @@ static void build_table(sp_table *x, const sy_table *t)
 		x->cols[j] = pstrdup(quote_identifier(t->fields[j].column));
 		if (t->owner_field != NULL && strcmp(t->owner_field, t->fields[j].field_id) == 0)
 			x->owner = (int)j;
+		if (t->members != NULL && t->members->field == &t->fields[j])
+			x->scope = (int)j;
 	}
+	if (t->members != NULL)
+		x->member_sql = member_sql(t->members);
 
 	initStringInfo(&b);
 	appendStringInfo(&b, "SELECT r.%s", x->pk);

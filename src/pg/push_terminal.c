@@ -4,7 +4,7 @@
  * partition", terminal order schema_incompatible, table_not_synced, policy_rejected,
  * validation_failed): they come before the compare-and-swap, and the core's
  * sy_matrix_terminal / sy_matrix_evaluate pick the outcome. What needs the row (the
- * owner policy) is judged under the row lock (push_cas.c). Also the text each value is
+ * owner and members policies) is judged under the row lock (push_scope.c). Also the text each value is
  * written with.
  * Layer: middle of src/pg (doc/hacking.md).
  */
@@ -194,8 +194,9 @@ static void precheck(sp_push *x, size_t k)
 		pr->rule_message = msg_policy;
 		return;
 	}
-	pr->owner_scoped =
-	        pr->ti->owner >= 0 && (t->write == SY_POLICY_OWNER || t->read == SY_POLICY_OWNER);
+	/* The row decides when the caller may not read every row, or writes only its own. */
+	pr->row_scoped = t->read != SY_POLICY_ALL ||
+	                 (pr->ti->owner >= 0 && t->write == SY_POLICY_OWNER);
 	sy_buf val = SY_BUF_INIT;
 	if (!sy_wire_to_pg_text(t->pk.type, m->pk_value, &val)) {
 		sy_buf_free(&val);
@@ -239,9 +240,9 @@ bool sp_needs_row(const sp_push *x, size_t k)
 	if (pr->rules &
 	    (SY_RULE_SCHEMA_INCOMPATIBLE | SY_RULE_TABLE_NOT_SYNCED | SY_RULE_POLICY_REJECTED))
 		return false;
-	/* An invalid mutation still needs the row when the owner policy, which comes first,
-	 * is judged on it. */
-	return !(pr->rules & SY_RULE_VALIDATION_FAILED) || pr->owner_scoped;
+	/* An invalid mutation still needs the row when the policy, which comes first, is
+	 * judged on it. */
+	return !(pr->rules & SY_RULE_VALIDATION_FAILED) || pr->row_scoped;
 }
 
 /* The outcome of a mutation that needs no row (sp_needs_row() false, not stored). */

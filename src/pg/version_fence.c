@@ -2,9 +2,9 @@
 /*
  * The version fence of every synced table, in C (migration 20; ADR "Opaque server versions
  * and atomic compare-and-swap", "No matrix cell performs ... resurrection"): the trigger
- * function synchro.version_fence(table_id, pk column, soft-delete column, owner column)
- * that migration 2 made and migrations 4 and 16 refined in plpgsql, with the same rules,
- * the same refusals (message, DETAIL, HINT, SQLSTATE) in the same order, and the same
+ * function synchro.version_fence(table_id, pk column, soft-delete column, owner column[,
+ * scope column]) that migration 2 made and migrations 4 and 16 refined in plpgsql, with the same
+ * rules, the same refusals (message, DETAIL, HINT, SQLSTATE) in the same order, and the same
  * effects byte for byte: the same upsert of synchro.row_fences, the same transactional
  * logical message 'synchro' (the text of the same jsonb). The upsert's row is written
  * through the table and index access methods, as the executor runs INSERT ... ON CONFLICT
@@ -25,6 +25,10 @@
  * but pins no search_path, which would cost a GUC save and restore per row (migration 17
  * does the same): its one statement names every schema, function and operator; only the
  * to_jsonb of a value of another type than those above runs under the pinned path.
+ *
+ * The fifth argument (migration 22) is the hop column of a table read or written by members:
+ * its value before and after, as text, are the message's two more members scope_before and
+ * scope_after, in the same key order. Without it the message is as before, byte for byte.
  *
  * Also the fence table's row rules (migration 21): synchro.row_fence_rules, the one CHECK of
  * synchro.row_fences, holds exactly the rules of the two CHECKs it replaced and names the
@@ -70,9 +74,15 @@ typedef struct {
 	Oid tgoid;
 	Oid relid;
 	TupleDesc desc;
-	fence_col pk, soft, owner;
+	fence_col pk, soft, owner, scope;
 	sp_fence_store store;
 } fence_cache;
+
+/* A members table's scope values for the message (named: the fence has a fifth argument). */
+typedef struct {
+	bool named;
+	const char *before, *after;
+} fence_scope;
 
 static void col_init(fence_col *c, TupleDesc desc, const char *name, MemoryContext cxt)
 {
@@ -134,6 +144,7 @@ static fence_cache *cache_for(FunctionCallInfo fcinfo, TriggerData *td)
 	col_init(&fc->pk, fc->desc, args[1], cxt);
 	col_init(&fc->soft, fc->desc, args[2], cxt);
 	col_init(&fc->owner, fc->desc, args[3], cxt);
+	col_init(&fc->scope, fc->desc, td->tg_trigger->tgnargs > 4 ? args[4] : "", cxt);
 	memset(&fc->store, 0, sizeof fc->store);
 	fcinfo->flinfo->fn_extra = fc;
 	return fc;
@@ -309,9 +320,10 @@ static void message_field(StringInfo b, const char *key, const char *value)
 static char *message_text(const char *table_id, const char *pk, const char *version,
                           const char *state, Datum mutation, bool no_mutation, Datum client,
                           bool no_client, const char *user, const char *owner_before,
-                          const char *owner_after)
+                          const char *owner_after, const fence_scope *scope)
 {
-	const char *vals[] = {table_id, pk, user, owner_before, owner_after};
+	const char *vals[] = {table_id,      pk,          user, owner_before, owner_after,
+	                      scope->before, scope->after};
 	size_t total = 0;
 	for (size_t i = 0; i < lengthof(vals); i++)
 		total += vals[i] != NULL ? strlen(vals[i]) : 0;
@@ -331,7 +343,11 @@ static char *message_text(const char *table_id, const char *pk, const char *vers
 	              no_mutation ? NULL
 	                          : DatumGetCString(DirectFunctionCall1(uuid_out, mutation)));
 	message_field(&b, "owner_after", owner_after);
+	if (scope->named)
+		message_field(&b, "scope_after", scope->after);
 	message_field(&b, "owner_before", owner_before);
+	if (scope->named)
+		message_field(&b, "scope_before", scope->before);
 	appendStringInfoChar(&b, '}');
 	return b.data;
 }
@@ -339,7 +355,7 @@ static char *message_text(const char *table_id, const char *pk, const char *vers
 static char *message_jsonb(const char *table_id, const char *pk, const char *version,
                            const char *state, Datum mutation, bool no_mutation, Datum client,
                            bool no_client, const char *user, const char *owner_before,
-                           const char *owner_after);
+                           const char *owner_after, const fence_scope *scope);
 
 PG_FUNCTION_INFO_V1(synchro_version_fence);
 
@@ -354,7 +370,8 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *)fcinfo->context;
 	Trigger *tg = td->tg_trigger;
 	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
-	    tg->tgnargs != 4 || tg->tgargs[0][0] == '\0' || tg->tgargs[1][0] == '\0')
+	    (tg->tgnargs != 4 && tg->tgnargs != 5) || tg->tgargs[0][0] == '\0' ||
+	    tg->tgargs[1][0] == '\0')
 		ereport(ERROR, (errcode(SQLSTATE_SY010),
 		                errmsg_internal("synchro: version_fence must be installed by "
 		                                "synchro.install_fence_trigger")));
@@ -424,6 +441,25 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 			owner_after = col_text(&fc->owner, new);
 	}
 
+	/* The hop column of a table read by members (migration 22): the row's scope before and
+	 * after, which tell walsync whose reads the change leaves and enters. */
+	fence_scope scope = {.named = tg->tgnargs > 4 && tg->tgargs[4][0] != '\0'};
+	if (scope.named) {
+		if (fc->scope.att == 0)
+			ereport(ERROR,
+			        (errcode(SQLSTATE_SY010),
+			         errmsg_internal("synchro: %s.%s has no column %s (the "
+			                         "scope of synced table \"%s\")",
+			                         tg_schema(rel), RelationGetRelationName(rel),
+			                         tg->tgargs[4], table_id),
+			         errhint("%s", "Publish the schema manifest that names the "
+			                       "scope column.")));
+		if (old != NULL)
+			scope.before = col_text(&fc->scope, old);
+		if (new != NULL)
+			scope.after = col_text(&fc->scope, new);
+	}
+
 	/* Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex, the
 	 * digits of a version 4 UUID as replace(gen_random_uuid()::text, '-', '') gave them. */
 	uint8 r[UUID_LEN];
@@ -482,10 +518,10 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 		                                pk ? pk : "<NULL>", table_id)));
 
 	char *text = message_text(table_id, pk, version, state, mutation, no_mutation, client,
-	                          no_client, user, owner_before, owner_after);
+	                          no_client, user, owner_before, owner_after, &scope);
 	if (text == NULL)
 		text = message_jsonb(table_id, pk, version, state, mutation, no_mutation, client,
-		                     no_client, user, owner_before, owner_after);
+		                     no_client, user, owner_before, owner_after, &scope);
 	(void)LogLogicalMessage("synchro", text, strlen(text), true);
 	return PointerGetDatum(NULL);
 }
@@ -494,7 +530,7 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 static char *message_jsonb(const char *table_id, const char *pk, const char *version,
                            const char *state, Datum mutation, bool no_mutation, Datum client,
                            bool no_client, const char *user, const char *owner_before,
-                           const char *owner_after)
+                           const char *owner_after, const fence_scope *scope)
 {
 	JsonbParseState *st = NULL;
 	(void)pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
@@ -507,6 +543,10 @@ static char *message_jsonb(const char *table_id, const char *pk, const char *ver
 	put_text(&st, "user_id", user);
 	put_text(&st, "owner_before", owner_before);
 	put_text(&st, "owner_after", owner_after);
+	if (scope->named) {
+		put_text(&st, "scope_before", scope->before);
+		put_text(&st, "scope_after", scope->after);
+	}
 	Jsonb *msg = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
 	return JsonbToCString(NULL, &msg->root, VARSIZE(msg));
 }

@@ -12,11 +12,13 @@
 #include <string.h>
 
 #include "store/changelog.h"
+#include "store/changelog_scopes.h"
 #include "store/conn.h"
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 
-/* The array parameters of one statement, in the order of write_sql's $4..$16. */
+/* The array parameters of one statement, in the order of write_sql's $4..$16 (and
+ * write_readers_sql's $21, $22). */
 enum {
 	COL_LSN,
 	COL_ORDINAL,
@@ -31,6 +33,8 @@ enum {
 	COL_USER,
 	COL_OWNER_BEFORE,
 	COL_OWNER_AFTER,
+	COL_READERS_BEFORE, /* with scopes only: $21, $22 */
+	COL_READERS_AFTER,
 	COL_COUNT
 };
 
@@ -52,6 +56,8 @@ struct sy_store_changes {
 	size_t epochs;
 	char end_slot[64]; /* the stream position the batch ends at, recorded with it */
 	char end_lsn[SY_STORE_LSN_MAX + 1]; /* "" when none */
+	bool readers;                       /* the database has migration 22 */
+	sy_store_scope_ops *scopes;         /* mirror rows and scope changes */
 	bool failed;
 };
 
@@ -72,6 +78,11 @@ sy_store_changes *sy_store_changes_new(size_t chunk_rows)
 	if (!b)
 		return NULL;
 	b->chunk_rows = chunk_rows ? chunk_rows : 1;
+	b->scopes = sy_store_scope_ops_new();
+	if (!b->scopes) {
+		sy_free(b);
+		return NULL;
+	}
 	sy_store_changes_clear(b);
 	if (b->failed) {
 		sy_store_changes_free(b);
@@ -91,6 +102,7 @@ void sy_store_changes_free(sy_store_changes *b)
 	sy_buf_free(&b->epoch_client);
 	sy_buf_free(&b->epoch_value);
 	sy_buf_free(&b->epoch_xid);
+	sy_store_scope_ops_free(b->scopes);
 	sy_free(b);
 }
 
@@ -117,6 +129,7 @@ void sy_store_changes_clear_rows(sy_store_changes *b)
 	b->rows = 0;
 	b->end_lsn[0] = '\0';
 	b->failed = !add_chunk(b);
+	b->failed |= !sy_store_scope_ops_clear(b->scopes);
 }
 
 void sy_store_changes_clear(sy_store_changes *b)
@@ -139,6 +152,39 @@ void sy_store_changes_set_end(sy_store_changes *b, const char *slot, uint64_t en
 size_t sy_store_changes_count(const sy_store_changes *b)
 {
 	return b->rows;
+}
+
+void sy_store_changes_set_scopes(sy_store_changes *b, bool on)
+{
+	b->readers = on;
+}
+
+bool sy_store_changes_mirror_member(sy_store_changes *b, const char *scope, const char *key,
+                                    const char *const *users, size_t n)
+{
+	if (b->failed || !sy_store_scope_ops_member(b->scopes, scope, key, users, n))
+		return !(b->failed = true);
+	return true;
+}
+
+bool sy_store_changes_mirror_link(sy_store_changes *b, const char *link, const char *key,
+                                  const char *target)
+{
+	if (b->failed || !sy_store_scope_ops_link(b->scopes, link, key, target))
+		return !(b->failed = true);
+	return true;
+}
+
+bool sy_store_changes_add_scope_rows(sy_store_changes *b, const sy_store_scope_rows *x)
+{
+	if (b->failed || !sy_store_scope_ops_rows(b->scopes, x))
+		return !(b->failed = true);
+	return true;
+}
+
+size_t sy_store_changes_scope_count(const sy_store_changes *b)
+{
+	return sy_store_scope_ops_count(b->scopes);
 }
 
 size_t sy_store_changes_epoch_count(const sy_store_changes *b)
@@ -174,6 +220,8 @@ bool sy_store_changes_add(sy_store_changes *b, const sy_store_change *ch)
 	sy_store_array_elem(&k->col[COL_USER], first, ch->user_id);
 	sy_store_array_elem(&k->col[COL_OWNER_BEFORE], first, ch->owner_before);
 	sy_store_array_elem(&k->col[COL_OWNER_AFTER], first, ch->owner_after);
+	sy_store_array_elem(&k->col[COL_READERS_BEFORE], first, ch->readers_before);
+	sy_store_array_elem(&k->col[COL_READERS_AFTER], first, ch->readers_after);
 	for (int i = 0; i < COL_COUNT; i++)
 		if (k->col[i].failed)
 			b->failed = true;
@@ -218,7 +266,7 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
  * do: the source may still count as running.) Commit times arrive as
  * microseconds since 2000-01-01, the stream's own unit.
  */
-#define WRITE_SQL_HEAD                                                                             \
+#define WRITE_SQL_HEAD(RC, RS, RP, RA)                                                             \
 	"WITH lease AS MATERIALIZED ("                                                             \
 	"  SELECT 1 FROM synchro.writer_lease"                                                     \
 	"   WHERE role = $1 AND writer_epoch = $2::bigint AND fencing_token = $3::uuid"            \
@@ -227,16 +275,16 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
 	" ins AS ("                                                                                \
 	"  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version, state," \
 	"      mutation_id, client_id, user_id, owner_before, owner_after, committed_at,"          \
-	"      written_epoch)"                                                                     \
+	"      written_epoch" RC ")"                                                               \
 	"  SELECT u.lsn, u.ord,"                                                                   \
 	"         CASE WHEN w.e >= 0 THEN ((w.e << 32) | u.xid)::text::xid8 END,"                  \
 	"         u.tab, u.pk, u.ver, u.st, u.mid, u.cid, u.uid, u.ob, u.oa,"                      \
 	"         timestamptz '2000-01-01 00:00:00+00' + u.ts * interval '1 microsecond',"         \
-	"         $2::bigint"                                                                      \
+	"         $2::bigint" RS                                                                   \
 	"    FROM unnest($4::pg_lsn[], $5::integer[], $6::bigint[], $7::bigint[], $8::text[],"     \
 	"                $9::text[], $10::text[], $11::text[], $12::uuid[], $13::uuid[],"          \
-	"                $14::text[], $15::text[], $16::text[])"                                   \
-	"         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa)"                \
+	"                $14::text[], $15::text[], $16::text[]" RP ")"                             \
+	"         AS u(lsn, ord, xid, ts, tab, pk, ver, st, mid, cid, uid, ob, oa" RA ")"          \
 	"   CROSS JOIN nx"                                                                         \
 	"   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"                                               \
 	"        - CASE WHEN u.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"                \
@@ -257,14 +305,20 @@ bool sy_store_changes_add_epoch(sy_store_changes *b, const char *client_id, long
 #define WRITE_SQL_TAIL                                                                             \
 	" SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins), (SELECT count(*) FROM " \
 	"ep)"
-static const char write_sql[] = WRITE_SQL_HEAD WRITE_SQL_TAIL;
+static const char write_sql[] = WRITE_SQL_HEAD("", "", "", "") WRITE_SQL_TAIL;
 /* Migration 14: the durable stream position, in the transaction of what it covers. */
-static const char write_pos_sql[] = WRITE_SQL_HEAD
-        ", pos AS ("
-        "  UPDATE synchro.stream_position SET slot = $19,"
-        "     materialized_lsn = GREATEST(coalesce(materialized_lsn, '0/0'), $20::pg_lsn),"
-        "     updated_at = now()"
-        "   WHERE $20::pg_lsn IS NOT NULL AND EXISTS (SELECT 1 FROM lease))" WRITE_SQL_TAIL;
+#define WRITE_POS_CTE                                                                              \
+	", pos AS ("                                                                               \
+	"  UPDATE synchro.stream_position SET slot = $19,"                                         \
+	"     materialized_lsn = GREATEST(coalesce(materialized_lsn, '0/0'), $20::pg_lsn),"        \
+	"     updated_at = now()"                                                                  \
+	"   WHERE $20::pg_lsn IS NOT NULL AND EXISTS (SELECT 1 FROM lease))"
+static const char write_pos_sql[] = WRITE_SQL_HEAD("", "", "", "") WRITE_POS_CTE WRITE_SQL_TAIL;
+/* Migration 22: each entry's readers ($21, $22), with the stream position ($20 NULL for a
+ * piece). */
+static const char write_readers_sql[] =
+        WRITE_SQL_HEAD(", readers_before, readers_after", ", u.rb::text[], u.ra::text[]",
+                       ", $21::text[], $22::text[]", ", rb, ra") WRITE_POS_CTE WRITE_SQL_TAIL;
 
 /* Closes each array literal of k (and of the epochs when with_epochs) for the statement;
  * reopen() undoes it, so the batch can be written again after a failure. */
@@ -388,17 +442,23 @@ static sy_store_status write_chunk(PGconn *c, const sy_store_lease *l, sy_store_
 			return vs;
 		}
 	}
-	const char *p[20] = {SY_STORE_LEASE_ROLE, epoch, l->token};
-	for (int i = 0; i < COL_COUNT; i++)
+	const char *p[22] = {SY_STORE_LEASE_ROLE, epoch, l->token};
+	for (int i = 0; i <= COL_OWNER_AFTER; i++)
 		p[3 + i] = k->col[i].data;
 	p[16] = with_epochs ? b->epoch_client.data : "{}";
 	p[17] = with_epochs ? b->epoch_value.data : "{}";
 	p[18] = b->end_slot;
 	p[19] = with_epochs && b->end_lsn[0] ? b->end_lsn : NULL;
+	p[20] = k->col[COL_READERS_BEFORE].data;
+	p[21] = k->col[COL_READERS_AFTER].data;
 	bool pos = with_epochs && b->end_lsn[0] != '\0';
+	const char *sql = b->readers ? write_readers_sql : pos ? write_pos_sql : write_sql;
 	sy_store_status st;
-	PGresult *r = exec_ticking(c, pos ? write_pos_sql : write_sql, pos ? 20 : 18, p, tick,
-	                           tick_arg, &st, err);
+	PGresult *r = exec_ticking(c, sql,
+	                           b->readers ? 22
+	                           : pos      ? 20
+	                                      : 18,
+	                           p, tick, tick_arg, &st, err);
 	reopen(b, k, with_epochs);
 	if (!r)
 		return st;
@@ -416,19 +476,33 @@ sy_store_status sy_store_changelog_write(PGconn *c, const sy_store_lease *l, sy_
 	memset(out, 0, sizeof *out);
 	if (b->failed)
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
-	bool several = b->nchunks > 1;
+	bool scoped = sy_store_scope_ops_count(b->scopes) > 0;
+	bool several = b->nchunks > 1 || scoped;
 	sy_store_status st = SY_STORE_OK;
 	bool fenced = false;
 	if (several &&
 	    (st = sy_store_command(c, "BEGIN", "write the changelog", err)) != SY_STORE_OK)
 		return st;
+	/* The mirror's rows in the transaction of the entries that follow from them. */
+	if (scoped) {
+		st = sy_store_scope_ops_write_mirror(c, l, b->scopes, &fenced, err);
+		if (st != SY_STORE_OK)
+			goto fail;
+	}
 	for (size_t i = 0; i < b->nchunks && !fenced; i++) {
 		bool epochs = i == 0 && !rows_only;
-		if (b->chunks[i].rows == 0 && (!epochs || b->epochs == 0))
+		/* A batch of scope changes alone still records its stream position. */
+		if (b->chunks[i].rows == 0 && (!epochs || (b->epochs == 0 && !scoped)))
 			continue;
 		if (i > 0 && tick)
 			tick(tick_arg);
 		st = write_chunk(c, l, b, &b->chunks[i], epochs, tick, tick_arg, &fenced, out, err);
+		if (st != SY_STORE_OK)
+			goto fail;
+	}
+	if (scoped && !fenced) {
+		st = sy_store_scope_ops_write_rows(c, l, b->scopes, tick, tick_arg, &fenced,
+		                                   &out->inserted, err);
 		if (st != SY_STORE_OK)
 			goto fail;
 	}
@@ -492,6 +566,10 @@ sy_store_status sy_store_changelog_last_lsn(PGconn *c, uint64_t *out, sy_error *
 	return SY_STORE_OK;
 }
 
+/* SY_STORE_SCOPE_ORDINAL in statement text: a scope change's entries are no message's. */
+#define SCOPE_ORDINAL_TEXT "1073741824"
+_Static_assert(SY_STORE_SCOPE_ORDINAL == 1073741824, "SCOPE_ORDINAL_TEXT");
+
 sy_store_status sy_store_changelog_last_position(PGconn *c, uint64_t *lsn, int *ordinal,
                                                  sy_error *err)
 {
@@ -504,7 +582,8 @@ sy_store_status sy_store_changelog_last_position(PGconn *c, uint64_t *lsn, int *
 	PGresult *r =
 	        sy_store_exec(c,
 	                      "SELECT greatest((SELECT max(ordinal) FROM synchro.changelog"
-	                      "                  WHERE commit_lsn = $1::pg_lsn),"
+	                      "                  WHERE commit_lsn = $1::pg_lsn"
+	                      "                    AND ordinal < " SCOPE_ORDINAL_TEXT "),"
 	                      "                (SELECT max(ordinal) FROM synchro.changelog_horizon"
 	                      "                  WHERE commit_lsn = $1::pg_lsn))",
 	                      1, p, PGRES_TUPLES_OK, "read the changelog position", NULL, &st, err);
@@ -599,7 +678,7 @@ sy_store_status sy_store_slot_evict(PGconn *c, const char *slot, bool *evicted, 
 }
 
 sy_store_status sy_store_walsync_positions_get(PGconn *c, const char *slot,
-                                              sy_store_walsync_positions *out, sy_error *err)
+                                               sy_store_walsync_positions *out, sy_error *err)
 {
 	const char *p[] = {slot, SY_STORE_LEASE_ROLE};
 	sy_store_status st;

@@ -19,6 +19,14 @@
 /* From this migration on (0015_verified_messages) the publication streams the fence
  * transitions that vouch for each version-fence message. */
 #define SY_STORE_VERIFY_MIGRATION 15
+/* From this migration on (0022_scopes) walsync mirrors the membership and hop relations of
+ * members-scoped tables (synchro.scope_members, synchro.scope_links) and records each
+ * entry's readers. */
+#define SY_STORE_SCOPES_MIGRATION 22
+/* The entries a scope change produces (a membership that comes or goes, a link that moves:
+ * one per row of the scope) take the ordinals from here on within their transaction's
+ * commit LSN: after its own messages' ordinals, never one of them. */
+#define SY_STORE_SCOPE_ORDINAL 1073741824
 /* The publication walsync names (migration 3): no table, messages only. */
 #define SY_STORE_PUBLICATION "synchro"
 
@@ -38,7 +46,32 @@ typedef struct {
 	const char *user_id;
 	const char *owner_before;
 	const char *owner_after;
+	/* A members-scoped row's readers before and after, as text[] literals; NULL for other
+	 * tables (written only by a batch with sy_store_changes_set_scopes()). */
+	const char *readers_before;
+	const char *readers_after;
 } sy_store_change;
+
+/* A scope change's entries: one per live row of table_id whose hop 1 column (hop_column)
+ * holds one of keys (a text[] literal: the scope key itself with one hop, the hop values the
+ * link mirror leads to it from with two, or the hop value that moved); each at the current
+ * fence version, with these readers, and the row's owner (owner_column, NULL when none)
+ * before and after. The identifiers are quoted already; hop_type is the PostgreSQL type of
+ * hop_column. */
+typedef struct {
+	uint64_t commit_lsn;
+	uint32_t xid;
+	int64_t commit_time;
+	const char *table_id;
+	const char *relation;
+	const char *pk_column;
+	const char *hop_column;
+	const char *hop_type;
+	const char *owner_column;
+	const char *keys;
+	const char *readers_before;
+	const char *readers_after;
+} sy_store_scope_rows;
 
 /* A batch of changes and epoch advances, written by one sy_store_changelog_write(). */
 typedef struct sy_store_changes sy_store_changes;
@@ -64,6 +97,21 @@ SY_MUST_CHECK bool sy_store_changes_add_epoch(sy_store_changes *b, const char *c
  * database has migration 14). Cleared by sy_store_changes_clear(). */
 void sy_store_changes_set_end(sy_store_changes *b, const char *slot, uint64_t end_lsn);
 size_t sy_store_changes_count(const sy_store_changes *b);
+/* The batch writes readers_before and readers_after (the database has migration 22). */
+void sy_store_changes_set_scopes(sy_store_changes *b, bool on);
+/* The mirror as the batch leaves it: (scope, key) has exactly these users now; (link, key)
+ * this target (NULL: none). Written before the batch's entries; false when out of memory. */
+SY_MUST_CHECK bool sy_store_changes_mirror_member(sy_store_changes *b, const char *scope,
+                                                  const char *key, const char *const *users,
+                                                  size_t n);
+SY_MUST_CHECK bool sy_store_changes_mirror_link(sy_store_changes *b, const char *link,
+                                                const char *key, const char *target);
+/* Appends a scope change's entries, written after the batch's changes; false when out of
+ * memory. */
+SY_MUST_CHECK bool sy_store_changes_add_scope_rows(sy_store_changes *b,
+                                                   const sy_store_scope_rows *x);
+/* Mirror rows and scope changes the batch holds. */
+size_t sy_store_changes_scope_count(const sy_store_changes *b);
 size_t sy_store_changes_epoch_count(const sy_store_changes *b);
 
 typedef struct {
@@ -92,6 +140,20 @@ SY_MUST_CHECK sy_store_status sy_store_changelog_write(PGconn *c, const sy_store
                                                        sy_store_changes *b, bool rows_only,
                                                        sy_store_tick_fn tick, void *tick_arg,
                                                        sy_store_written *out, sy_error *err);
+
+/* Reads the scope mirror: fn(arg, member, name, key, value) for every row of
+ * synchro.scope_members (member true: scope, key, user) whose scope is in scopes, and of
+ * synchro.scope_links (false: link, key, target) whose link is in links and target not null;
+ * scopes and links are text[] literals, NULL for all. fn returns false when out of memory. */
+typedef bool (*sy_store_mirror_fn)(void *arg, bool member, const char *name, const char *key,
+                                   const char *value);
+SY_MUST_CHECK sy_store_status sy_store_scope_mirror_load(PGconn *c, const char *scopes,
+                                                         const char *links, sy_store_mirror_fn fn,
+                                                         void *arg, sy_error *err);
+
+/* The WAL insert position now (after a changelog write: every transaction its statements
+ * saw committed is below it). */
+SY_MUST_CHECK sy_store_status sy_store_wal_insert_lsn(PGconn *c, uint64_t *out, sy_error *err);
 
 /* The highest commit_lsn in the changelog, or the compaction horizon (synchro.changelog_horizon,
  * when it exists) if that is higher; 0 when both are empty. Every transaction at or below it

@@ -8,6 +8,7 @@ src_store_libsystore_la_SOURCES = \
 	src/store/migrate.c src/store/migrate.h \
 	src/store/schema.c src/store/schema.h \
 	src/store/schema_pull_effect.c src/store/schema_pull_effect.h \
+	src/store/schema_scopes.c src/store/schema_scopes.h \
 	src/store/clients.c src/store/clients.h \
 	src/store/ledger.c src/store/ledger.h \
 	src/store/prepared.c src/store/prepared.h \

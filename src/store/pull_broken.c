@@ -55,8 +55,8 @@ static sy_store_status broken_rebuild(sy_store_pull *p, sy_error *err)
 
 /*
  * Probes the tables (only those marked broken when only_broken) with a statement that reads
- * every mapped column and no row; marks each broken or not and, when that changed anything,
- * builds the page statement again. *changed tells whether it did.
+ * every mapped column (and a members table's path) and no row; marks each broken or not and, when
+ * that changed anything, builds the page statement again. *changed tells whether it did.
  */
 sy_store_status sy_store_pull_probe_tables(sy_store_pull *p, PGconn *c, bool only_broken,
                                            bool *changed, sy_error *err)
@@ -71,7 +71,13 @@ sy_store_status sy_store_pull_probe_tables(sy_store_pull *p, PGconn *c, bool onl
 		sy_buf_printf(&b, "SELECT r.%s::text", x->pk);
 		for (size_t j = 0; j < x->t->field_count; j++)
 			sy_store_pull_put_value(&b, x, j);
-		sy_buf_printf(&b, " FROM %s r LIMIT 0", x->rel);
+		sy_buf_printf(&b, " FROM %s r", x->rel);
+		if (x->members_scope) {
+			/* and the relations of its membership path */
+			sy_buf_puts(&b, " WHERE ");
+			sy_store_pull_put_reads(&b, x, "''::text");
+		}
+		sy_buf_puts(&b, " LIMIT 0");
 		char *sql = sy_store_pull_steal(&b);
 		if (sql == NULL)
 			return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");

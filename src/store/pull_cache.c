@@ -24,6 +24,13 @@ static void cache_clear(sy_store_pull *p)
 			sy_free(x->rel);
 			sy_free(x->pk);
 			sy_free(x->owner);
+			sy_free(x->hop_col);
+			sy_free(x->m_rel);
+			sy_free(x->m_match);
+			sy_free(x->m_user);
+			sy_free(x->h_rel);
+			sy_free(x->h_key);
+			sy_free(x->h_col);
 			if (x->cols != NULL)
 				for (size_t j = 0; j < x->t->field_count; j++)
 					sy_free(x->cols[j]);
@@ -37,6 +44,7 @@ static void cache_clear(sy_store_pull *p)
 	sy_free(p->order);
 	sy_free(p->all_tables);
 	sy_free(p->owner_tables);
+	sy_free(p->members_tables);
 	sy_free(p->page_sql);
 	sy_free(p->broken_tables);
 	sy_manifest_free(p->m);
@@ -70,6 +78,23 @@ static char *quote_literal(PGconn *c, const char *s, sy_error *err)
 	return out;
 }
 
+/* The quoted names of x's membership path; false with *err set when one cannot be quoted. */
+static bool quote_members(PGconn *c, sy_store_ptab *x, const sy_members *ms, sy_error *err)
+{
+	x->hop_col = sy_store_quote_ident(c, ms->hops[0].column, err);
+	x->m_rel = x->hop_col ? sy_store_quote_relation(c, ms->relation, err) : NULL;
+	x->m_match = x->m_rel ? sy_store_quote_ident(c, ms->match, err) : NULL;
+	x->m_user = x->m_match ? sy_store_quote_ident(c, ms->user, err) : NULL;
+	if (x->m_user == NULL)
+		return false;
+	if (ms->hop_count < 2)
+		return true;
+	x->h_rel = sy_store_quote_relation(c, ms->hops[0].relation, err);
+	x->h_key = x->h_rel ? sy_store_quote_ident(c, ms->hops[0].key, err) : NULL;
+	x->h_col = x->h_key ? sy_store_quote_ident(c, ms->hops[1].column, err) : NULL;
+	return x->h_col != NULL;
+}
+
 /* Orders p->order by table_id bytes (rebuild pages); a manifest has few tables. */
 static void sort_tables(sy_store_pull *p, size_t n)
 {
@@ -98,15 +123,18 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 	p->order = sy_calloc(n ? n : 1, sizeof *p->order);
 	if (p->tabs == NULL || p->order == NULL)
 		goto nomem;
-	sy_buf all = SY_BUF_INIT, own = SY_BUF_INIT;
+	sy_buf all = SY_BUF_INIT, own = SY_BUF_INIT, mem = SY_BUF_INIT;
 	sy_buf_putc(&all, '{');
 	sy_buf_putc(&own, '{');
+	sy_buf_putc(&mem, '{');
 	for (size_t i = 0; i < n; i++) {
 		sy_store_ptab *x = &p->tabs[i];
 		const sy_table *t = &m->tables[i];
 		x->t = t;
 		p->order[i] = i;
 		x->owner_scope = t->read == SY_POLICY_OWNER;
+		x->members_scope = t->read == SY_POLICY_MEMBERS && t->members != NULL;
+		x->user_scope = x->owner_scope || x->members_scope;
 		if (t->field_count > p->maxf)
 			p->maxf = t->field_count;
 		x->lit = quote_literal(c, t->table_id, err);
@@ -119,7 +147,8 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 			x->cols[j] = sy_store_quote_ident(c, t->fields[j].column, err);
 			if (x->cols[j] == NULL)
 				goto fail_lists;
-			if (x->owner_scope && strcmp(t->fields[j].field_id, t->owner_field) == 0 &&
+			if (x->user_scope && t->owner_field != NULL &&
+			    strcmp(t->fields[j].field_id, t->owner_field) == 0 &&
 			    (x->owner = sy_store_quote_ident(c, t->fields[j].column, err)) == NULL)
 				goto fail_lists;
 		}
@@ -128,6 +157,8 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 			              t->table_id);
 			goto fail_lists;
 		}
+		if (x->members_scope && !quote_members(c, x, t->members, err))
+			goto fail_lists;
 		snprintf(x->first_name, sizeof x->first_name, "sy_rebuild_%lld_%lu_%zu_f", version,
 		         serial, i);
 		snprintf(x->after_name, sizeof x->after_name, "sy_rebuild_%lld_%lu_%zu_a", version,
@@ -138,15 +169,25 @@ static sy_store_status cache_build(sy_store_pull *p, PGconn *c, long long versio
 			goto nomem_lists;
 		if (x->owner_scope)
 			sy_store_array_elem(&own, own.len == 1, t->table_id);
+		else if (x->members_scope)
+			sy_store_array_elem(&mem, mem.len == 1, t->table_id);
 		else
 			sy_store_array_elem(&all, all.len == 1, t->table_id);
 	}
 	sy_buf_putc(&all, '}');
 	sy_buf_putc(&own, '}');
+	sy_buf_putc(&mem, '}');
+	bool members = mem.len > 2;
 	p->all_tables = sy_store_pull_steal(&all);
 	p->owner_tables = sy_store_pull_steal(&own);
-	if (p->all_tables == NULL || p->owner_tables == NULL)
+	p->members_tables = sy_store_pull_steal(&mem);
+	if (p->all_tables == NULL || p->owner_tables == NULL || p->members_tables == NULL)
 		goto nomem;
+	if (!members) {
+		/* The statement of manifests without members tables, unchanged. */
+		sy_free(p->members_tables);
+		p->members_tables = NULL;
+	}
 	sort_tables(p, n);
 	if (!sy_store_pull_build_page_sql(p, err))
 		goto fail;
@@ -156,6 +197,7 @@ nomem_lists:
 fail_lists:
 	sy_buf_free(&all);
 	sy_buf_free(&own);
+	sy_buf_free(&mem);
 	goto fail;
 nomem:
 	sy_store_fail(err, SY_STORE_NOMEM, "out of memory");

@@ -18,11 +18,18 @@
 typedef struct {
 	const sy_table *t;
 	bool owner_scope; /* policy.read owner: only rows whose owner field is the caller */
-	bool broken;      /* its mapping no longer matches the relation (pull_broken.h) */
-	char *lit;        /* table_id as an SQL literal */
+	/* policy.read members: rows whose owner (when there is one) is the caller, or whose scope
+	 * key a live membership row gives the caller (sy_store_pull_put_reads) */
+	bool members_scope;
+	bool user_scope; /* owner_scope or members_scope: its statements take the caller */
+	bool broken;     /* its mapping no longer matches the relation (pull_broken.h) */
+	char *lit;       /* table_id as an SQL literal */
 	char *rel;
 	char *pk;
 	char *owner; /* quoted owner column, or NULL */
+	/* members_scope, quoted: the hop column, the membership relation, its match and user
+	 * columns; two hops: hop 1's relation, its key and the column hop 2 reads (else NULL) */
+	char *hop_col, *m_rel, *m_match, *m_user, *h_rel, *h_key, *h_col;
 	char **cols; /* per field */
 	char first_name[64], after_name[64], count_name[64];
 	char *first_sql, *after_sql, *count_sql;
@@ -37,6 +44,7 @@ struct sy_store_pull {
 	size_t *order;                   /* indexes into tabs sorted by table_id bytes */
 	size_t maxf;                     /* most fields of a table */
 	char *all_tables, *owner_tables; /* text[] literals for the page statement */
+	char *members_tables;            /* ... NULL when no table is read by members */
 	char page_name[64];
 	char *page_sql;
 	sy_store_stmt page;
@@ -58,6 +66,10 @@ unsigned long sy_store_pull_name_serial(void);
 char *sy_store_pull_steal(sy_buf *b);
 /* Appends ", <column j of x as text>" over alias r (the statements' common row shape). */
 void sy_store_pull_put_value(sy_buf *b, const sy_store_ptab *x, size_t j);
+/* Appends the condition that the caller (the SQL text user, e.g. "$2::text") reads the row
+ * of the members-scoped x at alias r now: its owner, or a live membership row of the row's
+ * scope key names the caller (doc/protocol.md, the manifest's members policy). */
+void sy_store_pull_put_reads(sy_buf *b, const sy_store_ptab *x, const char *user);
 /* Reads the current manifest into p (when its version is not the cached one) and builds its
  * statements; SY_STORE_NOT_FOUND when nothing is published (p is then empty). */
 SY_MUST_CHECK sy_store_status sy_store_pull_cache_load(sy_store_pull *p, PGconn *c, sy_error *err);

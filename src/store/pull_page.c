@@ -43,9 +43,10 @@ enum {
 	PC_VERSION,
 	PC_MUTATION, /* the entry's mutation_id when this client's push wrote it */
 	PC_OWNER_AFTER,
-	PC_FENCE,   /* the row's current fence version */
-	PC_HAS_ROW, /* the source row exists now */
-	PC_VALUES   /* the fields of the row, padded to maxf */
+	PC_FENCE,    /* the row's current fence version */
+	PC_HAS_ROW,  /* the source row exists now */
+	PC_IN_SCOPE, /* a members table's change is in the caller's scope (else NULL) */
+	PC_VALUES    /* the fields of the row, padded to maxf */
 };
 
 static sy_store_stmt epoch_stmt =
@@ -152,8 +153,13 @@ static sy_store_status pull_body(sy_store_read *x, const sy_store_pull_request *
 		const char *mid =
 		        PQgetisnull(r, i, PC_MUTATION) ? NULL : PQgetvalue(r, i, PC_MUTATION);
 		bool upsert;
-		if (pt->owner_scope && (PQgetisnull(r, i, PC_OWNER_AFTER) ||
-		                        strcmp(PQgetvalue(r, i, PC_OWNER_AFTER), req->user) != 0)) {
+		if (pt->members_scope && strcmp(PQgetvalue(r, i, PC_IN_SCOPE), "t") != 0) {
+			/* The row left the caller's scope here, or the caller no longer reads it
+			 * (a later entry brings it back if the caller reads it again). */
+			upsert = false;
+		} else if (pt->owner_scope &&
+		           (PQgetisnull(r, i, PC_OWNER_AFTER) ||
+		            strcmp(PQgetvalue(r, i, PC_OWNER_AFTER), req->user) != 0)) {
 			/* The row left the caller's scope here (or was deleted): its version then.
 			 */
 			upsert = false;
@@ -272,7 +278,8 @@ sy_store_status sy_store_pull_handle(sy_store_pull *p, PGconn *c, const sy_store
 		                    limit,
 		                    p->all_tables,
 		                    p->owner_tables,
-		                    p->broken_tables ? p->broken_tables : "{}"};
+		                    p->broken_tables ? p->broken_tables : "{}",
+		                    p->members_tables};
 		char sqlstate[6] = "";
 		x.out->statements++;
 		PGresult *r = sy_store_exec_stmt(c, &p->page, pv, PGRES_TUPLES_OK, "pull", sqlstate,

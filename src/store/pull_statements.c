@@ -50,6 +50,22 @@ void sy_store_pull_put_value(sy_buf *b, const sy_store_ptab *x, size_t j)
 		sy_buf_printf(b, ", r.%s::text", x->cols[j]);
 }
 
+void sy_store_pull_put_reads(sy_buf *b, const sy_store_ptab *x, const char *user)
+{
+	sy_buf_putc(b, '(');
+	if (x->owner != NULL)
+		sy_buf_printf(b, "r.%s = %s OR ", x->owner, user);
+	if (x->h_rel != NULL)
+		sy_buf_printf(b,
+		              "EXISTS (SELECT 1 FROM %s h JOIN %s m ON m.%s = h.%s"
+		              " WHERE h.%s = r.%s AND m.%s = %s))",
+		              x->h_rel, x->m_rel, x->m_match, x->h_col, x->h_key, x->hop_col,
+		              x->m_user, user);
+	else
+		sy_buf_printf(b, "EXISTS (SELECT 1 FROM %s m WHERE m.%s = r.%s AND m.%s = %s))",
+		              x->m_rel, x->m_match, x->hop_col, x->m_user, user);
+}
+
 /*
  * The changelog entry's key as a value of the table's key type, or NULL when it is not one:
  * a damaged or forged entry must not make the statement of every pull fail on its cast
@@ -80,20 +96,29 @@ static void put_entry_key(sy_buf *b, sy_type t)
 
 /*
  * The page statement of a manifest. $1 client, $2 user, $3/$4 cursor, $5 limit, $6 tables
- * read by all, $7 tables read by owner. The window holds the first limit + 1 entries after
- * the cursor, among the next SCAN_BUDGET, that concern the caller (synchro.pull_window of
- * migration 6, an ordered scan whatever the planner thinks); of the first limit, the latest
- * entry per row is joined with the row's fence and source row, one UNION ALL branch per
- * table. One statement, one snapshot: horizon, window and rows agree.
+ * read by all, $7 tables read by owner, $8 broken tables, $9 tables read by members (only
+ * when the manifest has some: else the statement is the one of manifests before members
+ * scopes, and a members table's branch alone pays for the check below). A members table's
+ * change is in the caller's scope (in_scope) when the entry names the caller as its owner or
+ * a reader after it, and the caller reads the current row now: a row written after the
+ * caller left its scope never reaches the caller, wherever the pages fall. The window holds the
+ * first limit + 1 entries after the cursor, among the next SCAN_BUDGET, that concern the caller
+ * (synchro.pull_window of migration 6, an ordered scan whatever the planner thinks); of the first
+ * limit, the latest entry per row is joined with the row's fence and source row, one UNION ALL
+ * branch per table. One statement, one snapshot: horizon, window and rows agree.
  */
 bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 {
 	sy_buf b = SY_BUF_INIT;
+	sy_buf_puts(&b,
+	            "WITH win0 AS MATERIALIZED ("
+	            " SELECT * FROM synchro.pull_window($3::pg_lsn, $4::integer, $2, $6::text[],"
+	            "                                   $7::text[], ");
+	if (p->members_tables != NULL)
+		sy_buf_puts(&b, "$9::text[], ");
 	sy_buf_puts(
 	        &b,
-	        "WITH win0 AS MATERIALIZED ("
-	        " SELECT * FROM synchro.pull_window($3::pg_lsn, $4::integer, $2, $6::text[],"
-	        "                                   $7::text[], $5::integer + 1, " SCAN_BUDGET ")),"
+	        "$5::integer + 1, " SCAN_BUDGET ")),"
 	        /* The window ends before the first entry whose source is not visible yet. */
 	        " cut AS (SELECT commit_lsn, ordinal,"
 	        "                CASE WHEN table_id = ANY ($8::text[]) THEN table_id END AS broken"
@@ -132,6 +157,13 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 		              " p.owner_after, f.version AS fv, r.%s IS NOT NULL AS has_row",
 		              first ? "" : " UNION ALL", i, x->pk);
 		first = false;
+		if (x->members_scope) {
+			sy_buf_puts(&b, ", (p.owner_after = $2 OR p.reader_after) AND ");
+			sy_store_pull_put_reads(&b, x, "$2::text");
+			sy_buf_puts(&b, " AS in_scope");
+		} else {
+			sy_buf_puts(&b, ", NULL::boolean AS in_scope");
+		}
 		for (size_t j = 0; j < p->maxf; j++) {
 			if (j < x->t->field_count)
 				sy_store_pull_put_value(&b, x, j);
@@ -151,7 +183,8 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 		/* Every table is broken: a branch of the same shape and no row. */
 		sy_buf_puts(&b,
 		            " SELECT NULL::integer AS ti, NULL::pg_lsn AS commit_lsn,"
-		            " NULL::integer AS ordinal, NULL, NULL, NULL::uuid, NULL, NULL, NULL");
+		            " NULL::integer AS ordinal, NULL, NULL, NULL::uuid, NULL, NULL, NULL,"
+		            " NULL::boolean");
 		for (size_t j = 0; j < p->maxf; j++)
 			sy_buf_puts(&b, ", NULL::text");
 		sy_buf_puts(&b, " WHERE false");
@@ -164,12 +197,13 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 		return sy_store_fail(err, SY_STORE_NOMEM, "out of memory") == SY_STORE_OK;
 	snprintf(p->page_name, sizeof p->page_name, "sy_pull_page_%lld_%lu", p->version,
 	         sy_store_pull_name_serial());
-	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql, 8);
+	p->page = (sy_store_stmt)SY_STORE_STMT(p->page_name, p->page_sql,
+	                                       p->members_tables != NULL ? 9 : 8);
 	return true;
 }
 
 /* A table's rebuild statements: its first page, its page after a key, and the count of the
- * rows they deliver ($1 the caller for an owner-scoped table). */
+ * rows they deliver ($1 the caller for an owner- or members-scoped table). */
 bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 {
 	sy_buf cb = SY_BUF_INIT;
@@ -179,10 +213,13 @@ bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 	              x->rel, x->lit, x->pk);
 	if (x->owner_scope)
 		sy_buf_printf(&cb, " WHERE r.%s = $1::text", x->owner);
+	if (x->members_scope) {
+		sy_buf_puts(&cb, " WHERE ");
+		sy_store_pull_put_reads(&cb, x, "$1::text");
+	}
 	if ((x->count_sql = sy_store_pull_steal(&cb)) == NULL)
 		return false;
-	x->count =
-	        (sy_store_stmt)SY_STORE_STMT(x->count_name, x->count_sql, x->owner_scope ? 1 : 0);
+	x->count = (sy_store_stmt)SY_STORE_STMT(x->count_name, x->count_sql, x->user_scope ? 1 : 0);
 	for (int after = 0; after < 2; after++) {
 		sy_buf b = SY_BUF_INIT;
 		sy_buf_printf(&b,
@@ -204,6 +241,12 @@ bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 		}
 		if (x->owner_scope)
 			sy_buf_printf(&b, "%s r.%s = $%d::text", w, x->owner, n++);
+		if (x->members_scope) {
+			char user[16];
+			snprintf(user, sizeof user, "$%d::text", n++);
+			sy_buf_printf(&b, "%s ", w);
+			sy_store_pull_put_reads(&b, x, user);
+		}
 		sy_buf_printf(&b, " ORDER BY r.%s LIMIT $2::integer", x->pk);
 		char *sql = sy_store_pull_steal(&b);
 		if (sql == NULL)

@@ -52,7 +52,7 @@ static sy_store_status rebuild_rows(sy_store_read *x, const sy_store_rebuild_req
 		int n = 2;
 		if (after != NULL)
 			pv[n++] = after;
-		if (pt->owner_scope)
+		if (pt->user_scope)
 			pv[n++] = req->user;
 		x->out->statements++;
 		PGresult *r = sy_store_exec_stmt(x->c, after != NULL ? &pt->after : &pt->first, pv,
@@ -111,7 +111,7 @@ static sy_store_status rebuild_total(sy_store_read *x, const sy_store_rebuild_re
 		long long n;
 		x->out->statements++;
 		PGresult *r =
-		        sy_store_exec_stmt(x->c, &pt->count, pt->owner_scope ? pv : NULL,
+		        sy_store_exec_stmt(x->c, &pt->count, pt->user_scope ? pv : NULL,
 		                           PGRES_TUPLES_OK, "rebuild count", NULL, &st, x->err);
 		if (r == NULL)
 			return sy_store_read_fail(x, st);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl schema publish / show: manifests checked against the catalog, fences installed,
- * versions kept.
+/* synchroctl schema publish / show: manifests checked against the catalog, fences installed
+ * (and the scope triggers, schema_scopes.c), versions kept.
  * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
@@ -12,6 +12,7 @@
 #include "store/migrate.h"
 #include "store/schema.h"
 #include "store/schema_pull_effect.h"
+#include "store/schema_scopes.h"
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 
@@ -267,6 +268,8 @@ static sy_store_status check_all(PGconn *c, const sy_manifest *m, char (*oids)[1
 {
 	for (size_t i = 0; i < m->table_count; i++) {
 		sy_store_status st = check_table(c, &m->tables[i], oids[i], note, arg, err);
+		if (st == SY_STORE_OK)
+			st = sy_store_scopes_check(c, &m->tables[i], oids[i], err);
 		if (st != SY_STORE_OK)
 			return st;
 		for (size_t j = 0; j < i; j++)
@@ -390,11 +393,13 @@ static const struct {
 	const char *tail; /* and after it */
 } grants[] = {
         {"TABLE", "GRANT SELECT ON TABLE ", " TO synchro_app"},
+        /* walsync reads the rows of a scope key when a membership comes or goes. */
+        {"TABLE", "GRANT SELECT ON TABLE ", " TO synchro_walsync"},
         {"TABLE", "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON TABLE ", " FROM synchro_app"},
         {"TABLE", "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE ", " TO synchro_owner"},
         {"SEQUENCE", "GRANT USAGE ON SEQUENCE ", " TO synchro_owner"},
         {"SEQUENCE", "REVOKE USAGE ON SEQUENCE ", " FROM synchro_app"},
-        {"SCHEMA", "GRANT USAGE ON SCHEMA ", " TO synchro_app, synchro_owner"},
+        {"SCHEMA", "GRANT USAGE ON SCHEMA ", " TO synchro_app, synchro_owner, synchro_walsync"},
 };
 
 static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
@@ -418,7 +423,9 @@ static sy_store_status grant_all(PGconn *c, const char *oid, sy_error *err)
 	        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 	        " WHERE c.oid = $1::oid"
 	        "   AND NOT (pg_catalog.has_schema_privilege('synchro_app', n.oid, 'USAGE')"
-	        "            AND pg_catalog.has_schema_privilege('synchro_owner', n.oid, 'USAGE'))",
+	        "            AND pg_catalog.has_schema_privilege('synchro_owner', n.oid, 'USAGE')"
+	        "            AND pg_catalog.has_schema_privilege('synchro_walsync', n.oid, "
+	        "'USAGE'))",
 	        1, p, PGRES_TUPLES_OK, "grant lookup", NULL, &st, err);
 	if (!r)
 		return st;
@@ -456,19 +463,31 @@ static sy_store_status install_table(PGconn *c, const sy_table *t, const char *o
 	const sy_field *owner =
 	        t->owner_field ? sy_table_field(t, t->owner_field, strlen(t->owner_field)) : NULL;
 	const char *soft = t->delete_mode == SY_DELETE_SOFT ? t->delete_column : "";
-	const char *p[] = {oid, t->table_id, t->pk.column, soft, owner ? owner->column : ""};
+	/* A members table's fence also names its hop column (the message's scope). */
+	const char *p[] = {oid,
+	                   t->table_id,
+	                   t->pk.column,
+	                   soft,
+	                   owner ? owner->column : "",
+	                   t->members ? t->members->hops[0].column : ""};
 	PGresult *r = sy_store_exec(
 	        c,
-	        "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
-	        " $2::text, $3::text, $4::text, $5::text)",
-	        5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st, err);
+	        t->members ? "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text, $6::text)"
+	                   : "SELECT synchro.install_fence_trigger($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text)",
+	        t->members ? 6 : 5, p, PGRES_TUPLES_OK, "installing the fence trigger", NULL, &st,
+	        err);
 	PQclear(r);
 	if (st != SY_STORE_OK)
 		return st;
-	r = sy_store_exec(c,
-	                  "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
-	                  " $2::text, $3::text, $4::text, $5::text)",
-	                  5, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
+	r = sy_store_exec(
+	        c,
+	        t->members ? "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text, $6::text)"
+	                   : "SELECT synchro.backfill_fences($1::oid::pg_catalog.regclass,"
+	                     " $2::text, $3::text, $4::text, $5::text)",
+	        t->members ? 6 : 5, p, PGRES_TUPLES_OK, "backfilling fences", NULL, &st, err);
 	if (!r)
 		return st;
 	char line[SY_ERROR_MESSAGE_MAX];
@@ -659,6 +678,8 @@ static sy_store_status publish(PGconn *c, void *pub, sy_error *err)
 	for (size_t i = 0; i < m->table_count; i++)
 		if ((st = install_table(c, &m->tables[i], oids[i], note, arg, err)) != SY_STORE_OK)
 			return st;
+	if ((st = sy_store_scopes_install(c, m, note, arg, err)) != SY_STORE_OK)
+		return st;
 	snprintf(out->hash, sizeof out->hash, "%s", m->hash);
 	out->created = !same;
 	if (same)

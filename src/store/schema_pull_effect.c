@@ -22,6 +22,22 @@ static bool same_field(const sy_field *a, const sy_field *b)
 	       a->type == b->type;
 }
 
+/* The same membership path, as written (the scope names walsync mirrors follow it). */
+static bool same_members(const sy_members *a, const sy_members *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->hop_count != b->hop_count || strcmp(a->relation, b->relation) != 0 ||
+	    strcmp(a->match, b->match) != 0 || strcmp(a->user, b->user) != 0)
+		return false;
+	for (size_t i = 0; i < a->hop_count; i++)
+		if (strcmp(a->hops[i].column, b->hops[i].column) != 0 ||
+		    strcmp(a->hops[i].relation, b->hops[i].relation) != 0 ||
+		    strcmp(a->hops[i].key, b->hops[i].key) != 0)
+			return false;
+	return true;
+}
+
 /* The first difference of what t delivers between a and b, or NULL. */
 static const char *table_change(const sy_table *a, const sy_table *b)
 {
@@ -41,6 +57,8 @@ static const char *table_change(const sy_table *a, const sy_table *b)
 		return "its delete mode";
 	if (a->read != b->read || !same_str(a->owner_field, b->owner_field))
 		return "its read scope";
+	if (a->read == SY_POLICY_MEMBERS && !same_members(a->members, b->members))
+		return "its members";
 	return NULL;
 }
 

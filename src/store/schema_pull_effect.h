@@ -12,10 +12,10 @@
  * Why the new manifest m changes what pull delivers compared with the latest published one
  * (NULL: the first publish), into why (one line naming the table and the change): a table's
  * relation, key, fields (id, column or type; order aside), delete mode or column, read
- * scope or owner field differs, or a table some earlier version had (it was removed) comes
- * back. A table new to the history, or one removed, changes nothing a rebuild would not
- * agree with. false when nothing changes; ever_synced(table_id) says whether a table was
- * in some version.
+ * scope, owner field or membership path differs, or a table some earlier version had (it
+ * was removed) comes back. A table new to the history, or one removed, changes nothing a
+ * rebuild would not agree with. false when nothing changes; ever_synced(table_id) says
+ * whether a table was in some version.
  */
 bool sy_store_schema_pull_change(const sy_manifest *prev, const sy_manifest *m,
                                  bool (*ever_synced)(void *arg, const char *table_id), void *arg,

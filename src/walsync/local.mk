@@ -4,6 +4,7 @@
 src_store_libsystore_la_SOURCES += \
 	src/store/lease.c src/store/lease.h \
 	src/store/changelog.c src/store/changelog.h \
+	src/store/changelog_scopes.c src/store/changelog_scopes.h \
 	src/store/stream_continuity.c src/store/stream_continuity.h
 
 sbin_PROGRAMS += src/walsync/synchro-walsync
@@ -16,7 +17,9 @@ src_walsync_synchro_walsync_SOURCES = \
 	src/walsync/walsync_metrics.c src/walsync/walsync_metrics.h \
 	src/walsync/walsync_notify.c src/walsync/walsync_notify.h \
 	src/walsync/walsync_decode.c \
+	src/walsync/walsync_mirror.c \
 	src/walsync/walsync_fences.c src/walsync/walsync_fences.h \
+	src/walsync/walsync_scopes.c src/walsync/walsync_scopes.h \
 	src/walsync/walsync_continuity.c src/walsync/walsync_continuity.h \
 	src/walsync/stream.c src/walsync/stream.h \
 	src/walsync/pgoutput.c src/walsync/pgoutput.h

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Replication stream bytes (frames, status update, pgoutput v1 messages) and the JSON of the
- * version-fence and accepted-epoch messages. No I/O: tests/unit/test_pgoutput feeds it.
+ * version-fence, scope (membership, link) and accepted-epoch messages. No I/O:
+ * tests/unit/test_pgoutput feeds it.
  * Layer: base of src/walsync (doc/hacking.md). */
 #include "config.h"
 
@@ -240,22 +241,24 @@ static bool member_string(const sy_json *obj, const char *key, bool nullable, ch
 	return *out != NULL;
 }
 
-bool sy_ws_change_parse(const char *json, size_t len, char *buf, size_t size, sy_ws_change *out,
-                        sy_error *err)
+/* Member `key` of obj as a string, null or absent (*out NULL); false when it is of another
+ * type or cannot be copied. */
+static bool optional_string(const sy_json *obj, const char *key, char **pos, char *end,
+                            const char **out)
 {
-	memset(out, 0, sizeof *out);
-	sy_json_doc *doc = sy_json_parse(json, len, err);
-	if (!doc)
-		return false;
-	bool ok = false;
-	const sy_json *root = sy_json_doc_root(doc);
-	char *pos = buf, *end = buf + size;
+	*out = NULL;
+	if (!sy_json_get(obj, key))
+		return true;
+	return member_string(obj, key, true, pos, end, out);
+}
+
+/* A version-fence message's members (root an object); false with *err set. */
+static bool change_members(const sy_json *root, char *pos, char *end, sy_ws_change *out,
+                           sy_error *err)
+{
 	const char *state = NULL;
 	const char *bad = NULL;
-	if (root->type != SY_JSON_OBJECT)
-		bad = "not an object";
-	else if (!member_string(root, "table_id", false, &pos, end, &out->table_id) ||
-	         !out->table_id[0])
+	if (!member_string(root, "table_id", false, &pos, end, &out->table_id) || !out->table_id[0])
 		bad = "table_id";
 	else if (!member_string(root, "pk", false, &pos, end, &out->pk))
 		bad = "pk";
@@ -278,17 +281,103 @@ bool sy_ws_change_parse(const char *json, size_t len, char *buf, size_t size, sy
 		bad = "owner_before";
 	else if (!member_string(root, "owner_after", true, &pos, end, &out->owner_after))
 		bad = "owner_after";
-	if (bad) {
-		sy_error_set(err, SY_ERR_INVALID_REQUEST, "version-fence message: bad %s", bad);
-		goto fail;
-	}
+	else if (!optional_string(root, "scope_before", &pos, end, &out->scope_before))
+		bad = "scope_before";
+	else if (!optional_string(root, "scope_after", &pos, end, &out->scope_after))
+		bad = "scope_after";
+	if (bad)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "version-fence message: bad %s",
+		                    bad);
 	out->deleted = strcmp(state, "deleted") == 0;
-	ok = true;
-fail:
+	return true;
+}
+
+/* A scope trigger's message's members (root an object); false with *err set. */
+static bool scope_members(const sy_json *root, sy_ws_synchro_kind kind, char *pos, char *end,
+                          sy_ws_scope_msg *out, sy_error *err)
+{
+	bool member = kind == SY_WS_SYNCHRO_MEMBER;
+	const char *what = member ? "membership" : "link";
+	const char *bad = NULL;
+	if (!member_string(root, "scope", false, &pos, end, &out->scope) || !out->scope[0])
+		bad = "scope";
+	else if (!optional_string(root, "key_before", &pos, end, &out->key_before))
+		bad = "key_before";
+	else if (!optional_string(root, member ? "user_before" : "to_before", &pos, end,
+	                          &out->value_before))
+		bad = member ? "user_before" : "to_before";
+	else if (!optional_string(root, "key_after", &pos, end, &out->key_after))
+		bad = "key_after";
+	else if (!optional_string(root, member ? "user_after" : "to_after", &pos, end,
+	                          &out->value_after))
+		bad = member ? "user_after" : "to_after";
+	if (bad)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s message: bad %s", what, bad);
+	/* A membership row with a null key or user names nobody. */
+	if (member && (!out->key_before || !out->value_before))
+		out->key_before = out->value_before = NULL;
+	if (member && (!out->key_after || !out->value_after))
+		out->key_after = out->value_after = NULL;
+	if (!out->key_before)
+		out->value_before = NULL;
+	if (!out->key_after)
+		out->value_after = NULL;
+	if (!out->key_before && !out->key_after && !member)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s message: no key", what);
+	return true;
+}
+
+bool sy_ws_synchro_parse(const char *json, size_t len, char *buf, size_t size,
+                         sy_ws_synchro_kind *kind, sy_ws_change *change, sy_ws_scope_msg *scope,
+                         sy_error *err)
+{
+	memset(change, 0, sizeof *change);
+	memset(scope, 0, sizeof *scope);
+	*kind = SY_WS_SYNCHRO_CHANGE;
+	sy_json_doc *doc = sy_json_parse(json, len, err);
+	if (!doc)
+		return false;
+	bool ok = false;
+	const sy_json *root = sy_json_doc_root(doc);
+	if (root->type != SY_JSON_OBJECT) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST,
+		             "version-fence message: bad not an object");
+		goto done;
+	}
+	const sy_json *k = sy_json_get(root, "kind");
+	if (k && k->type == SY_JSON_STRING && k->u.string.len == 6 &&
+	    memcmp(k->u.string.data, "member", 6) == 0)
+		*kind = SY_WS_SYNCHRO_MEMBER;
+	else if (k && k->type == SY_JSON_STRING && k->u.string.len == 4 &&
+	         memcmp(k->u.string.data, "link", 4) == 0)
+		*kind = SY_WS_SYNCHRO_LINK;
+	else if (k) {
+		sy_error_set(err, SY_ERR_INVALID_REQUEST, "synchro message: unknown kind");
+		goto done;
+	}
+	if (*kind == SY_WS_SYNCHRO_CHANGE)
+		ok = change_members(root, buf, buf + size, change, err);
+	else
+		ok = scope_members(root, *kind, buf, buf + size, scope, err);
+done:
 	sy_json_doc_free(doc);
-	if (!ok)
-		memset(out, 0, sizeof *out);
+	if (!ok) {
+		memset(change, 0, sizeof *change);
+		memset(scope, 0, sizeof *scope);
+	}
 	return ok;
+}
+
+bool sy_ws_change_parse(const char *json, size_t len, char *buf, size_t size, sy_ws_change *out,
+                        sy_error *err)
+{
+	sy_ws_synchro_kind kind;
+	sy_ws_scope_msg scope;
+	if (!sy_ws_synchro_parse(json, len, buf, size, &kind, out, &scope, err))
+		return false;
+	if (kind != SY_WS_SYNCHRO_CHANGE)
+		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "version-fence message: bad kind");
+	return true;
 }
 
 bool sy_ws_epoch_parse(const char *json, size_t len, char client_id[37], long long *epoch,

@@ -120,18 +120,53 @@ typedef struct {
 	const char *user_id;
 	const char *owner_before;
 	const char *owner_after;
+	/* A members-scoped table's message: hop 1's column in the old and new row, as text;
+	 * NULL when the member is absent or null (no old or new row, a null column). */
+	const char *scope_before;
+	const char *scope_after;
 } sy_ws_change;
 
 /*
  * Decodes the JSON content of a version-fence message. Every member of the trigger's object
  * is required: table_id, pk and version strings (version 1..128 printable ASCII), state
  * "live" or "deleted", mutation_id and client_id canonical UUIDs or null, user_id,
- * owner_before and owner_after strings or null; no string may hold U+0000. Unknown members
+ * owner_before and owner_after strings or null; scope_before and scope_after strings, null
+ * or absent; no string may hold U+0000. Unknown members
  * are ignored (a later trigger may add some). The strings are copied into the arena
  * `buf` of `size` bytes (content_len + 16 always suffices). false with *err set.
  */
 SY_MUST_CHECK bool sy_ws_change_parse(const char *json, size_t len, char *buf, size_t size,
                                       sy_ws_change *out, sy_error *err);
+
+/* What a message of prefix synchro is: a row's version-fence message, or a scope trigger's
+ * membership or link message (member "kind"). */
+typedef enum { SY_WS_SYNCHRO_CHANGE, SY_WS_SYNCHRO_MEMBER, SY_WS_SYNCHRO_LINK } sy_ws_synchro_kind;
+
+/* A scope trigger's message, its strings NUL-terminated in the arena. member: scope names the
+ * membership relation as "relation(match,user)", key is the scope key and value the user.
+ * link: scope names the hop as "relation.key->column", key is the hop relation's key and
+ * value the column (the next hop's key). A side (before, after) is absent when its key is
+ * NULL; a member side whose user is null grants nothing and is absent too. */
+typedef struct {
+	const char *scope;
+	const char *key_before;
+	const char *value_before; /* link: may be NULL while key_before is set */
+	const char *key_after;
+	const char *value_after;
+} sy_ws_scope_msg;
+
+/*
+ * Decodes the JSON content of a message of prefix synchro: *kind from its member "kind"
+ * (absent: a version-fence message into *change, as sy_ws_change_parse(); "member" or
+ * "link": a scope trigger's message into *scope). A scope message has "scope", a non-empty
+ * string, and "key_before", "key_after" and "user_before"/"user_after" (member) or
+ * "to_before"/"to_after" (link), each a string, null or absent; at least one side present.
+ * Strings are copied into the arena buf of size bytes (len + 16 suffices). false with *err
+ * set (an unknown kind too).
+ */
+SY_MUST_CHECK bool sy_ws_synchro_parse(const char *json, size_t len, char *buf, size_t size,
+                                       sy_ws_synchro_kind *kind, sy_ws_change *change,
+                                       sy_ws_scope_msg *scope, sy_error *err);
 
 /* Decodes {"client_id": UUID, "epoch": positive integer} (prefix synchro-epoch); client_id
  * is copied into client_id. false with *err set. */

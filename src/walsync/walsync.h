@@ -5,7 +5,8 @@
  * lease), walsync_materialize.c (the stream into changelog transactions), walsync_decode.c
  * (the frames and messages of the stream), walsync_stats.c (the lag log), walsync_session.c
  * (the stop flag, and what a failure does to the connections: every file above calls it),
- * walsync_metrics.c (the metrics file), walsync_notify.c (live notifications).
+ * walsync_mirror.c (membership scopes: the mirror, readers, scope changes), walsync_metrics.c
+ * (the metrics file), walsync_notify.c (live notifications).
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
@@ -18,8 +19,24 @@
 #include "store/lease.h"
 #include "walsync/walsync_fences.h"
 #include "walsync/walsync_metrics.h"
+#include "walsync/pgoutput.h"
 #include "walsync/walsync_notify.h"
+#include "walsync/walsync_scopes.h"
 #include "walsync/walsync_stats.h"
+
+/* A members-scoped table of the published manifest: its scope and link (NULL with one hop),
+ * as the scope trigger's messages name them, and its quoted names for the statements that
+ * read the rows of a scope key. */
+typedef struct {
+	char *table_id;
+	char *scope;
+	char *link;
+	char *relation;       /* quoted */
+	char *pk;             /* quoted */
+	char *hop;            /* hop 1's column, quoted */
+	const char *hop_type; /* its PostgreSQL type */
+	char *owner;          /* the owner column, quoted; NULL when none */
+} sy_ws_mtable;
 
 typedef struct walsync {
 	/* settings */
@@ -45,8 +62,8 @@ typedef struct walsync {
 	int64_t backoff_ms;
 	int64_t retry_at_ms;
 	int64_t stream_up_ms; /* when the stream last started, if no failure came since (else 0) */
-	PGconn *hb;   /* the heartbeat's own connection: renews while db writes */
-	bool hb_lost; /* a heartbeat during a write found the lease lost */
+	PGconn *hb;           /* the heartbeat's own connection: renews while db writes */
+	bool hb_lost;         /* a heartbeat during a write found the lease lost */
 
 	/* stream state */
 	uint64_t skip_upto; /* transactions committed below it are in the changelog ... */
@@ -63,7 +80,7 @@ typedef struct walsync {
 	size_t batch_txns;
 	uint64_t batch_end;
 	int64_t batch_newest_time;
-	uint64_t idle_lsn;  /* a keepalive's position outside any transaction */
+	uint64_t idle_lsn; /* a keepalive's position outside any transaction */
 	/* The primary's clock as the stream last told it (a frame's send time, microseconds
 	 * since 2000-01-01) and sy_clock_ms() when that frame arrived; 0: none yet. Commit
 	 * times are the primary's clock too: the lag is measured on one clock, whatever this
@@ -96,6 +113,21 @@ typedef struct walsync {
 	bool fences_known;      /* the RELATION of synchro.row_fences was seen */
 	uint32_t fences_oid;
 	sy_ws_fence_cols fence_cols;
+
+	/* membership scopes (walsync_mirror.c; migration 22) */
+	bool scopes_db;       /* the database has migration 22 */
+	sy_ws_scopes *scopes; /* the mirror and the members-scoped tables */
+	sy_ws_mtable *mtables;
+	size_t nmtables;
+	long long manifest_version;  /* the manifest they come from (0: none) */
+	int64_t manifest_checked_ms; /* when it was last read */
+	sy_buf readers_before;       /* the readers of the change being decoded */
+	sy_buf readers_after;
+	bool mirror_failed;
+	/* Users who lost a scope key (or a hop value) at a scope change, whose entries read the
+	 * live table when written (walsync_mirror.c "goings") */
+	struct sy_ws_going *goings;
+	size_t ngoings, goings_cap;
 } walsync;
 
 /* walsync_session.c: the handler of SIGTERM and SIGINT; whether one asked to stop; a
@@ -142,6 +174,30 @@ void sy_ws_flush_batch(walsync *w);
  * w->write_piece; *reply when the server asked for a status update. false when the stream
  * must restart (malformed framing, out of memory, a piece not written). */
 SY_MUST_CHECK bool sy_ws_on_frame(walsync *w, const unsigned char *p, size_t n, bool *reply);
+
+/* walsync_mirror.c */
+/* At stream start, under the lease: the members-scoped tables of the latest manifest and the
+ * whole mirror, read again (what was decoded and not written is gone with the old stream).
+ * false when it cannot (the failure handled). */
+SY_MUST_CHECK bool sy_ws_mirror_start(walsync *w);
+/* The readers of a change before and after (text[] literals valid until the next call; NULL
+ * when its table is not members-scoped), their users noted for notifications. false when the
+ * stream must restart. */
+SY_MUST_CHECK bool sy_ws_mirror_readers(walsync *w, const sy_ws_change *c, int ordinal,
+                                        const char **before, const char **after);
+/* A membership or link message at ordinal: the mirror changed, the scope change's entries
+ * added to the batch, the users noted. false when the stream must restart. */
+SY_MUST_CHECK bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_msg *m,
+                                      int ordinal);
+/* The mirror's rows changed since the last write into the batch, before it is written. false
+ * when out of memory (logged). */
+SY_MUST_CHECK bool sy_ws_mirror_to_batch(walsync *w);
+/* After a changelog write: the scope changes it wrote read the live tables no later than
+ * WAL position horizon. */
+void sy_ws_mirror_written(walsync *w, uint64_t horizon);
+/* Whether scope changes wait for sy_ws_mirror_written(). */
+bool sy_ws_mirror_pending(const walsync *w);
+void sy_ws_mirror_free(walsync *w);
 
 /* walsync_stats.c: the periodic lag log (a failed query is handled as a store failure). */
 void sy_ws_log_lag(walsync *w);

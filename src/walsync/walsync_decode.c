@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
- * and accepted-epoch messages into the batch, and the check of every version-fence message
+ * and accepted-epoch messages into the batch, membership and link messages to the scope
+ * mirror, and the check of every version-fence message
  * against the fence transitions of its own transaction (doc/operations.md "Forged
  * messages").
  * Layer: middle of src/walsync (doc/hacking.md). */
@@ -63,8 +64,18 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		w->arena_size = need;
 	}
 	sy_ws_change c;
-	if (!sy_ws_change_parse(m->content, m->content_len, w->arena, w->arena_size, &c, &err)) {
+	sy_ws_scope_msg scope;
+	sy_ws_synchro_kind kind;
+	if (!sy_ws_synchro_parse(m->content, m->content_len, w->arena, w->arena_size, &kind, &c,
+	                         &scope, &err)) {
 		bad_message(w, &err);
+		return true;
+	}
+	if (kind != SY_WS_SYNCHRO_CHANGE) {
+		if (!sy_ws_mirror_scope(w, kind, &scope, ordinal))
+			return false;
+		if (sy_store_changes_scope_count(w->batch) >= w->piece_rows)
+			return w->write_piece(w);
 		return true;
 	}
 	/* Migration 15: any role may emit a message; only the fence transition of the same
@@ -77,6 +88,9 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 			       w->txn_xid, w->stats.forged_messages);
 		return true;
 	}
+	const char *rb, *ra;
+	if (!sy_ws_mirror_readers(w, &c, ordinal, &rb, &ra))
+		return false;
 	sy_store_change row = {
 	        .commit_lsn = w->txn_lsn,
 	        .ordinal = ordinal,
@@ -91,6 +105,8 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 	        .user_id = c.user_id,
 	        .owner_before = c.owner_before,
 	        .owner_after = c.owner_after,
+	        .readers_before = rb,
+	        .readers_after = ra,
 	};
 	if (!sy_store_changes_add(w->batch, &row) ||
 	    !sy_ws_notify_note(w->notify, c.owner_before, w->txn_lsn, (uint32_t)ordinal) ||

@@ -34,6 +34,8 @@ bool sy_ws_db_open(walsync *w)
 	if (st == SY_STORE_OK)
 		st = sy_store_walsync_ready(w->db, &migration, &err);
 	w->continuity = migration >= SY_STORE_CONTINUITY_MIGRATION;
+	w->scopes_db = migration >= SY_STORE_SCOPES_MIGRATION;
+	sy_store_changes_set_scopes(w->batch, w->scopes_db);
 	w->verify = false;
 	if (st == SY_STORE_OK && migration >= SY_STORE_VERIFY_MIGRATION)
 		st = sy_store_messages_verified_from(w->db, &w->verify, &w->verified_from, &err);

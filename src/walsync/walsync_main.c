@@ -285,6 +285,7 @@ int main(int argc, char **argv)
 	sy_store_changes_free(w.batch);
 	sy_ws_fences_free(w.fences);
 	sy_ws_notify_free(w.notify);
+	sy_ws_mirror_free(&w);
 	sy_free(w.arena);
 	sy_free(w.conninfo_owned);
 	sy_cfg_free(w.cfg);

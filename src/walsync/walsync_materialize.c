@@ -154,6 +154,11 @@ void sy_ws_stream_start(walsync *w)
 		sy_ws_store_failed(w, st, &err);
 		return;
 	}
+	/* The mirror as the changelog has it, whoever wrote it last. */
+	if (!sy_ws_mirror_start(w)) {
+		sy_ws_stream_close(w);
+		return;
+	}
 	if (!start_streaming(w))
 		return;
 	sy_ws_stream_reset(w);
@@ -174,6 +179,10 @@ void sy_ws_stream_start(walsync *w)
 static sy_store_status write_batch(walsync *w, bool piece, sy_store_written *wr)
 {
 	sy_error err = {0};
+	if (!sy_ws_mirror_to_batch(w)) {
+		sy_ws_backoff(w);
+		return SY_STORE_NOMEM;
+	}
 	w->hb_lost = false;
 	sy_store_status st = sy_store_changelog_write(w->db, &w->lease, w->batch, piece,
 	                                              sy_ws_lease_tick, w, wr, &err);
@@ -186,7 +195,12 @@ static sy_store_status write_batch(walsync *w, bool piece, sy_store_written *wr)
 	}
 	if (st == SY_STORE_OK)
 		w->backoff_ms = 0; /* a changelog write: the backoff starts afresh */
-	else
+	/* The scope changes it wrote read the live tables before this position. */
+	uint64_t horizon = 0;
+	if (st == SY_STORE_OK && sy_ws_mirror_pending(w) &&
+	    (st = sy_store_wal_insert_lsn(w->db, &horizon, &err)) == SY_STORE_OK)
+		sy_ws_mirror_written(w, horizon);
+	if (st != SY_STORE_OK)
 		sy_ws_store_failed(w, st, &err);
 	return st;
 }
@@ -199,7 +213,9 @@ void sy_ws_flush_batch(walsync *w)
 	if (w->batch_txns == 0)
 		return;
 	size_t rows = sy_store_changes_count(w->batch);
-	if (rows > 0 || sy_store_changes_epoch_count(w->batch) > 0) {
+	if (rows > 0 || sy_store_changes_epoch_count(w->batch) > 0 ||
+	    sy_store_changes_scope_count(w->batch) > 0 ||
+	    (w->scopes && sy_ws_scopes_dirty_count(w->scopes) > 0)) {
 		if (w->stop_before_write > 0 && --w->stop_before_write == 0) {
 			sy_log(SY_LOG_INFO, "test switch: stopping before a changelog write");
 			raise(SIGSTOP);

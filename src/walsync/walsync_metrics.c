@@ -47,8 +47,8 @@ static void label(sy_buf *b, const char *s)
 static void metric(sy_buf *b, const char *id, const char *type, const char *name, const char *help,
                    double v)
 {
-	sy_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{writer_id=\"%s\"} %.17g\n", name, help, name,
-	              type, name, id, v);
+	sy_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{writer_id=\"%s\"} %.17g\n", name, help,
+	              name, type, name, id, v);
 }
 
 static void sample(sy_ws_metrics *m, double at, uint64_t flush)
@@ -83,7 +83,7 @@ static double lag_seconds(const sy_ws_metrics *m, double now, uint64_t flush, ui
 
 static bool write_file(const char *path, const sy_buf *b)
 {
-	char tmp[sizeof ((walsync *)0)->metrics_file + 8];
+	char tmp[sizeof((walsync *)0)->metrics_file + 8];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	FILE *f = fopen(tmp, "w");
 	if (f == NULL)
@@ -146,7 +146,8 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	       "1 while this instance holds the writer lease, else 0.", w->leader ? 1 : 0);
 	if (known && pos.lease_found)
 		metric(&b, id, "gauge", "synchro_walsync_writer_epoch",
-		       "The writer lease's epoch (writer_epoch) as last read; every claim raises it.",
+		       "The writer lease's epoch (writer_epoch) as last read; every claim raises "
+		       "it.",
 		       (double)pos.lease_epoch);
 	metric(&b, id, "counter", "synchro_walsync_lease_acquired_total",
 	       "Claims of the writer lease this instance won.", (double)s->lease_acquired);

@@ -53,6 +53,19 @@ TESTS += tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 endif
 EXTRA_DIST += tests/e2e/pull_suite.py tests/e2e/test_pull_stream.pgt tests/e2e/test_pull_expiry.pgt
 
+# test_pull_scopes: tables read by members: shares, removals, later rows never delivered, moves.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_pull_scopes.pgt
+endif
+EXTRA_DIST += tests/e2e/test_pull_scopes.pgt
+
+# test_scopes_walsync: walsync's scope effects through pull: a change after a share comes after the
+# share's entry; the mirror survives a restart and a takeover.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_scopes_walsync.pgt
+endif
+EXTRA_DIST += tests/e2e/test_scopes_walsync.pgt
+
 # Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
 # (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
 # (read-your-writes, cursors, retirement from the primary), the replica stopped and started
@@ -86,6 +99,13 @@ endif
 EXTRA_DIST += tests/e2e/push_check.py tests/e2e/push_suite.py tests/e2e/test_push_matrix.pgt \
 	tests/e2e/test_push_dispatch.pgt tests/e2e/test_push_replay.pgt \
 	tests/e2e/test_push_concurrency.pgt tests/e2e/test_push_capacity.pgt
+
+# The push's write policy through membership (one and two hops), and rows outside the
+# caller's scope answered as missing ones (test_push_scopes).
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_push_scopes.pgt
+endif
+EXTRA_DIST += tests/e2e/test_push_scopes.pgt
 
 # The database's disk full (tests/e2e/pg_disk.py: the tables and indexes on a small tmpfs
 # tablespace, filled until ENOSPC, then freed): pushes answer 503 and commit nothing, walsync

@@ -26,3 +26,9 @@ if HAVE_PG_SERVER
 TESTS += tests/integration/test_module_abi.pgt
 endif
 EXTRA_DIST += tests/integration/test_module_abi.pgt
+
+# Membership scopes at publish: catalog refusals, scope triggers, their messages, the mirror.
+if HAVE_PG_SERVER
+TESTS += tests/integration/test_scopes.pgt
+endif
+EXTRA_DIST += tests/integration/test_scopes.pgt

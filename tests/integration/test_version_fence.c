@@ -567,7 +567,7 @@ static void test_refusals(void)
 	        "CREATE TRIGGER f AFTER INSERT ON cfg FOR EACH ROW EXECUTE FUNCTION FN('cfg', 'id',"
 	        " '', 'gone')",
 	        "CREATE TRIGGER f AFTER INSERT ON cfg FOR EACH ROW EXECUTE FUNCTION FN('cfg', 'id',"
-	        " 'deleted_at', 'owner', 'extra')",
+	        " 'deleted_at', 'owner', 'extra', 'more')",
 	};
 	long before = seen.sy010;
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

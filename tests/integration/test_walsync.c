@@ -3,7 +3,8 @@
  * contents against the fence transitions, mutation ids, commit order, materialized epochs,
  * the lease guard, a crash before the flush confirmation, kill -9 and SIGSTOP takeovers.
  * This file: the fixture, the walsync processes, waits, the expected changelog and main; the
- * tests are in test_walsync_changelog.c, test_walsync_lease.c and test_walsync_slot.c. */
+ * tests are in test_walsync_changelog.c, test_walsync_lease.c, test_walsync_slot.c and
+ * test_walsync_scopes.c. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>
@@ -453,6 +454,11 @@ int main(void)
 	/* Migration 14 (stream_position) is where walsync starts keeping the position. */
 	if (sy_sql_migration_count >= 14)
 		sy_test_add_suite("slot continuity", continuity);
+	static const CU_TestInfo scopes[] = {
+	        {"membership scopes: readers, comings, goings, moves, restart, takeover",
+	         test_scope_effects},
+	        {NULL, NULL},
+	};
 	static const CU_TestInfo clock[] = {
 	        {"a walsync host's clock hours off, then stepped", test_clock_steps},
 	        {NULL, NULL},
@@ -462,6 +468,9 @@ int main(void)
 	else
 		printf("test_walsync: clock steps not run: libfaketime is not installed (Debian "
 		       "package faketime)\n");
+	/* Last: it publishes a manifest of its own. */
+	if (sy_sql_migration_count >= SY_STORE_SCOPES_MIGRATION)
+		sy_test_add_suite("membership scopes", scopes);
 	int status = sy_test_run();
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i].running && procs[i].pid > 0) {

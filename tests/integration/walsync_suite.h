@@ -193,6 +193,17 @@ void test_owner_column_renamed(void);
  */
 void test_large_transaction(void);
 
+/* ---- membership scopes (migration 22) ---- */
+
+/*
+ * Application writes through the fence and scope triggers: each change of a members-scoped
+ * table carries its readers; a membership that comes or goes, a to-do moved between lists and
+ * a project moved between teams make entries for the rows of the scope at their current
+ * versions, after the transaction's own; the mirror is written with them and survives a
+ * restart and a takeover after kill -9.
+ */
+void test_scope_effects(void);
+
 /* test_walsync.c: the suite's temporary directory (logs, configurations). */
 const char *test_tmpdir(void);
 

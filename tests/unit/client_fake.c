@@ -232,6 +232,18 @@ void fake_direct_write(fake *f, const char *table, const char *pk_json, const ch
 	log_change(f, put_row(f, table, pk_json, row_json), NULL);
 }
 
+void fake_hide_row(fake *f, const char *table, const char *pk_json)
+{
+	frow *r = find_row(f, table, pk_json);
+	if (r == NULL)
+		return;
+	sy_free(r->table);
+	sy_free(r->pk);
+	sy_free(r->row);
+	sy_free(r->version);
+	*r = f->rows[--f->nrows];
+}
+
 /* --- responses ---------------------------------------------------------------- */
 
 static void respond(fake *f, int status, const char *body, size_t len, int retry_after)

@@ -38,6 +38,9 @@ void fake_corrupt_next_push(fake *f);
 void fake_hold(fake *f, bool hold);
 /* Another device writes the row directly (row_json: every non-pk field; NULL deletes). */
 void fake_direct_write(fake *f, const char *table, const char *pk_json, const char *row_json);
+/* The row leaves the user's read scope: from now on the server answers as if it had never
+ * existed (no row, no fence), as it does for a row outside a user's scope. */
+void fake_hide_row(fake *f, const char *table, const char *pk_json);
 /* Publishes schema v2: the todo table without the "note" field. */
 void fake_publish_v2(fake *f);
 /* Opens a new generation, as another connect of this client would. */

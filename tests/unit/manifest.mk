@@ -14,3 +14,10 @@ EXTRA_DIST += \
 	tests/vectors/manifests/intl.json \
 	tests/vectors/manifests/intl-escaped.json \
 	tests/vectors/manifests/intl.jcs
+
+UNIT_TESTS += tests/unit/test_manifest_members
+check_PROGRAMS += tests/unit/test_manifest_members
+TESTS += tests/unit/test_manifest_members
+tests_unit_test_manifest_members_SOURCES = tests/unit/test_manifest_members.c
+tests_unit_test_manifest_members_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_manifest_members_LDADD = $(UNIT_LDADD)

@@ -529,6 +529,40 @@ static void test_token_bad_refused_at_open(void)
 	stop();
 }
 
+/*
+ * A row that left the user's read scope is answered as a missing row (doc/contract.md#policies):
+ * an update of it is row_not_found, which settles as for any missing row: a conflict, the row
+ * gone from the store, the intent kept until it is discarded.
+ */
+static void test_row_outside_the_scope(void)
+{
+	start();
+	w('i', "\"s\"", "{\"title\":\"shared\"}");
+	sync_ok();
+	fake_hide_row(F, "todo", "\"s\"");
+	char u[SY_UUID_LEN + 1];
+	snprintf(u, sizeof u, "%s", w('u', "\"s\"", "{\"done\":true}"));
+	sync_ok();
+	sy_client_intent *i = intent(u);
+	CU_ASSERT_EQUAL(i->state, SY_INTENT_CONFLICT);
+	CU_ASSERT_STRING_EQUAL(i->code, "row_not_found");
+	sy_client_intent_free(i);
+	char *row = NULL;
+	sy_client_row_state rs;
+	OK(sy_client_get(C, "todo", "\"s\"", &row, &rs, &E));
+	CU_ASSERT_PTR_NULL(row);
+	CU_ASSERT_EQUAL(rs, SY_ROW_CONFLICT);
+	sy_free(row);
+	OK(sy_client_discard(C, u, &E));
+	CU_ASSERT_EQUAL(state(u), SY_INTENT_RESOLVED);
+	OK(sy_client_get(C, "todo", "\"s\"", &row, &rs, &E));
+	CU_ASSERT_PTR_NULL(row);
+	CU_ASSERT_EQUAL(rs, SY_ROW_SYNCED);
+	sy_free(row);
+	OK(sy_client_verify(C, NULL, &E));
+	stop();
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -559,6 +593,8 @@ int main(void)
 	         test_token_refused_twice_stops},
 	        {"a bad token, or a token beside a user, is refused at open",
 	         test_token_bad_refused_at_open},
+	        {"an update of a row outside the scope settles as row_not_found",
+	         test_row_outside_the_scope},
 	        CU_TEST_INFO_NULL,
 	};
 	sy_test_add_suite("client sync", tests);

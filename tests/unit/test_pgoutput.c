@@ -276,6 +276,141 @@ static void test_change(void)
 	        sy_ws_change_parse(FENCE_JSON, strlen(FENCE_JSON), small, sizeof small, &c, &err));
 }
 
+static bool synchro(const char *json, sy_ws_synchro_kind *kind, sy_ws_change *c, sy_ws_scope_msg *m,
+                    sy_error *err)
+{
+	static char arena[1024];
+	return sy_ws_synchro_parse(json, strlen(json), arena, strlen(json) + 16, kind, c, m, err);
+}
+
+/* A members-scoped table's fence message: hop 1's column before and after. */
+static void test_change_scope(void)
+{
+	sy_ws_synchro_kind kind;
+	sy_ws_change c;
+	sy_ws_scope_msg m;
+	sy_error err = {0};
+	CU_ASSERT_TRUE_FATAL(synchro("{\"pk\": \"t1\", \"state\": \"live\", \"user_id\": null, "
+	                             "\"version\": \"v2\", \"table_id\": \"todo\", "
+	                             "\"client_id\": null, \"mutation_id\": null, "
+	                             "\"owner_after\": \"alice\", \"scope_after\": \"L2\", "
+	                             "\"owner_before\": \"alice\", \"scope_before\": \"L1\"}",
+	                             &kind, &c, &m, &err));
+	CU_ASSERT_EQUAL(kind, SY_WS_SYNCHRO_CHANGE);
+	CU_ASSERT_STRING_EQUAL(c.table_id, "todo");
+	CU_ASSERT_STRING_EQUAL(c.scope_before, "L1");
+	CU_ASSERT_STRING_EQUAL(c.scope_after, "L2");
+	CU_ASSERT_PTR_NULL(m.scope);
+	/* Null or absent: no scope on that side (an insert, a null column, an owner table). */
+	CU_ASSERT_TRUE_FATAL(change("{\"pk\": \"t1\", \"state\": \"live\", \"user_id\": null, "
+	                            "\"version\": \"v1\", \"table_id\": \"todo\", "
+	                            "\"client_id\": null, \"mutation_id\": null, "
+	                            "\"owner_after\": null, \"scope_after\": \"L1\", "
+	                            "\"owner_before\": null, \"scope_before\": null}",
+	                            &c, &err));
+	CU_ASSERT_PTR_NULL(c.scope_before);
+	CU_ASSERT_STRING_EQUAL(c.scope_after, "L1");
+	CU_ASSERT_TRUE_FATAL(change(FENCE_JSON, &c, &err));
+	CU_ASSERT_PTR_NULL(c.scope_before);
+	CU_ASSERT_PTR_NULL(c.scope_after);
+	CU_ASSERT_FALSE(change("{\"pk\": \"t1\", \"state\": \"live\", \"user_id\": null, "
+	                       "\"version\": \"v1\", \"table_id\": \"todo\", "
+	                       "\"client_id\": null, \"mutation_id\": null, "
+	                       "\"owner_after\": null, \"scope_after\": 7, "
+	                       "\"owner_before\": null}",
+	                       &c, &err));
+	CU_ASSERT_STRING_EQUAL(err.message, "version-fence message: bad scope_after");
+	/* sy_ws_change_parse() takes version-fence messages only. */
+	CU_ASSERT_FALSE(
+	        change("{\"kind\": \"member\", \"scope\": \"m(k,u)\", \"key_after\": \"L\", "
+	               "\"user_after\": \"bob\"}",
+	               &c, &err));
+	CU_ASSERT_STRING_EQUAL(err.message, "version-fence message: bad kind");
+}
+
+/* The scope trigger's membership and link messages. */
+static void test_scope_messages(void)
+{
+	sy_ws_synchro_kind kind;
+	sy_ws_change c;
+	sy_ws_scope_msg m;
+	sy_error err = {0};
+	CU_ASSERT_TRUE_FATAL(synchro("{\"kind\": \"member\", \"scope\": "
+	                             "\"list_members(list_id,user_id)\", \"key_after\": \"L\", "
+	                             "\"user_after\": \"bob\", \"key_before\": null, "
+	                             "\"user_before\": null}",
+	                             &kind, &c, &m, &err));
+	CU_ASSERT_EQUAL(kind, SY_WS_SYNCHRO_MEMBER);
+	CU_ASSERT_STRING_EQUAL(m.scope, "list_members(list_id,user_id)");
+	CU_ASSERT_PTR_NULL(m.key_before);
+	CU_ASSERT_PTR_NULL(m.value_before);
+	CU_ASSERT_STRING_EQUAL(m.key_after, "L");
+	CU_ASSERT_STRING_EQUAL(m.value_after, "bob");
+	CU_ASSERT_PTR_NULL(c.table_id);
+	/* A delete: the after side absent. */
+	CU_ASSERT_TRUE_FATAL(synchro("{\"kind\":\"member\",\"scope\":\"m(k,u)\","
+	                             "\"key_before\":\"L\",\"user_before\":\"bob\"}",
+	                             &kind, &c, &m, &err));
+	CU_ASSERT_STRING_EQUAL(m.key_before, "L");
+	CU_ASSERT_STRING_EQUAL(m.value_before, "bob");
+	CU_ASSERT_PTR_NULL(m.key_after);
+	/* A membership row with a null user names nobody: that side is absent. */
+	CU_ASSERT_TRUE_FATAL(synchro("{\"kind\":\"member\",\"scope\":\"m(k,u)\","
+	                             "\"key_before\":\"L\",\"user_before\":null,"
+	                             "\"key_after\":\"L\",\"user_after\":\"bob\"}",
+	                             &kind, &c, &m, &err));
+	CU_ASSERT_PTR_NULL(m.key_before);
+	CU_ASSERT_PTR_NULL(m.value_before);
+	CU_ASSERT_STRING_EQUAL(m.value_after, "bob");
+	/* A link: project P from team T1 to no team. */
+	CU_ASSERT_TRUE_FATAL(synchro("{\"kind\":\"link\",\"scope\":\"projects.id->team_id\","
+	                             "\"key_before\":\"P\",\"to_before\":\"T1\","
+	                             "\"key_after\":\"P\",\"to_after\":null}",
+	                             &kind, &c, &m, &err));
+	CU_ASSERT_EQUAL(kind, SY_WS_SYNCHRO_LINK);
+	CU_ASSERT_STRING_EQUAL(m.scope, "projects.id->team_id");
+	CU_ASSERT_STRING_EQUAL(m.key_before, "P");
+	CU_ASSERT_STRING_EQUAL(m.value_before, "T1");
+	CU_ASSERT_STRING_EQUAL(m.key_after, "P");
+	CU_ASSERT_PTR_NULL(m.value_after);
+
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+	        {"{\"kind\":\"owner\",\"scope\":\"m(k,u)\"}", "synchro message: unknown kind"},
+	        {"{\"kind\":7,\"scope\":\"m(k,u)\"}", "synchro message: unknown kind"},
+	        {"{\"kind\":\"member\",\"key_after\":\"L\",\"user_after\":\"bob\"}",
+	         "membership message: bad scope"},
+	        {"{\"kind\":\"member\",\"scope\":\"\",\"key_after\":\"L\",\"user_after\":\"b\"}",
+	         "membership message: bad scope"},
+	        {"{\"kind\":\"member\",\"scope\":\"m(k,u)\",\"key_after\":1,\"user_after\":\"b\"}",
+	         "membership message: bad key_after"},
+	        {"{\"kind\":\"member\",\"scope\":\"m(k,u)\",\"key_after\":\"L\","
+	         "\"user_after\":\"b\\u0000\"}",
+	         "membership message: bad user_after"},
+	        {"{\"kind\":\"link\",\"scope\":\"p.id->t\",\"key_before\":\"P\",\"to_before\":[]}",
+	         "link message: bad to_before"},
+	        {"{\"kind\":\"link\",\"scope\":\"p.id->t\",\"to_after\":\"T\"}",
+	         "link message: no key"},
+	        {"[\"member\"]", "version-fence message: bad not an object"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sy_error e = {0};
+		bool ok = synchro(bad[i].json, &kind, &c, &m, &e);
+		CU_ASSERT_FALSE(ok);
+		if (ok || strcmp(e.message, bad[i].msg) != 0)
+			fprintf(stderr, "case %zu: '%s', want '%s'\n", i, e.message, bad[i].msg);
+		CU_ASSERT_STRING_EQUAL(e.message, bad[i].msg);
+		CU_ASSERT_PTR_NULL(m.scope);
+	}
+	/* An arena too small is a refusal, never an overflow. */
+	char small[8];
+	const char *j = "{\"kind\":\"member\",\"scope\":\"list_members(list_id,user_id)\"}";
+	CU_ASSERT_FALSE(
+	        sy_ws_synchro_parse(j, strlen(j), small, sizeof small, &kind, &c, &m, &err));
+}
+
 static void test_epoch(void)
 {
 	char client[37];
@@ -478,6 +613,8 @@ int main(void)
 	        {"pgoutput BEGIN and COMMIT", test_begin_commit},
 	        {"pgoutput MESSAGE", test_message},
 	        {"version-fence message JSON", test_change},
+	        {"version-fence message of a members-scoped table", test_change_scope},
+	        {"membership and link messages JSON", test_scope_messages},
 	        {"accepted-epoch message JSON", test_epoch},
 	        {"row_fences RELATION and rows, and the transaction's transitions",
 	         test_fence_rows},

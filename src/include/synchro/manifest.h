@@ -9,7 +9,7 @@
 
 #define SY_MANIFEST_HASH_DOMAIN "synchro:v3:schema-manifest:v1"
 
-typedef enum { SY_POLICY_OWNER, SY_POLICY_ALL, SY_POLICY_NONE } sy_policy;
+typedef enum { SY_POLICY_OWNER, SY_POLICY_ALL, SY_POLICY_NONE, SY_POLICY_MEMBERS } sy_policy;
 typedef enum { SY_DELETE_HARD, SY_DELETE_SOFT } sy_delete_mode;
 
 /* A manifest owns every table, field and string in it (sy_manifest_free()). */
@@ -20,6 +20,26 @@ typedef struct {
 	bool nullable;
 	bool writable; /* as declared; see sy_field_writable() for the effective rule */
 } sy_field;
+
+/* One step of a membership path: the row's column holds a key of relation. */
+typedef struct {
+	char *column;   /* hop 1: a column of the synced table; hop 2: of hop 1's relation */
+	char *relation; /* "schema.name" or "name", as written */
+	char *key;      /* the column of relation that column's value matches */
+} sy_scope_hop;
+
+/*
+ * A membership path: the scope key of a row is the value the last hop reaches; the
+ * membership relation names the users of a scope key (match = scope key, user = user id).
+ */
+typedef struct {
+	sy_scope_hop hops[2];
+	size_t hop_count; /* 1..2 */
+	char *relation;   /* the membership relation, as written */
+	char *match;
+	char *user;
+	const sy_field *field; /* the manifest field of hops[0].column, borrowed from the table */
+} sy_members;
 
 typedef struct {
 	char *table_id;
@@ -32,6 +52,7 @@ typedef struct {
 	char *owner_field;   /* the owner field's field_id, borrowed from fields; or NULL */
 	sy_policy read;
 	sy_policy write;
+	sy_members *members; /* NULL unless read or write is SY_POLICY_MEMBERS */
 } sy_table;
 
 typedef struct {
@@ -69,7 +90,9 @@ int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t b
  * - Every object has exactly its members; unknown members are refused.
  *   Root {tables}; table {table_id, relation, pk, fields, delete, policy};
  *   pk {field_id, column, type}; field {field_id, column, type, nullable, writable};
- *   delete {mode:"hard"} or {mode:"soft", column}; policy {read, write[, owner_field]}.
+ *   delete {mode:"hard"} or {mode:"soft", column};
+ *   policy {read, write[, owner_field][, members]}; members {hops, relation, match, user};
+ *   hop {column, relation, key}.
  * - At least one table; a table may have no non-pk fields.
  * - table_id, field_id: 1..63 bytes of UTF-8 without control characters
  *   (U+0000..U+001F, U+007F..U+009F); non-ASCII is allowed. table_ids are unique;
@@ -79,9 +102,17 @@ int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t b
  *   quotes it). Relations are unique as written; columns are unique within a table,
  *   the pk's included.
  * - pk type: uuid, int64, int32 or text.
- * - policy.read: owner|all; policy.write: owner|all|none. owner_field is required
- *   when read or write is "owner" and refused otherwise; it names a non-pk field
- *   of type text (nullable or not).
+ * - policy.read: owner|all|members; policy.write: owner|all|none|members. Write
+ *   "members" needs read "members"; read "members" refuses write "all".
+ *   owner_field is required when read or write is "owner", optional when read is
+ *   "members" (the owner reads the row too), refused otherwise; it names a non-pk
+ *   field of type text (nullable or not).
+ * - members is required when read or write is "members" and refused otherwise. It has
+ *   1 or 2 hops. Hop 1's column is the column of a non-pk field of type uuid, int64,
+ *   int32 or text; hop 2's column is a column of hop 1's relation. Every relation is
+ *   "name" or "schema.name" and every column a SQL name as above. The synced relation,
+ *   the hop relations and the membership relation are pairwise different as written
+ *   (a repeat is a cycle).
  * - delete soft: the column is not the pk's; a field may map it (it need not),
  *   and must then be type timestamp and nullable.
  */

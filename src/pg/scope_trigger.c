@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The scope trigger (migration 22): synchro.scope_trigger, AFTER INSERT OR UPDATE OR DELETE
+ * FOR EACH ROW on every membership relation and every hop relation of a two-hop path that a
+ * published manifest names (synchro.install_scope_trigger). Its arguments come in fours, one
+ * group per scope or link the relation serves: 'member', the scope (relation(match,user) as
+ * the manifest writes it), the match column, the user column; or 'link', the link
+ * (relation.key->column), the key column, the column the hop reads.
+ *
+ * Each group's change is one transactional logical message 'synchro', the fence's prefix, in
+ * the order of the row writes, so walsync keeps its mirror of memberships and links in commit
+ * order (doc/protocol.md, the manifest's members policy):
+ *   {"kind": "member", "scope": S, "key_before", "user_before", "key_after", "user_after"}
+ *   {"kind": "link", "scope": L, "key_before", "to_before", "key_after", "to_after"}
+ * the columns' values as text (their type's output function), null when the column is null
+ * or there is no old or new row. An update that changes neither column emits nothing.
+ * The message is jsonb's text, as the fence's: keys shorter first, then by octets.
+ *
+ * SECURITY DEFINER (it runs as synchro_owner), as the version fence: it reads only the row
+ * the trigger hands it, and runs no statement.
+ * Layer: top of src/pg (doc/hacking.md).
+ */
+#include "postgres.h"
+
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "replication/message.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#define SQLSTATE_SY010 MAKE_SQLSTATE('S', 'Y', '0', '1', '0')
+
+/* One column a group reads: its number in the relation and its output function. */
+typedef struct {
+	AttrNumber att;
+	FmgrInfo out;
+} scope_col;
+
+/* What a trigger's call keeps across the rows of one statement (fn_extra). */
+typedef struct {
+	Oid tgoid;
+	Oid relid;
+	TupleDesc desc;
+	int groups;
+	scope_col *cols; /* two per group */
+} scope_cache;
+
+static void col_init(scope_col *c, TupleDesc desc, const char *name, Relation rel,
+                     MemoryContext cxt)
+{
+	c->att = 0;
+	for (int i = 0; i < desc->natts; i++) {
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+		if (!a->attisdropped && strcmp(NameStr(a->attname), name) == 0) {
+			Oid fn;
+			bool varlena;
+			c->att = a->attnum;
+			getTypeOutputInfo(a->atttypid, &fn, &varlena);
+			fmgr_info_cxt(fn, &c->out, cxt);
+			return;
+		}
+	}
+	/* A renamed or dropped column would stop the mirror: the write waits for a publish. */
+	ereport(ERROR, (errcode(SQLSTATE_SY010),
+	                errmsg_internal("synchro: %s.%s has no column %s (a membership scope's)",
+	                                get_namespace_name(RelationGetNamespace(rel)),
+	                                RelationGetRelationName(rel), name),
+	                errhint("%s", "Publish a schema manifest that matches the relation.")));
+}
+
+static scope_cache *cache_for(FunctionCallInfo fcinfo, TriggerData *td)
+{
+	Relation rel = td->tg_relation;
+	Trigger *tg = td->tg_trigger;
+	scope_cache *sc = fcinfo->flinfo->fn_extra;
+	if (sc != NULL && sc->tgoid == tg->tgoid && sc->relid == RelationGetRelid(rel) &&
+	    sc->desc == RelationGetDescr(rel))
+		return sc;
+	MemoryContext cxt = fcinfo->flinfo->fn_mcxt;
+	if (sc == NULL)
+		sc = MemoryContextAllocZero(cxt, sizeof *sc);
+	else if (sc->cols != NULL)
+		pfree(sc->cols);
+	sc->tgoid = InvalidOid; /* until complete */
+	sc->groups = tg->tgnargs / 4;
+	sc->cols = MemoryContextAllocZero(cxt, sizeof *sc->cols * (size_t)(2 * sc->groups));
+	fcinfo->flinfo->fn_extra = sc;
+	for (int g = 0; g < sc->groups; g++) {
+		col_init(&sc->cols[2 * g], RelationGetDescr(rel), tg->tgargs[4 * g + 2], rel, cxt);
+		col_init(&sc->cols[2 * g + 1], RelationGetDescr(rel), tg->tgargs[4 * g + 3], rel,
+		         cxt);
+	}
+	sc->relid = RelationGetRelid(rel);
+	sc->desc = RelationGetDescr(rel);
+	sc->tgoid = tg->tgoid;
+	return sc;
+}
+
+/* The column's value in slot as text (its type's output function); NULL for SQL null. */
+static char *col_text(scope_col *c, TupleTableSlot *slot)
+{
+	bool isnull;
+	if (slot == NULL)
+		return NULL;
+	Datum d = slot_getattr(slot, c->att, &isnull);
+	return isnull ? NULL : OutputFunctionCall(&c->out, d);
+}
+
+static bool same(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+static void put_text(JsonbParseState **st, const char *key, const char *value)
+{
+	JsonbValue k, v;
+	k.type = jbvString;
+	k.val.string.len = (int)strlen(key);
+	k.val.string.val = (char *)key;
+	(void)pushJsonbValue(st, WJB_KEY, &k);
+	if (value == NULL) {
+		v.type = jbvNull;
+	} else {
+		v.type = jbvString;
+		v.val.string.len = (int)strlen(value);
+		v.val.string.val = (char *)value;
+	}
+	(void)pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+PG_FUNCTION_INFO_V1(synchro_scope_trigger);
+
+/* AFTER INSERT OR UPDATE OR DELETE ON a membership or hop relation, each row. */
+Datum synchro_scope_trigger(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		                errmsg("trigger functions can only be called as triggers")));
+	TriggerData *td = (TriggerData *)fcinfo->context;
+	Trigger *tg = td->tg_trigger;
+	bool args_ok = tg->tgnargs > 0 && tg->tgnargs % 4 == 0;
+	for (int i = 0; args_ok && i < tg->tgnargs; i++)
+		args_ok = tg->tgargs[i][0] != '\0' &&
+		          (i % 4 != 0 || strcmp(tg->tgargs[i], "member") == 0 ||
+		           strcmp(tg->tgargs[i], "link") == 0);
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) || !args_ok)
+		ereport(ERROR, (errcode(SQLSTATE_SY010),
+		                errmsg_internal("synchro: scope_trigger must be installed by "
+		                                "synchro.install_scope_trigger")));
+	bool is_insert = TRIGGER_FIRED_BY_INSERT(td->tg_event);
+	bool is_delete = TRIGGER_FIRED_BY_DELETE(td->tg_event);
+	TupleTableSlot *old = is_insert ? NULL : td->tg_trigslot;
+	TupleTableSlot *new = is_delete ? NULL : (is_insert ? td->tg_trigslot : td->tg_newslot);
+	scope_cache *sc = cache_for(fcinfo, td);
+
+	for (int g = 0; g < sc->groups; g++) {
+		bool member = strcmp(tg->tgargs[4 * g], "member") == 0;
+		const char *scope = tg->tgargs[4 * g + 1];
+		char *key_before = col_text(&sc->cols[2 * g], old);
+		char *val_before = col_text(&sc->cols[2 * g + 1], old);
+		char *key_after = col_text(&sc->cols[2 * g], new);
+		char *val_after = col_text(&sc->cols[2 * g + 1], new);
+		if (old != NULL && new != NULL && same(key_before, key_after) &&
+		    same(val_before, val_after))
+			continue;
+		JsonbParseState *st = NULL;
+		(void)pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+		put_text(&st, "kind", member ? "member" : "link");
+		put_text(&st, "scope", scope);
+		put_text(&st, "key_before", key_before);
+		put_text(&st, member ? "user_before" : "to_before", val_before);
+		put_text(&st, "key_after", key_after);
+		put_text(&st, member ? "user_after" : "to_after", val_after);
+		Jsonb *msg = JsonbValueToJsonb(pushJsonbValue(&st, WJB_END_OBJECT, NULL));
+		char *text = JsonbToCString(NULL, &msg->root, VARSIZE(msg));
+		(void)LogLogicalMessage("synchro", text, strlen(text), true);
+		pfree(text);
+		pfree(msg);
+	}
+	return PointerGetDatum(NULL);
+}
