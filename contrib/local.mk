@@ -62,7 +62,8 @@ EXTRA_DIST += contrib/bench/push/run contrib/bench/push/bench.py contrib/bench/p
 	contrib/bench/push/peer.py contrib/bench/push/peer/package.json contrib/bench/push/peer/package-lock.json \
 	contrib/bench/push/peer/server.js contrib/bench/push/peer/schema.sql \
 	contrib/bench/push/peer-fast/package.json contrib/bench/push/peer-fast/package-lock.json \
-	contrib/bench/push/peer-fast/server.js contrib/bench/results/2026-12-07-1752-push.md \
+	contrib/bench/push/peer-fast/server.js contrib/bench/push/peer_common.cjs \
+	contrib/bench/results/2026-12-07-1752-push.md \
 	contrib/bench/results/2026-12-07-1803-push.md contrib/bench/results/2026-12-07-1812-push.md \
 	contrib/bench/results/2026-12-07-1824-push.md \
 	contrib/bench/pull/run contrib/bench/pull/bench.py contrib/bench/pull/pull.lua \
@@ -84,7 +85,7 @@ bench-push-instructions: src/ctl/synchroctl src/pg/synchro.la
 # and with many idle subscribers (contrib/bench/live/bench.py).
 EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/live/web_live.mjs \
 	contrib/bench/live/zero.py contrib/bench/live/zero/package.json contrib/bench/live/zero/package-lock.json \
-	contrib/bench/live/zero/zero.mjs
+	contrib/bench/live/zero/zero.mjs contrib/bench/live/watch.py
 # Dated runs of the benchmarks, linked from doc/performance.md.
 EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/results/2026-12-07-1838-live.md
 bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl src/client/synchro-cli
@@ -100,6 +101,7 @@ clean-bench-peer:
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer; fi
 	rm -rf contrib/bench/push/peer-fast/node_modules contrib/bench/push/peer-fast/.npm-cache
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/push/peer-fast; fi
+	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -f contrib/bench/push/peer_common.cjs; fi
 	rm -rf contrib/bench/live/zero/node_modules
 	if test "$(abs_builddir)" != "$(abs_srcdir)"; then rm -rf contrib/bench/live/zero; fi
 .PHONY: clean-bench-peer

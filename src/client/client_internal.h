@@ -344,6 +344,15 @@ bool sy_cl_token_ok(const char *t);
 bool sy_cl_token_take(sy_client *c, char *t);
 void sy_cl_wipe_free(char *s);
 
+/* client_curl.c (not in the WebAssembly build): the options every libcurl handle of the
+ * client takes (easy: a CURL *): basic credentials when user is set (user:password in a new
+ * string *userpwd, which the caller wipes and frees), the body and header callbacks called
+ * with ud, the transfer's timeout, no signals, HTTP and HTTPS only. False when out of
+ * memory. */
+typedef size_t (*sy_cl_curl_cb)(char *p, size_t size, size_t n, void *ud);
+bool sy_cl_curl_setup(void *easy, const char *user, const char *password, char **userpwd,
+                      sy_cl_curl_cb body_cb, sy_cl_curl_cb header_cb, void *ud, long timeout_s);
+
 /* client_transport.c (not in the WebAssembly build, whose transport is fetch) */
 SY_MUST_CHECK sy_client_rc sy_cl_curl_transport(const char *url, const char *user,
                                                 const char *password, unsigned timeout_s,

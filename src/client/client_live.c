@@ -99,25 +99,12 @@ sy_client_rc sy_cl_live_open(sy_client *c, const char *url, const char *user, co
 	if (l->url == NULL || l->multi == NULL || l->easy == NULL)
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "libcurl initialisation failed");
 	snprintf(l->url, n, "%.*s/v3/live", (int)ulen, url);
-	if (user != NULL) {
-		size_t k = strlen(user) + (password ? strlen(password) : 0) + 2;
-		if ((l->userpwd = sy_malloc(k)) == NULL)
-			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		snprintf(l->userpwd, k, "%s:%s", user, password ? password : "");
-		curl_easy_setopt(l->easy, CURLOPT_USERPWD, l->userpwd);
-		curl_easy_setopt(l->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	}
+	/* nginx answers an idle subscription with 408 well before the timeout */
+	if (!sy_cl_curl_setup(l->easy, user, password, &l->userpwd, on_body, on_header, l, 120L))
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	curl_easy_setopt(l->easy, CURLOPT_URL, l->url);
 	curl_easy_setopt(l->easy, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(l->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(l->easy, CURLOPT_WRITEDATA, l);
-	curl_easy_setopt(l->easy, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(l->easy, CURLOPT_HEADERDATA, l);
-	/* nginx answers an idle subscription with 408 well before this */
-	curl_easy_setopt(l->easy, CURLOPT_TIMEOUT, 120L);
 	curl_easy_setopt(l->easy, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(l->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(l->easy, CURLOPT_PROTOCOLS_STR, "http,https");
 	return SY_CLIENT_OK;
 }
 

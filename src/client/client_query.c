@@ -171,6 +171,19 @@ static sy_client_rc q_fail(struct sy_cl_query *q, sy_client_error *err, const ch
 
 static void live_hook(sy_client *c);
 
+/* The view of visible table %w (its name twice), as the app's SQL names it. */
+#define CREATE_VIEW "CREATE TEMP VIEW \"%w\" AS SELECT * FROM main.\"" PREFIX "%w\";"
+
+/* Appends s (from sqlite3_mprintf; NULL when out of memory) to the script b, and frees it. */
+static void add_sql(sy_buf *b, char *s)
+{
+	if (s == NULL)
+		b->failed = true;
+	else
+		sy_buf_puts(b, s);
+	sqlite3_free(s);
+}
+
 /* The connection, opened on first use, with views for the current visible tables. */
 static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 {
@@ -223,14 +236,8 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 		rc = q_fail(q, err, "the views");
 		goto done;
 	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		char *s = sqlite3_mprintf("DROP VIEW temp.\"%w\";", sqlite3_column_text(st, 0));
-		if (s == NULL)
-			b.failed = true;
-		else
-			sy_buf_puts(&b, s);
-		sqlite3_free(s);
-	}
+	while (sqlite3_step(st) == SQLITE_ROW)
+		add_sql(&b, sqlite3_mprintf("DROP VIEW temp.\"%w\";", sqlite3_column_text(st, 0)));
 	sqlite3_finalize(st);
 	st = NULL;
 	if (sqlite3_prepare_v2(q->db,
@@ -269,13 +276,7 @@ static sy_client_rc q_ready(sy_client *c, sy_client_error *err)
 			hidden = hidden || strcmp(q->store[i], (const char *)t) == 0;
 		if (hidden || (q->shared && strcmp((const char *)t, "visible_dirty") == 0))
 			continue;
-		char *s = sqlite3_mprintf(
-		        "CREATE TEMP VIEW \"%w\" AS SELECT * FROM main.\"" PREFIX "%w\";", t, t);
-		if (s == NULL)
-			b.failed = true;
-		else
-			sy_buf_puts(&b, s);
-		sqlite3_free(s);
+		add_sql(&b, sqlite3_mprintf(CREATE_VIEW, t, t));
 	}
 	sqlite3_finalize(st);
 	st = NULL;

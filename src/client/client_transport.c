@@ -201,23 +201,11 @@ sy_client_rc sy_cl_curl_transport(const char *url, const char *user, const char 
 		t_destroy(t);
 		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "libcurl initialisation failed");
 	}
-	if (user != NULL) {
-		size_t n = strlen(user) + (password ? strlen(password) : 0) + 2;
-		if ((t->userpwd = sy_malloc(n)) == NULL) {
-			t_destroy(t);
-			return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
-		}
-		snprintf(t->userpwd, n, "%s:%s", user, password ? password : "");
-		curl_easy_setopt(t->easy, CURLOPT_USERPWD, t->userpwd);
-		curl_easy_setopt(t->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	if (!sy_cl_curl_setup(t->easy, user, password, &t->userpwd, on_body, on_header, t,
+	                      (long)(timeout_s ? timeout_s : 60))) {
+		t_destroy(t);
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 	}
-	curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, t);
-	curl_easy_setopt(t->easy, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(t->easy, CURLOPT_HEADERDATA, t);
-	curl_easy_setopt(t->easy, CURLOPT_TIMEOUT, (long)(timeout_s ? timeout_s : 60));
-	curl_easy_setopt(t->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(t->easy, CURLOPT_PROTOCOLS_STR, "http,https");
 	out->ctx = t;
 	out->start = t_start;
 	out->poll = t_poll;

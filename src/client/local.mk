@@ -24,7 +24,8 @@ src_client_libsyclient_la_SOURCES = \
 	src/client/client_json.h \
 	src/client/client_json.c \
 	src/client/client_transport.c \
-	src/client/client_live.c
+	src/client/client_live.c \
+	src/client/client_curl.c
 src_client_libsyclient_la_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(CURL_CFLAGS) \
 	$(UUID_CFLAGS) $(CRYPTO_CFLAGS)
 CLIENT_LIBS = src/client/libsyclient.la src/core/libsycore.la $(SQLITE_LIBS) $(CURL_LIBS) \

@@ -50,7 +50,7 @@ CFLAGS="$WARN_CFLAGS -O2 -DSY_WEB -DSY_SHA256_PORTABLE -I$BUILDDIR -I$srcdir/src
 objs="$out/obj/sqlite3.o"
 for s in "$@"; do
 	case $s in
-	*.h | */client_transport.c) continue ;;
+	*.h | */client_transport.c | */client_curl.c) continue ;;
 	esac
 	o=$out/obj/$(echo "$s" | sed 's|/|_|g; s|\.c$|.o|')
 	if [ ! -f "$o" ] || [ "$srcdir/$s" -nt "$o" ] || [ "$BUILDDIR/config.h" -nt "$o" ] ||

@@ -92,6 +92,9 @@ SABOTAGE = {
     # a pull answered a cursor older than the one its device sent (as a replica behind the
     # device would answer), recorded as the fault proxy records every pull
     "stale_pull": (None, "older than the"),
+    # every live subscription a web server answered timed out without a notification (as when
+    # its publisher refuses walsync), recorded as the fault proxy records each subscription
+    "live_silent": (None, "answered no live subscription with a notification"),
 }
 
 
@@ -99,7 +102,16 @@ def sabotage(stack, kinds, proxy):
     expect = []
     for k in kinds:
         sql, needle = SABOTAGE[k]
-        if sql is None:
+        if k == "live_silent":
+            if not stack.live_hosts():
+                print("chaos: sabotage live_silent: no live updates here (no nchan); not expected", flush=True)
+                continue
+            # every subscription answered 408 (nothing in time), one at least on each web server
+            live = proxy.live_by_upstream
+            for index, _, _ in stack.live_hosts():
+                n = sum(live.pop(key) for key in [key for key in live if key[0] == index])
+                live[(index, 408)] = max(1, n)
+        elif sql is None:
             cid, _, answered = proxy.pulls[-1]
             proxy.pulls.append((cid, answered, "c1.0000000000000000.00000000"))
         else:

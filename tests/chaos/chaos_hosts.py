@@ -12,14 +12,16 @@ least), both through `ip netns exec`; the responders reach PostgreSQL over TCP a
 veth (PostgreSQL listens on the database-side addresses, pg_hba lets the responders' role in
 from the /29 with the stack's trust authentication), never over its UNIX socket, which
 would cross namespaces. walsync, synchroctl and the checker stay on the database's side.
-Live updates, where nginx's nchan and redis-server are installed: one redis-server on the
-database's side (listening on the database side of each veth), each host's nchan in its Redis
-mode on it (conf/nginx/synchro-live.conf with nchan_use_redis, the publisher location also
-allowing the database's side of the host's link), walsync publishing to the first host's
-publisher; the proxy sends each subscription to either host, so a device hears a commit
-published on the first host through the second. live_noise publishes to the first host too,
-nginx_reload reloads one host's nginx. A partitioned first host loses the
-notifications meanwhile: the devices' poll brings the changes.
+Live updates, where nginx's nchan is installed: each host's nginx includes its copy of
+conf/nginx/synchro-live.conf whose publisher location also allows the database's side of the
+host's link, and walsync publishes to the first host's publisher. Where redis-server is
+installed too, one redis-server on the database's side (listening on the database side of each
+veth) and each host's nchan in its Redis mode on it (nchan_use_redis): the proxy sends each
+subscription to either host, so a device hears a commit published on the first host through
+the second. Without redis-server each host's nchan keeps its channels in memory: only the
+first host's subscribers hear the notifications, the second host's devices rely on their poll.
+live_noise publishes to the first host too, nginx_reload reloads one host's nginx. A
+partitioned first host loses the notifications meanwhile: the devices' poll brings the changes.
 The fault proxy sends each request to one host by its own seeded random choice, as a load
 balancer would, and records which host answered each push.
 
@@ -32,9 +34,9 @@ What it proves:
       once, or if the sampler never saw a slot held (it would be reading the wrong space).
       The figures count the 429s each host answered and the samples with both hosts'
       responders holding slots at once.
-  live updates across hosts  every host answered some live subscription with a
+  live updates across hosts  with Redis, every host answered some live subscription with a
       notification (200): the second host's come through Redis, since walsync and
-      live_noise publish to the first host only.
+      live_noise publish to the first host only; without Redis, the first host did.
   replays across hosts  batches answered 200 by both hosts, and replays (Synchro-Replay)
       answered by the other host than the one whose first execution the proxy saw; the
       checker's replay rule (every 200 of a batch byte-identical) holds for them as for every
@@ -315,9 +317,15 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
         self.spawn(h.fcgi, ["ip", "netns", "exec", h.ns, e2e.FCGI, "-c", h.conf])
         e2e.wait_for(lambda: os.path.exists(h.sock), timeout=60, what="synchro-fcgi socket of " + h.label)
 
-    # --- live updates: nchan on one Redis -------------------------------------------------
-    def live_updates(self):
-        return super().live_updates() and shutil.which("redis-server") is not None
+    # --- live updates: nchan, on one Redis where redis-server is installed ------------------
+    def redis(self):
+        return self.live_updates() and shutil.which("redis-server") is not None
+
+    def live_hosts(self):
+        if self.redis():
+            return [(i, h.label, "nchan's Redis carries the first host's publishes to every host")
+                    for i, h in enumerate(self.hosts)]
+        return [(0, self.hosts[0].label, "walsync publishes to it")] if self.live_updates() else []
 
     def notify_url(self):
         return publisher_url(self.port, self.hosts[0].ip)
@@ -344,13 +352,15 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
             return False
 
     def live_conf(self, h, redis_port):
-        """conf/nginx/synchro-live.conf for host h: nchan on the Redis, and its publisher
-        reachable from the database's side of h's link (walsync's and live_noise's source)."""
+        """conf/nginx/synchro-live.conf for host h: its publisher reachable from the database's
+        side of h's link (walsync's and live_noise's source), and nchan on the Redis when
+        redis_port is set (else in memory)."""
         text = open(SHIPPED_LIVE).read()
-        redis = "\n    nchan_use_redis on;\n    nchan_redis_url redis://%s:%d;" % (h.db_ip, redis_port)
-        for line in ("    nchan_channel_id $synchro_user;", "    nchan_channel_id $1;"):
-            assert line in text, "conf/nginx/synchro-live.conf has no '%s'" % line.strip()
-            text = text.replace(line, line + redis)
+        if redis_port is not None:
+            redis = "\n    nchan_use_redis on;\n    nchan_redis_url redis://%s:%d;" % (h.db_ip, redis_port)
+            for line in ("    nchan_channel_id $synchro_user;", "    nchan_channel_id $1;"):
+                assert line in text, "conf/nginx/synchro-live.conf has no '%s'" % line.strip()
+                text = text.replace(line, line + redis)
         assert "    allow 127.0.0.1;\n" in text, "conf/nginx/synchro-live.conf changed its publisher's rule"
         text = text.replace("    allow 127.0.0.1;\n", "    allow 127.0.0.1;\n    allow %s;\n" % h.db_ip)
         path = os.path.join(h.dir, "synchro-live.conf")
@@ -361,12 +371,12 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
 
     def start_nginx(self):
         base = self.nginx_site()
-        redis_port = self.start_redis() if self.live_updates() else None
+        redis_port = self.start_redis() if self.redis() else None
         for h in self.hosts:
             site = base.replace("listen 127.0.0.1:%d;" % self.port, "listen %s:%d;" % (h.ip, self.port))
             assert site != base, "the nginx site changed its listen line"
             site = site.replace(self.sock, h.sock)
-            if redis_port is not None:
+            if self.live_updates():
                 assert SHIPPED_LIVE in site, "the nginx site does not include conf/nginx/synchro-live.conf"
                 site = site.replace(SHIPPED_LIVE, self.live_conf(h, redis_port))
             # the load balancer's health checks come from the database's side of the link
@@ -543,17 +553,15 @@ CREATE TRIGGER chaos_first_execution_delay AFTER INSERT ON synchro.mutations
         for label, n in push_200.items():
             if n == 0:
                 checker.v("hosts: %s answered no push with 200 (two hosts were not exercised)" % label)
+        # the hosts that must have answered a notification: check_live (super().check_topology)
         live_200 = {label: proxy.live_by_upstream.get((i, 200), 0) for i, label in labels.items()}
-        if self.live_updates():
-            for label, n in live_200.items():
-                if n == 0:
-                    checker.v("hosts: %s answered no live subscription with a notification (200): nchan's"
-                              " Redis did not carry the first host's publishes to every host" % label)
         self.host_figures = {
             "hosts_requests_by_status": {"%s %s" % (label, st): n for label, by in answers.items()
                                          for st, n in by.items()},
             "hosts_429": {label: answers.get(label, {}).get("429", 0) for label in labels.values()},
-            "hosts_live_notifications": live_200 if self.live_updates() else "no live updates (no redis-server)",
+            "hosts_live_notifications": live_200 if self.live_updates() else "no live updates (no nchan)",
+            "hosts_live_channels": ("nchan's Redis" if self.redis() else "nchan's memory, per host")
+            if self.live_updates() else "none",
             "hosts_push_200": push_200,
             "hosts_batches_answered_200_by_both": both,
             "hosts_replays": replays,

@@ -265,6 +265,24 @@ CREATE TRIGGER chaos_mutation_xid AFTER INSERT ON synchro.mutations
         """After the final sync and the checker's own rules: the topology's (violations
         through checker.v)."""
         self.check_clock(checker)
+        self.check_live(checker)
+
+    # The web servers whose subscribers must hear notifications: (the fault proxy's upstream
+    # index, name, why it must). With live updates, the one nginx hears walsync's publishes.
+    def live_hosts(self):
+        return [(0, "nginx", "walsync publishes to it")] if self.live_updates() else []
+
+    def check_live(self, checker):
+        """Every web server that should deliver notifications and answered live subscriptions
+        (only a device that keeps one open, the browser's, subscribes; each writes all along,
+        and its own commits notify its user's channel) answered some with one (200): else its
+        publisher refused walsync, or its subscribers never heard."""
+        live = checker.proxy.live_by_upstream
+        for index, label, why in self.live_hosts():
+            answered = sum(n for (i, status), n in live.items() if i == index and status != 0)
+            if answered and live.get((index, 200), 0) == 0:
+                checker.v("live: %s answered no live subscription with a notification (200) of %d, though %s"
+                          % (label, answered, why))
 
     def topology_figures(self):
         fig = {"stream_breaks": self.breaks_seen, "stream_break_gap_transactions": len(self.gap_xids)}

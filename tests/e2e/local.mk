@@ -146,6 +146,14 @@ TESTS += tests/e2e/test_bench_push.pgt
 endif
 EXTRA_DIST += tests/e2e/test_bench_push.pgt
 
+# contrib/bench/live (doc/performance.md "Live updates"): every latency on one clock and never
+# negative, each notification matched to its write by its cursor, and make bench-live as
+# printed for a few changes; no timing is asserted. Skips without nchan.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_bench_live.pgt
+endif
+EXTRA_DIST += tests/e2e/test_bench_live.pgt
+
 # Every command README shows, run as printed (contrib/quickstart with make check's build, the
 # examples it prints, README's lines after it, the offline tools).
 if HAVE_PG_SERVER

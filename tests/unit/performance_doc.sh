@@ -4,8 +4,8 @@
 # of the benchmarks run in the build directory, `[NAME=VALUE ...] make bench-...`: the target
 # must be a rule of contrib/ (contrib/local.mk, contrib/bench/*/local.mk) and each NAME a
 # setting the bench's own files read. The push and core commands are also run as printed, in a
-# short run, by tests/e2e/test_bench_push.pgt; the others (minutes long, valgrind, a replica)
-# are checked here only.
+# short run, by tests/e2e/test_bench_push.pgt, the live one by tests/e2e/test_bench_live.pgt;
+# the others (minutes long, valgrind, a replica) are checked here only.
 set -u
 LC_ALL=C
 export LC_ALL

@@ -9,10 +9,13 @@ updates on), a browser page of carol's (Debian's Chromium, headless, through
 web_live.mjs: the browser client with live updates on and a live() query on the to-dos)
 and one long-poll subscription of carol's; BENCH_LIVE_CHANGES (60) changes for carol at
 BENCH_LIVE_RATE (1) per second, alternately an app INSERT and another device's push (a
-POST /v3/push of one insert as a third device of carol's). Per change: from its commit
-returning (the INSERT's, or the push's 200) to the notification at the subscription, to
-the row in the native device's SQLite store (read every 2 ms), and to the page's live()
-callback seeing it. The browser needs the web build (configure --enable-web), Chromium and
+POST /v3/push of one insert as a third device of carol's). Per change: from the write
+being sent (the INSERT, or the push's request; its own round trip is reported beside) to
+the notification at the subscription (the first whose cursor is past the WAL position read
+just before the write), to the row in the native device's SQLite store (read every 2 ms),
+and to the page's live() callback seeing it. Every time is read on one clock,
+CLOCK_MONOTONIC (time.monotonic() here, process.hrtime in the Node programs: watch.py), so
+no latency can be negative; the bench stops with an error if one is. The browser needs the web build (configure --enable-web), Chromium and
 playwright-core; without them the bench says why and measures the rest.
 Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
 of bob's stay open; nginx's memory per subscriber (its processes' RSS), walsync's CPU per
@@ -22,8 +25,10 @@ BENCH_ZERO=0 leaves it out): zero-cache on the same PostgreSQL and a Node client
 subscribed to carol's to-dos; BENCH_LIVE_CHANGES app INSERTs for carol, each timed to
 Synchro's native store, its browser page's live() and Zero's client, and each server's CPU
 over the phase divided by the changes it delivered (Synchro: walsync, nginx and the
-responders, two devices; Zero: zero-cache's processes, one client). Prints every figure;
-BENCH_LIVE_JSON=path writes them."""
+responders, two devices; Zero: zero-cache's processes, one client). zero-cache has no
+setting for its bind address: it listens on every interface ("::"; zero.py), on free ports,
+and the bench talks to it on 127.0.0.1 only. Prints every figure; BENCH_LIVE_JSON=path
+writes them."""
 
 import asyncio
 import base64
@@ -31,6 +36,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import sqlite3
 import subprocess
 import sys
@@ -45,6 +51,7 @@ import psycopg2  # noqa: E402
 import synchro_e2e as e2e  # noqa: E402
 import web_stack  # noqa: E402
 import zero as zero_peer  # noqa: E402
+from watch import Watcher  # noqa: E402
 from live_stack import LiveSite, nchan_missing  # noqa: E402
 from synchro_e2e import Stack  # noqa: E402
 
@@ -67,40 +74,17 @@ class BenchStack(LiveSite, Stack):
         return site
 
 
-class Browser:
-    """web_live.mjs: carol's page; seen[pk] = the wall-clock time (s) its live() callback
-    first saw pk."""
+class Browser(Watcher):
+    """web_live.mjs: carol's page; seen[pk] = when its live() callback first saw pk
+    (time.monotonic() seconds, watch.py)."""
 
     def __init__(self, stack):
-        self.profile = os.path.join(stack.dir, "chromium-profile")
-        self.seen, self.cond = {}, threading.Condition()
-        self.p = subprocess.Popen(["node", os.path.join(HERE, "web_live.mjs"), web_stack.PLAYWRIGHT,
-                                   "http://127.0.0.1:%d" % stack.port, self.profile, "carol",
-                                   e2e.USERS["carol"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        if not line or not json.loads(line).get("ready"):
-            raise SystemExit("web_live.mjs ended before its page was subscribed (exit %s)" % self.p.wait())
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.p.stdout:
-            m = json.loads(line)
-            with self.cond:
-                self.seen[m["pk"]] = m["t"] / 1000.0
-                self.cond.notify_all()
-
-    def wait(self, pk, timeout):
-        with self.cond:
-            self.cond.wait_for(lambda: pk in self.seen, timeout)
-            return self.seen.get(pk)
-
-    def close(self):
         try:
-            self.p.stdin.close()
-            self.p.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-            self.p.wait()
+            super().__init__(["node", os.path.join(HERE, "web_live.mjs"), web_stack.PLAYWRIGHT,
+                              "http://127.0.0.1:%d" % stack.port, os.path.join(stack.dir, "chromium-profile"),
+                              "carol", e2e.USERS["carol"]], "web_live.mjs")
+        except RuntimeError as e:
+            raise SystemExit(str(e))
 
 
 class Pusher:
@@ -147,29 +131,49 @@ def cpu_s(pid):
         return int(f.read().split()[0]) / 1e9
 
 
-def rss_kb(pids):
-    total = 0
-    for pid in pids:
-        try:
-            with open("/proc/%d/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
-
-
 def auth(user):
     return base64.b64encode(("%s:%s" % (user, e2e.USERS[user])).encode()).decode()
 
 
+CURSOR = re.compile(r'^\{"cursor":"c1\.([0-9a-f]{16})\.[0-9a-f]{8}"\}$')
+
+
+def lsn_int(text):
+    """PostgreSQL's 'X/Y' WAL position as a number (the cursor's 16 hex digits are one too)."""
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def since(t, t0, what):
+    """t - t0 in ms: both read on CLOCK_MONOTONIC, t0 before the write was sent, so never
+    negative; the bench stops if it is (two clocks, or a notification matched to another
+    write)."""
+    ms = (t - t0) * 1000
+    if ms < 0:
+        raise SystemExit("bench-live: a negative latency (%.3f ms) %s" % (ms, what))
+    return ms
+
+
 class Listener:
-    """carol's long-poll subscription: the arrival time of each notification."""
+    """carol's long-poll subscription: (the cursor's WAL position, or -1 for a body without
+    one, and the arrival time) of each notification."""
 
     def __init__(self, stack):
         self.stack, self.times, self.closed = stack, queue.Queue(), False
         threading.Thread(target=self.run, daemon=True).start()
+
+    def after(self, lsn, timeout):
+        """The arrival time of the first notification naming a cursor past WAL position lsn
+        (the write's, whose commit comes after it), or None within timeout s; the others
+        (an earlier write's, late) are passed over."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                at, t = self.times.get(timeout=max(0, end - time.monotonic()))
+            except queue.Empty:
+                return None
+            if at > lsn:
+                return t
 
     def run(self):
         h = {"Authorization": "Basic " + auth("carol")}
@@ -178,7 +182,7 @@ class Listener:
             try:
                 c.request("GET", "/v3/live", headers=h)
                 r = c.getresponse()
-                r.read()
+                body = r.read()
                 t = time.monotonic()
             except OSError:
                 time.sleep(0.1)
@@ -186,7 +190,8 @@ class Listener:
             finally:
                 c.close()
             if r.status == 200:
-                self.times.put(t)
+                m = CURSOR.match(body.decode("utf-8", "replace").strip())
+                self.times.put((int(m.group(1), 16) if m else -1, t))
                 h["If-Modified-Since"] = r.getheader("Last-Modified") or ""
                 h["If-None-Match"] = r.getheader("Etag") or ""
 
@@ -220,35 +225,38 @@ def measure(stack, dev, listener, browser, pusher, label):
     walsync = stack.procs["walsync"].pid
     cpu0 = cpu_s(walsync)
     notif, store, web = [], {"insert": [], "push": []}, {"insert": [], "push": []}
+    write = {"insert": [], "push": []}
     missed = {"notification": 0, "store": 0, "browser": 0}
     next_at = time.monotonic()
     for k in range(CHANGES):
-        while not listener.times.empty():
-            listener.times.get_nowait()
         pk = str(uuid.uuid4())
         how = "insert" if k % 2 == 0 else "push"
+        cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+        lsn = lsn_int(cur.fetchone()[0])
+        t0 = time.monotonic()
         if how == "insert":
             cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "bench %d" % k))
         else:
             pusher.push(pk, "bench %d" % k)
-        t0, w0 = time.monotonic(), time.time()
+        write[how].append(since(time.monotonic(), t0, "of the write itself"))
         while not dev.has(pk) and time.monotonic() - t0 < 5:
             time.sleep(0.002)
         t1 = time.monotonic()
         if dev.has(pk):
-            store[how].append((t1 - t0) * 1000)
+            store[how].append(since(t1, t0, "to the native store"))
         else:
             missed["store"] += 1
-        try:
-            notif.append((listener.times.get(timeout=5) - t0) * 1000)
-        except queue.Empty:
+        t = listener.after(lsn, max(0, t0 + 5 - time.monotonic()))
+        if t is None:
             missed["notification"] += 1
+        else:
+            notif.append(since(t, t0, "to the notification"))
         if browser is not None:
             seen = browser.wait(pk, 5)
             if seen is None:
                 missed["browser"] += 1
             else:
-                web[how].append((seen - w0) * 1000)
+                web[how].append(since(seen, t0, "to the browser's live()"))
         next_at += 1.0 / RATE
         time.sleep(max(0, next_at - time.monotonic()))
     cpu = cpu_s(walsync) - cpu0
@@ -258,10 +266,13 @@ def measure(stack, dev, listener, browser, pusher, label):
            "commit_to_native_store_ms": stats(store["insert"] + store["push"]),
            "insert_to_native_store_ms": stats(store["insert"]),
            "push_to_native_store_ms": stats(store["push"]),
+           "insert_round_trip_ms": stats(write["insert"]), "push_round_trip_ms": stats(write["push"]),
            "walsync_cpu_ms_per_transaction": cpu * 1000 / CHANGES}
-    line = ("%s: commit to notification p50 %.1f ms p99 %.1f ms; to the native store: app INSERT p50 %.1f"
-            " p99 %.1f ms, push p50 %.1f p99 %.1f ms"
-            % (label, fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
+    line = ("%s: the write's own round trip p50: app INSERT %.1f ms, push %.1f ms; from the write sent to the"
+            " notification p50 %.1f ms p99 %.1f ms; to the native store: app INSERT p50 %.1f p99 %.1f ms, push p50 %.1f"
+            " p99 %.1f ms"
+            % (label, fig["insert_round_trip_ms"]["p50"], fig["push_round_trip_ms"]["p50"],
+               fig["commit_to_notification_ms"]["p50"], fig["commit_to_notification_ms"]["p99"],
                fig["insert_to_native_store_ms"]["p50"], fig["insert_to_native_store_ms"]["p99"],
                fig["push_to_native_store_ms"]["p50"], fig["push_to_native_store_ms"]["p99"]))
     if browser is not None:
@@ -290,12 +301,12 @@ def beside_zero(stack, dev, browser, zero):
     next_at = time.monotonic()
     for k in range(CHANGES):
         pk = str(uuid.uuid4())
+        t0 = time.monotonic()
         cur.execute("INSERT INTO public.todo (id, title, owner) VALUES (%s, %s, 'carol')", (pk, "zero %d" % k))
-        t0, w0 = time.monotonic(), time.time()
         while not dev.has(pk) and time.monotonic() - t0 < 5:
             time.sleep(0.002)
         if dev.has(pk):
-            native.append((time.monotonic() - t0) * 1000)
+            native.append(since(time.monotonic(), t0, "to the native store"))
         else:
             missed["store"] += 1
         for who, out, key in ((browser, web, "browser"), (zero, zc, "zero")):
@@ -305,7 +316,7 @@ def beside_zero(stack, dev, browser, zero):
             if seen is None:
                 missed[key] += 1
             else:
-                out.append((seen - w0) * 1000)
+                out.append(since(seen, t0, "to the %s" % key))
         next_at += 1.0 / RATE
         time.sleep(max(0, next_at - time.monotonic()))
     time.sleep(1)  # the last change's work done everywhere
@@ -320,7 +331,7 @@ def beside_zero(stack, dev, browser, zero):
            "synchro_deliveries": delivered,
            "zero_cache_cpu_ms_per_delivered_change": z_cpu * 1000 / max(1, len(zc)),
            "zero_deliveries": len(zc), "zero_cache_rss_kb": zero.rss_kb()}
-    print("beside Zero: commit to Synchro's native store p50 %.1f p99 %.1f ms, to its browser's live()"
+    print("beside Zero: from the INSERT sent to Synchro's native store p50 %.1f p99 %.1f ms, to its browser's live()"
           " p50 %.1f p99 %.1f ms; to Zero's client p50 %.1f p99 %.1f ms; server CPU per delivered change:"
           " Synchro %.2f ms (walsync, nginx, responders; %d deliveries), zero-cache %.2f ms (%d); zero-cache"
           " RSS %.0f MB; missed %s"
@@ -408,14 +419,14 @@ def main():
         figures["quiet"] = measure(stack, dev, listener, browser, pusher, "quiet")
         nginx = stack.procs["nginx"].pid
         nginx_pids = [nginx] + children(nginx)
-        rss0 = rss_kb(nginx_pids)
+        rss0 = zero_peer.rss_kb(nginx_pids)
         resp0 = responders(stack)
         stop, ready = threading.Event(), threading.Event()
         t = threading.Thread(target=subscribers, args=(stack.port, SUBSCRIBERS, stop, ready), daemon=True)
         t.start()
         ready.wait(120)
         time.sleep(2)
-        rss1 = rss_kb(nginx_pids)
+        rss1 = zero_peer.rss_kb(nginx_pids)
         resp1 = responders(stack)
         print("%d subscribers open: nginx %.0f kB -> %.0f kB (%.1f kB per subscriber); responders %d -> %d,"
               " their requests %d -> %d" % (SUBSCRIBERS, rss0, rss1, (rss1 - rss0) / max(1, SUBSCRIBERS),

@@ -4,9 +4,11 @@
 // (src/web/dist) served by the bench's nginx under /web/ beside web_bench.html. The page
 // opens a store for USER (live updates on, poll 30 s), syncs once, then keeps a live query
 // on the user's to-dos. It prints one JSON line when it is subscribed, {"ready": true}, then
-// one line per to-do id the live() callback sees for the first time: {"pk": ID, "t": T},
-// T the callback's wall-clock time in ms since the epoch (the same clock as the bench's
-// commit times). It ends when stdin closes.
+// one line per to-do id the live() callback sees for the first time: {"pk": ID, "m": M}, M
+// the moment the callback's call reached this process (a hop of the browser's protocol
+// after the callback), in ms on CLOCK_MONOTONIC (process.hrtime), the bench's clock
+// (watch.py); the page's own clocks are another source and are not used. It ends when
+// stdin closes.
 // Usage: node web_live.mjs PLAYWRIGHT_CORE_DIR BASE_URL PROFILE_DIR USER PASSWORD
 
 import { createRequire } from "node:module";
@@ -26,8 +28,9 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 const p = await context.newPage();
 p.on("pageerror", (e) => process.stderr.write("web_live: pageerror: " + e.message + "\n"));
-await p.exposeFunction("benchSeen", (pk, t) => {
-  process.stdout.write(JSON.stringify({ pk, t }) + "\n");
+await p.exposeFunction("benchSeen", (pk) => {
+  const m = Number(process.hrtime.bigint()) / 1e6;
+  process.stdout.write(JSON.stringify({ pk, m }) + "\n");
 });
 await p.goto(base + "/web/web_bench.html");
 await p.waitForFunction(() => window.ready === true, null, { timeout: 60000 });
@@ -38,12 +41,11 @@ await p.evaluate(async ({ base, user, password }) => {
   const seen = new Set();
   let first = true;
   await s.live("SELECT id FROM todo", [], (rows, err) => {
-    const t = performance.timeOrigin + performance.now();
     if (err) return;
     for (const r of rows) {
       if (seen.has(r.id)) continue;
       seen.add(r.id);
-      if (!first) window.benchSeen(r.id, t);
+      if (!first) window.benchSeen(r.id);
     }
     first = false;
   });

@@ -2,21 +2,20 @@
 """bench-live's zero phase (bench.py runs it): Rocicorp Zero on the bench's PostgreSQL.
 Its packages come from zero/package-lock.json by `npm ci` into
 BUILD/contrib/bench/live/zero once (later runs reuse them). zero-cache gets its own app id,
-replica file and ports in the stack's directory; its HTTP service listens on every
-interface (its address is fixed in the package, no setting moves it), and the bench talks
-to it on 127.0.0.1 only. zero/zero.mjs is the app's query endpoint (ZERO_QUERY_URL, on
+replica file and ports in the stack's directory; its HTTP services listen on every
+interface ("::": zero-cache has no setting for its bind address, see where it is started),
+and the bench talks to it on 127.0.0.1 only. zero/zero.mjs is the app's query endpoint (ZERO_QUERY_URL, on
 127.0.0.1) and a Node client with an in-memory store subscribed to carol's to-dos."""
 
 import filecmp
-import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 import urllib.request
 
 import synchro_e2e as e2e
+from watch import Watcher
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "zero")
@@ -77,8 +76,13 @@ def cpu_tree_s(pid):
 
 
 def rss_tree_kb(pid):
+    return rss_kb(tree(pid))
+
+
+def rss_kb(pids):
+    """The processes' resident memory, added up (bench.py's figures too)."""
     total = 0
-    for p in tree(pid):
+    for p in pids:
         try:
             with open("/proc/%d/status" % p) as f:
                 for line in f:
@@ -90,7 +94,8 @@ def rss_tree_kb(pid):
 
 
 class Zero:
-    """zero-cache and zero.mjs running; seen[pk] = the wall-clock time (s) the client saw pk."""
+    """zero-cache and zero.mjs running; wait(pk) = when the client first saw pk
+    (time.monotonic() seconds, watch.py)."""
 
     def __init__(self, stack, d, user):
         self.port, self.qport = e2e.free_port(), e2e.free_port()
@@ -104,6 +109,11 @@ class Zero:
                    ZERO_MUTATE_URL="http://127.0.0.1:%d/mutate" % self.qport,
                    ZERO_NUM_SYNC_WORKERS="1", ZERO_ADMIN_PASSWORD="bench-live", ZERO_LOG_LEVEL="warn")
         self.argv = [os.path.join(d, "node_modules/.bin/zero-cache")]
+        # zero-cache has no setting for its bind address: its HTTP services (ZERO_PORT's sync
+        # service and ZERO_CHANGE_STREAMER_PORT's change-streamer) listen on "::", every
+        # interface, fixed in the package (zero-cache 1.9.0: host "::" in
+        # out/zero-cache/src/services/http-service.js; its options set ports only). Its ports
+        # are free ones picked here, and the bench talks to it on 127.0.0.1 only.
         stack.spawn("zero-cache", self.argv, env=env)
         self.pid = stack.procs["zero-cache"].pid
         t0 = time.monotonic()
@@ -118,26 +128,14 @@ class Zero:
                 raise RuntimeError("zero-cache did not answer on 127.0.0.1:%d (its log: %s)"
                                    % (self.port, stack.log("zero-cache")[-3000:]))
             time.sleep(0.5)
-        self.seen, self.cond = {}, threading.Condition()
-        self.p = subprocess.Popen(["node", os.path.join(d, "zero.mjs"), str(self.port), str(self.qport), user],
-                                  cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        if not line or not json.loads(line).get("ready"):
-            raise RuntimeError("zero.mjs ended before its query was complete (exit %s; zero-cache's log: %s)"
-                               % (self.p.wait(), stack.log("zero-cache")[-3000:]))
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.p.stdout:
-            m = json.loads(line)
-            with self.cond:
-                self.seen[m["pk"]] = m["t"] / 1000.0
-                self.cond.notify_all()
+        try:
+            self.client = Watcher(["node", os.path.join(d, "zero.mjs"), str(self.port), str(self.qport), user],
+                                  "zero.mjs", cwd=d)
+        except RuntimeError as e:
+            raise RuntimeError("%s (zero-cache's log: %s)" % (e, stack.log("zero-cache")[-3000:]))
 
     def wait(self, pk, timeout):
-        with self.cond:
-            self.cond.wait_for(lambda: pk in self.seen, timeout)
-            return self.seen.get(pk)
+        return self.client.wait(pk, timeout)
 
     def cpu_s(self):
         return cpu_tree_s(self.pid)
@@ -146,9 +144,4 @@ class Zero:
         return rss_tree_kb(self.pid)
 
     def close(self):
-        try:
-            self.p.stdin.close()
-            self.p.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-            self.p.wait()
+        self.client.close(timeout=30)

@@ -9,7 +9,8 @@
   bench's own nginx (/peer/push, /peer-fast/push: the same basic authentication, proxied over
   keep-alive connections), on the same PostgreSQL in its own tables (peer/schema.sql). A peer's
   packages come from its package-lock.json by `npm ci` into BUILD/contrib/bench/push/<its
-  directory> once; later runs reuse them and download nothing;
+  directory> once; later runs reuse them and download nothing; what both peers share,
+  peer_common.cjs, goes beside those directories;
   - the limit "trivial + same writes": contrib/bench/push/trivial_fcgi running LIMIT_SQL, the
     push's rows into public.item (through its version fence, as plain SQL's) and one ledger row,
     as one statement: one round trip per request, the body parsed by PostgreSQL."""
@@ -25,6 +26,7 @@ import synchro_e2e as e2e  # bench.py puts tests/e2e on the path
 
 SRC = os.environ.get("SYNCHRO_SRCDIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../../..")))
 PEER_FILES = ("package.json", "package-lock.json", "server.js")
+COMMON = "peer_common.cjs"  # both peers' require('../peer_common.cjs')
 PEER_REPLAY_HEADER = "Idempotent-Replayed"
 PEER_ROLE = "bench_peer"
 LIMIT_APP = "bench-limit"
@@ -66,10 +68,10 @@ def install(build, which="docs"):
     d = os.path.abspath(os.path.join(build, "contrib/bench/push", name))
     os.makedirs(d, exist_ok=True)
     if os.path.realpath(d) != os.path.realpath(src):
-        for f in PEER_FILES:
-            dst = os.path.join(d, f)
-            if not os.path.exists(dst) or not filecmp.cmp(os.path.join(src, f), dst, shallow=False):
-                shutil.copyfile(os.path.join(src, f), dst)
+        for s, dst in [(os.path.join(src, f), os.path.join(d, f)) for f in PEER_FILES] + \
+                [(os.path.join(src, "..", COMMON), os.path.join(d, "..", COMMON))]:
+            if not os.path.exists(dst) or not filecmp.cmp(s, dst, shallow=False):
+                shutil.copyfile(s, dst)
     stamp = os.path.join(d, "node_modules", ".synchro-installed-lock")
     lock = os.path.join(d, "package-lock.json")
     if not (os.path.exists(stamp) and filecmp.cmp(lock, stamp, shallow=False)):

@@ -5,8 +5,9 @@
 // token names; here the token is the user's name) on 127.0.0.1:QUERY_PORT, and a Node client
 // with an in-memory store (kvStore "mem") subscribed to that query through zero-cache at
 // 127.0.0.1:ZERO_PORT. It prints {"ready": true} once the query's first complete result is
-// in, then one line per to-do id the view sees for the first time: {"pk": ID, "t": T}, T the
-// wall-clock time in ms since the epoch. It ends when stdin closes.
+// in, then one line per to-do id the view sees for the first time: {"pk": ID, "m": M}, M in
+// ms on CLOCK_MONOTONIC (process.hrtime), the bench's clock (watch.py). It ends when stdin
+// closes.
 // Usage: node zero.mjs ZERO_PORT QUERY_PORT USER
 
 import http from "node:http";
@@ -52,11 +53,11 @@ const view = z.materialize(queries.mine());
 const seen = new Set();
 let ready = false;
 view.addListener((rows, resultType) => {
-  const t = performance.timeOrigin + performance.now();
+  const m = Number(process.hrtime.bigint()) / 1e6;
   for (const r of rows) {
     if (seen.has(r.id)) continue;
     seen.add(r.id);
-    if (ready) process.stdout.write(JSON.stringify({ pk: r.id, t }) + "\n");
+    if (ready) process.stdout.write(JSON.stringify({ pk: r.id, m }) + "\n");
   }
   if (!ready && resultType === "complete") {
     ready = true;

@@ -21,12 +21,13 @@
 // m.base. Each statement returns, for every mutation of its group, the version it wrote (the
 // mutation applied) or the row's version before the statement (a conflict; null when there is
 // no row). Values travel as text arrays and PostgreSQL casts them (bytea from base64).
+// The body's checks, the error answers, the stored answer and the node:cluster primary are
+// the docs peer's too (../peer_common.cjs).
 // Environment: PEER_PORT (127.0.0.1), PEER_WORKERS (node:cluster processes), PGHOST, PGPORT,
 // PGDATABASE, PGUSER. Logs name no body, row or response.
-import cluster from 'node:cluster';
+import common from '../peer_common.cjs';
 
 const PORT = Number(process.env.PEER_PORT || 0);
-const WORKERS = Number(process.env.PEER_WORKERS || 1);
 
 // The one synced table of the bench, in the peer's own schema: its writable columns and the
 // SQL expression that turns the column's text array element (m.c) into the column's type.
@@ -41,49 +42,6 @@ const TABLES = {
 		},
 	},
 };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const PK = /^-?[0-9]{1,18}$/;
-const VERSION = /^[0-9]{1,18}$/;
-
-function invalid(message) {
-	const e = new Error(message);
-	e.invalid = true;
-	return e;
-}
-
-// The request's mutations, checked before anything touches the database (the docs peer's rules).
-function checked(body) {
-	if (body === null || typeof body !== 'object' || Array.isArray(body))
-		throw invalid('the body is not a JSON object');
-	if (typeof body.batch_id !== 'string' || !UUID.test(body.batch_id))
-		throw invalid('batch_id is not a lowercase UUID');
-	const ms = body.mutations;
-	if (!Array.isArray(ms) || ms.length < 1 || ms.length > 1000)
-		throw invalid('mutations must be an array of 1 to 1000');
-	for (const m of ms) {
-		if (m === null || typeof m !== 'object' || typeof m.mutation_id !== 'string')
-			throw invalid('a mutation without mutation_id');
-		const t = TABLES[m.table];
-		if (t === undefined || !Object.hasOwn(TABLES, m.table))
-			throw invalid('unknown table');
-		if (m.pk === null || typeof m.pk !== 'object' || m.pk.field !== t.pk ||
-		    typeof m.pk.value !== 'string' || !PK.test(m.pk.value))
-			throw invalid('bad pk');
-		if (m.operation !== 'insert' && m.operation !== 'update' && m.operation !== 'delete')
-			throw invalid('bad operation');
-		if (m.operation !== 'insert' && (typeof m.base_version !== 'string' || !VERSION.test(m.base_version)))
-			throw invalid('update and delete need base_version');
-		if (m.operation !== 'delete') {
-			if (m.columns === null || typeof m.columns !== 'object' || Array.isArray(m.columns))
-				throw invalid('columns must be an object');
-			const names = Object.keys(m.columns);
-			if (names.length === 0 || names.some((c) => !Object.hasOwn(t.columns, c)))
-				throw invalid('unknown or no columns');
-		}
-	}
-	return ms;
-}
-
 // A wire value as the text PostgreSQL casts (objects as their JSON text).
 function text(v) {
 	if (v === null || v === undefined)
@@ -196,16 +154,10 @@ function outcomes(g, rows, into) {
 
 const LOOKUP = 'SELECT user_name, response FROM bench_peer.fast_batches WHERE batch_id = $1';
 const STORE = 'INSERT INTO bench_peer.fast_batches (batch_id, user_name, response) VALUES ($1, $2, $3)';
-const REFUSED = new Set(['23505', '23514', '22P02', '22007', '22003', '22008', '22023']);
 
-function error(reply, status, code, message, retryable) {
-	return reply.code(status).type('application/json').send(JSON.stringify({ error: { code, message, retryable } }));
-}
-
-function answerStored(reply, row, user) {
-	if (row.user_name !== user)
-		return error(reply, 409, 'batch_conflict', 'batch_id used by another user', false);
-	return reply.header('Idempotent-Replayed', 'true').type('application/json').send(row.response);
+// One of peer_common.cjs's answers ({status, headers, body}).
+function send(reply, a) {
+	return reply.code(a.status).headers(a.headers).type('application/json').send(a.body);
 }
 
 async function worker() {
@@ -218,12 +170,12 @@ async function worker() {
 	app.post('/peer-fast/push', async (req, reply) => {
 		const user = req.headers['x-remote-user'];
 		if (!user)
-			return error(reply, 401, 'auth_required', 'no user', false);
+			return send(reply, common.NO_USER);
 		let ms;
 		try {
-			ms = checked(req.body);
+			ms = common.checked(req.body, TABLES);
 		} catch (e) {
-			return error(reply, 400, 'invalid_request', e.message, false);
+			return send(reply, common.failure(400, 'invalid_request', e.message, false));
 		}
 		const batchId = req.body.batch_id;
 		let conn, open = false;
@@ -231,7 +183,7 @@ async function worker() {
 			conn = await sql.reserve();
 			const prev = await conn.unsafe(LOOKUP, [batchId], { prepare: true });
 			if (prev.length === 1)
-				return answerStored(reply, prev[0], user);
+				return send(reply, common.stored(prev[0], user));
 			const groups = plan(ms);
 			open = true;
 			const results = await conn.batch([conn.unsafe('BEGIN')].concat(
@@ -255,13 +207,12 @@ async function worker() {
 				// The same batch committed by a concurrent request: its stored answer.
 				const again = await sql.unsafe(LOOKUP, [batchId], { prepare: true }).catch(() => null);
 				if (again && again.length === 1)
-					return answerStored(reply, again[0], user);
+					return send(reply, common.stored(again[0], user));
 			}
-			if (REFUSED.has(e.code))
-				return error(reply, 422, 'batch_rejected', 'SQLSTATE ' + e.code, false);
+			if (common.REFUSED.has(e.code))
+				return send(reply, common.refused(e.code));
 			console.error('bench-peer-fast: push failed, SQLSTATE', e.code || '(none)');
-			reply.header('Retry-After', '1');
-			return error(reply, 503, 'temporary_unavailable', 'database error', true);
+			return send(reply, common.UNAVAILABLE);
 		} finally {
 			if (conn)
 				conn.release();
@@ -269,40 +220,9 @@ async function worker() {
 	});
 	app.setErrorHandler((err, req, reply) => {
 		// fastify's own refusals (not JSON, too large): the protocol's 400 or 413.
-		return error(reply, err.statusCode === 413 ? 413 : 400, 'invalid_request', 'unreadable body', false);
+		return send(reply, common.unreadable(err.statusCode));
 	});
 	await app.listen({ port: PORT, host: '127.0.0.1' });
 }
 
-if (cluster.isPrimary) {
-	if (!(PORT > 0) || !(WORKERS >= 1 && WORKERS <= 256)) {
-		console.error('bench-peer-fast: PEER_PORT and PEER_WORKERS (1..256) are required');
-		process.exit(2);
-	}
-	let stopping = false;
-	for (let i = 0; i < WORKERS; i++)
-		cluster.fork();
-	cluster.on('exit', () => {
-		if (!stopping) {
-			console.error('bench-peer-fast: a worker ended; stopping');
-			process.exit(1);
-		}
-	});
-	const stop = () => {
-		stopping = true;
-		for (const w of Object.values(cluster.workers))
-			w.kill('SIGTERM');
-		setTimeout(() => process.exit(0), 200).unref();
-		cluster.on('exit', () => {
-			if (Object.keys(cluster.workers).length === 0)
-				process.exit(0);
-		});
-	};
-	process.on('SIGTERM', stop);
-	process.on('SIGINT', stop);
-} else {
-	worker().catch((e) => {
-		console.error('bench-peer-fast: the worker did not start:', e.code || e.message);
-		process.exit(1);
-	});
-}
+common.run('bench-peer-fast', worker);

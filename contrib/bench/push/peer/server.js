@@ -12,16 +12,18 @@
 //     ON CONFLICT (id) DO NOTHING; update: UPDATE ... WHERE id = $1 AND version = $n; delete:
 //     DELETE ... WHERE id = $1 AND version = $n), the batch's key and response, COMMIT;
 //     answers {batch_id, server_time, accepted: [...applied], rejected: [...conflict]};
-//   - 400 for a body it cannot use, 503 (retryable) when the database refused.
+//   - 400 for a body it cannot use, 422 for a batch the database refused, 503 (retryable) for
+//     any other database error.
 // One statement per mutation, awaited in turn, each a named (prepared) statement.
+// The body's checks, the error answers, the stored answer and the node:cluster primary are
+// the fast peer's too (../peer_common.cjs).
 // Environment: PEER_PORT (127.0.0.1), PEER_WORKERS (node:cluster processes), and libpq's
 // PGHOST, PGPORT, PGDATABASE, PGUSER for its pool. Logs name no body, row or response.
 'use strict';
 
-const cluster = require('node:cluster');
+const common = require('../peer_common.cjs');
 
 const PORT = Number(process.env.PEER_PORT || 0);
-const WORKERS = Number(process.env.PEER_WORKERS || 1);
 
 // The one synced table of the bench, in the peer's own schema: its writable columns and how
 // a wire value becomes a parameter (bytea travels as base64 on the wire, as in /v3/push).
@@ -36,47 +38,6 @@ const TABLES = {
 		},
 	},
 };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function invalid(message) {
-	const e = new Error(message);
-	e.invalid = true;
-	return e;
-}
-
-// The request's batch id and mutations, checked before anything touches the database.
-function checked(body) {
-	if (body === null || typeof body !== 'object' || Array.isArray(body))
-		throw invalid('the body is not a JSON object');
-	if (typeof body.batch_id !== 'string' || !UUID.test(body.batch_id))
-		throw invalid('batch_id is not a lowercase UUID');
-	const ms = body.mutations;
-	if (!Array.isArray(ms) || ms.length < 1 || ms.length > 1000)
-		throw invalid('mutations must be an array of 1 to 1000');
-	for (const m of ms) {
-		if (m === null || typeof m !== 'object' || typeof m.mutation_id !== 'string')
-			throw invalid('a mutation without mutation_id');
-		const t = TABLES[m.table];
-		if (t === undefined)
-			throw invalid('unknown table');
-		if (m.pk === null || typeof m.pk !== 'object' || m.pk.field !== t.pk ||
-		    typeof m.pk.value !== 'string' || !/^-?[0-9]{1,18}$/.test(m.pk.value))
-			throw invalid('bad pk');
-		if (m.operation !== 'insert' && m.operation !== 'update' && m.operation !== 'delete')
-			throw invalid('bad operation');
-		if (m.operation !== 'insert' &&
-		    (typeof m.base_version !== 'string' || !/^[0-9]{1,18}$/.test(m.base_version)))
-			throw invalid('update and delete need base_version');
-		if (m.operation !== 'delete') {
-			if (m.columns === null || typeof m.columns !== 'object' || Array.isArray(m.columns))
-				throw invalid('columns must be an object');
-			const names = Object.keys(m.columns);
-			if (names.length === 0 || names.some((c) => !Object.hasOwn(t.columns, c)))
-				throw invalid('unknown or no columns');
-		}
-	}
-	return ms;
-}
 
 // A named statement per table, operation and column set (node-postgres prepares it once per
 // connection); identifiers only from TABLES, quoted.
@@ -124,10 +85,9 @@ async function apply(client, m) {
 const LOOKUP = { name: 'batch:lookup', text: 'SELECT user_name, response FROM bench_peer.batches WHERE batch_id = $1' };
 const STORE = { name: 'batch:store', text: 'INSERT INTO bench_peer.batches (batch_id, user_name, response) VALUES ($1, $2, $3)' };
 
-function answerStored(res, row, user) {
-	if (row.user_name !== user)
-		return res.status(409).json({ error: { code: 'batch_conflict', message: 'batch_id used by another user', retryable: false } });
-	res.set('Idempotent-Replayed', 'true').type('application/json').send(row.response);
+// One of peer_common.cjs's answers ({status, headers, body}).
+function send(res, a) {
+	res.status(a.status).set(a.headers).type('application/json').send(a.body);
 }
 
 function worker() {
@@ -142,19 +102,19 @@ function worker() {
 	app.post('/peer/push', express.json({ limit: '1mb' }), async (req, res) => {
 		const user = req.get('x-remote-user');
 		if (!user)
-			return res.status(401).json({ error: { code: 'auth_required', message: 'no user', retryable: false } });
+			return send(res, common.NO_USER);
 		let ms;
 		try {
-			ms = checked(req.body);
+			ms = common.checked(req.body, TABLES);
 		} catch (e) {
-			return res.status(400).json({ error: { code: 'invalid_request', message: e.message, retryable: false } });
+			return send(res, common.failure(400, 'invalid_request', e.message, false));
 		}
 		const batchId = req.body.batch_id;
 		let client;
 		try {
 			const prev = await pool.query({ ...LOOKUP, values: [batchId] });
 			if (prev.rowCount === 1)
-				return answerStored(res, prev.rows[0], user);
+				return send(res, common.stored(prev.rows[0], user));
 			client = await pool.connect();
 			await client.query('BEGIN');
 			const accepted = [], rejected = [];
@@ -173,13 +133,12 @@ function worker() {
 				// The same batch committed by a concurrent request: its stored answer.
 				const again = await pool.query({ ...LOOKUP, values: [batchId] }).catch(() => null);
 				if (again && again.rowCount === 1)
-					return answerStored(res, again.rows[0], user);
+					return send(res, common.stored(again.rows[0], user));
 			}
-			if (e.code === '23505' || e.code === '23514' || e.code === '22P02' || e.code === '22007' || e.code === '22003')
-				return res.status(422).json({ error: { code: 'batch_rejected', message: 'SQLSTATE ' + e.code, retryable: false } });
+			if (common.REFUSED.has(e.code))
+				return send(res, common.refused(e.code));
 			console.error('bench-peer: push failed, SQLSTATE', e.code || '(none)');
-			res.set('Retry-After', '1').status(503)
-				.json({ error: { code: 'temporary_unavailable', message: 'database error', retryable: true } });
+			send(res, common.UNAVAILABLE);
 		} finally {
 			if (client)
 				client.release();
@@ -189,38 +148,9 @@ function worker() {
 		// express.json's own refusals (not JSON, too large): the protocol's 400.
 		if (res.headersSent)
 			return next(err);
-		res.status(err.status === 413 ? 413 : 400)
-			.json({ error: { code: 'invalid_request', message: 'unreadable body', retryable: false } });
+		send(res, common.unreadable(err.status));
 	});
 	app.listen(PORT, '127.0.0.1');
 }
 
-if (cluster.isPrimary) {
-	if (!(PORT > 0) || !(WORKERS >= 1 && WORKERS <= 256)) {
-		console.error('bench-peer: PEER_PORT and PEER_WORKERS (1..256) are required');
-		process.exit(2);
-	}
-	let stopping = false;
-	for (let i = 0; i < WORKERS; i++)
-		cluster.fork();
-	cluster.on('exit', () => {
-		if (!stopping) {
-			console.error('bench-peer: a worker ended; stopping');
-			process.exit(1);
-		}
-	});
-	const stop = () => {
-		stopping = true;
-		for (const w of Object.values(cluster.workers))
-			w.kill('SIGTERM');
-		setTimeout(() => process.exit(0), 200).unref();
-		cluster.on('exit', () => {
-			if (Object.keys(cluster.workers).length === 0)
-				process.exit(0);
-		});
-	};
-	process.on('SIGTERM', stop);
-	process.on('SIGINT', stop);
-} else {
-	worker();
-}
+common.run('bench-peer', worker);
