@@ -151,6 +151,10 @@ SY_MUST_CHECK sy_store_status sy_store_scope_mirror_load(PGconn *c, const char *
                                                          const char *links, sy_store_mirror_fn fn,
                                                          void *arg, sy_error *err);
 
+/* The WAL insert position now (after a changelog write: every transaction its statements
+ * saw committed is below it). */
+SY_MUST_CHECK sy_store_status sy_store_wal_insert_lsn(PGconn *c, uint64_t *out, sy_error *err);
+
 /* The highest commit_lsn in the changelog, or the compaction horizon (synchro.changelog_horizon,
  * when it exists) if that is higher; 0 when both are empty. Every transaction at or below it
  * that the slot delivers again was written already (batches commit in stream order) or was

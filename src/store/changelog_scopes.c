@@ -3,7 +3,7 @@
  * synchro.scope_links) the batch changed, and the entries of each scope change, read from the
  * live synced table with its current fence versions (identifiers quoted, values as
  * parameters); every statement fenced by the writer lease as the entries' insert is. And
- * the mirror read whole when walsync starts streaming.
+ * the mirror read whole when walsync starts streaming, and the WAL position after a write.
  * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 
@@ -264,57 +264,113 @@ sy_store_status sy_store_scope_ops_write_mirror(PGconn *c, const sy_store_lease 
 }
 
 /*
- * One scope change's entries: the rows of the scope key by the index of the hop column (the
- * write runs with enable_seqscan off: a table that grew since its statistics must not be
- * read whole once per scope change), each row's fence by its primary key (OFFSET 0 keeps
- * that lookup per row whatever the estimates). The ordinals continue after the highest scope
- * ordinal already at this commit LSN (this write's earlier statements included), so a transaction's
- * scope changes never collide, whether written in one batch or in pieces. The xid is widened as the
- * entries' insert does (changelog.c).
+ * The entries of a table's scope changes in one statement: for each change (in order: idx),
+ * the rows of its hop values by the index of the hop column (the write runs with
+ * enable_seqscan off: a table that grew since its statistics must not be read whole once per
+ * scope change), each row's fence by its primary key (OFFSET 0 keeps both lookups per change
+ * and per row whatever the estimates). Within a commit LSN the ordinals continue after the
+ * highest scope ordinal already there (this write's earlier statements included; read once,
+ * before the insert: MATERIALIZED, or it is read again for each row inserted), so a
+ * transaction's scope changes never collide, whether written in one batch or in pieces. The
+ * xid is widened as the entries' insert does (changelog.c).
  */
 static char *rows_sql(const sy_store_scope_rows *x)
 {
 	sy_buf b = {0};
-	sy_buf_printf(&b,
-	              LEASE_CTE
-	              ","
-	              " nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
-	              " base AS (SELECT coalesce(max(ordinal) + 1, %d) AS o FROM synchro.changelog"
-	              "           WHERE commit_lsn = $4::pg_lsn AND ordinal >= %d),"
-	              " src AS (SELECT f.pk, f.version, %s%s AS owner FROM %s r"
-	              "   CROSS JOIN LATERAL (SELECT f.pk, f.version FROM synchro.row_fences f"
-	              "          WHERE f.table_id = $7 AND f.pk = r.%s::text AND f.state = 'live'"
-	              "         OFFSET 0) f"
-	              "  WHERE ",
-	              SY_STORE_SCOPE_ORDINAL, SY_STORE_SCOPE_ORDINAL,
-	              x->owner_column ? "r." : "NULL", x->owner_column ? x->owner_column : "",
-	              x->relation, x->pk_column);
-	sy_buf_printf(&b, "r.%s = ANY ($8::%s[])", x->hop_column, x->hop_type);
-	sy_buf_puts(
+	sy_buf_printf(
 	        &b,
-	        "          ORDER BY f.pk),"
+	        LEASE_CTE
+	        ","
+	        " nx AS (SELECT pg_catalog.pg_current_xact_id()::text::bigint AS v),"
+	        " ev AS (SELECT * FROM unnest($4::integer[], $5::pg_lsn[], $6::bigint[],"
+	        "         $7::bigint[], $8::text[], $9::text[], $10::text[])"
+	        "         AS e(idx, lsn, xid, ts, keys, rb, ra)),"
+	        " src AS (SELECT e.idx, e.lsn, e.xid, e.ts, e.rb, e.ra, f.pk, f.version, r.owner"
+	        "   FROM ev e"
+	        "   CROSS JOIN LATERAL (SELECT r.%s AS pk, %s%s::text AS owner FROM %s r"
+	        "          WHERE r.%s = ANY (e.keys::%s[]) OFFSET 0) r"
+	        "   CROSS JOIN LATERAL (SELECT f.pk, f.version FROM synchro.row_fences f"
+	        "          WHERE f.table_id = $11 AND f.pk = r.pk::text AND f.state = 'live'"
+	        "         OFFSET 0) f),"
+	        " num AS (SELECT s.*, row_number() OVER (PARTITION BY s.lsn ORDER BY s.idx, s.pk)"
+	        "           AS n FROM src s),"
+	        " base AS MATERIALIZED (SELECT l.lsn, coalesce((SELECT max(c.ordinal) + 1"
+	        "            FROM synchro.changelog c"
+	        "            WHERE c.commit_lsn = l.lsn AND c.ordinal >= %d), %d) AS o"
+	        "            FROM (SELECT DISTINCT lsn FROM ev) l),"
 	        " ins AS ("
 	        "  INSERT INTO synchro.changelog (commit_lsn, ordinal, xid, table_id, pk, version,"
 	        "      state, owner_before, owner_after, committed_at, written_epoch,"
 	        "      readers_before, readers_after)"
-	        "  SELECT $4::pg_lsn, base.o + (row_number() OVER ())::integer - 1,"
-	        "         CASE WHEN w.e >= 0 THEN ((w.e << 32) | $5::bigint)::text::xid8 END,"
-	        "         $7, src.pk, src.version, 'live', src.owner::text, src.owner::text,"
-	        "         timestamptz '2000-01-01 00:00:00+00' + $6::bigint * interval"
-	        "             '1 microsecond',"
-	        "         $2::bigint, $9::text[], $10::text[]"
-	        "    FROM src CROSS JOIN base CROSS JOIN nx"
+	        "  SELECT num.lsn, base.o + num.n::integer - 1,"
+	        "         CASE WHEN w.e >= 0 THEN ((w.e << 32) | num.xid)::text::xid8 END,"
+	        "         $11, num.pk, num.version, 'live', num.owner, num.owner,"
+	        "         timestamptz '2000-01-01 00:00:00+00' + num.ts * interval '1 microsecond',"
+	        "         $2::bigint, num.rb::text[], num.ra::text[]"
+	        "    FROM num JOIN base ON base.lsn = num.lsn CROSS JOIN nx"
 	        "   CROSS JOIN LATERAL (SELECT (nx.v >> 32)"
-	        "        - CASE WHEN $5::bigint > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
+	        "        - CASE WHEN num.xid > (nx.v & 4294967295) THEN 1 ELSE 0 END AS e) w"
 	        "   WHERE EXISTS (SELECT 1 FROM lease)"
 	        "  ON CONFLICT (commit_lsn, ordinal) DO NOTHING"
 	        "  RETURNING 1)"
-	        " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins)");
+	        " SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM ins)",
+	        x->pk_column, x->owner_column ? "r." : "NULL",
+	        x->owner_column ? x->owner_column : "", x->relation, x->hop_column, x->hop_type,
+	        SY_STORE_SCOPE_ORDINAL, SY_STORE_SCOPE_ORDINAL);
 	if (b.failed) {
 		sy_buf_free(&b);
 		return NULL;
 	}
 	return b.data;
+}
+
+enum { R_IDX, R_LSN, R_XID, R_TS, R_KEYS, R_RB, R_RA, R_COUNT };
+
+/* The statement of table_id's scope changes (those of o->rows from first on). */
+static sy_store_status write_table_rows(PGconn *c, const sy_store_lease *l, sy_store_scope_ops *o,
+                                        size_t first, bool *fenced, long long *inserted,
+                                        sy_error *err)
+{
+	const sy_store_scope_rows *x0 = &o->rows[first].r;
+	sy_buf col[R_COUNT] = {0};
+	size_t n = 0;
+	for (size_t i = first; i < o->nrows; i++) {
+		const sy_store_scope_rows *x = &o->rows[i].r;
+		if (strcmp(x->table_id, x0->table_id) != 0)
+			continue;
+		const char *sep = n == 0 ? "" : ",";
+		sy_buf_printf(&col[R_IDX], "%s%zu", sep, i);
+		sy_buf_printf(&col[R_LSN], "%s%X/%X", sep, (unsigned)(x->commit_lsn >> 32),
+		              (unsigned)(x->commit_lsn & 0xffffffffu));
+		sy_buf_printf(&col[R_XID], "%s%" PRIu32, sep, x->xid);
+		sy_buf_printf(&col[R_TS], "%s%" PRId64, sep, x->commit_time);
+		sy_store_array_elem(&col[R_KEYS], n == 0, x->keys);
+		sy_store_array_elem(&col[R_RB], n == 0, x->readers_before);
+		sy_store_array_elem(&col[R_RA], n == 0, x->readers_after);
+		n++;
+	}
+	bool ok = true;
+	const char *p[8];
+	for (int k = 0; k < R_COUNT; k++) {
+		/* {…} around each: the elements were appended without them. */
+		sy_buf wrapped = {0};
+		sy_buf_putc(&wrapped, '{');
+		if (col[k].data)
+			sy_buf_puts(&wrapped, col[k].data);
+		sy_buf_putc(&wrapped, '}');
+		sy_buf_free(&col[k]);
+		col[k] = wrapped;
+		ok &= !col[k].failed;
+		p[k] = col[k].data;
+	}
+	p[R_COUNT] = x0->table_id;
+	char *sql = ok ? rows_sql(x0) : NULL;
+	sy_store_status st = sql ? fenced_exec(c, l, sql, p, 8, fenced, inserted, err)
+	                         : sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	sy_free(sql);
+	for (int k = 0; k < R_COUNT; k++)
+		sy_buf_free(&col[k]);
+	return st;
 }
 
 sy_store_status sy_store_scope_ops_write_rows(PGconn *c, const sy_store_lease *l,
@@ -329,21 +385,16 @@ sy_store_status sy_store_scope_ops_write_rows(PGconn *c, const sy_store_lease *l
 	                                      "write the scope changes", err);
 	if (st != SY_STORE_OK)
 		return st;
+	/* One statement per table, in the order the tables first appear. */
 	for (size_t i = 0; i < o->nrows && !*fenced; i++) {
-		const sy_store_scope_rows *x = &o->rows[i].r;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(o->rows[j].r.table_id, o->rows[i].r.table_id) == 0;
+		if (seen)
+			continue;
 		if (tick)
 			tick(tick_arg);
-		char *sql = rows_sql(x);
-		if (!sql)
-			return sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
-		char lsn[SY_STORE_LSN_MAX + 1], xid[16], ts[24];
-		sy_store_lsn_format(x->commit_lsn, lsn);
-		snprintf(xid, sizeof xid, "%" PRIu32, x->xid);
-		snprintf(ts, sizeof ts, "%" PRId64, x->commit_time);
-		const char *p[] = {
-		        lsn, xid, ts, x->table_id, x->keys, x->readers_before, x->readers_after};
-		st = fenced_exec(c, l, sql, p, 7, fenced, inserted, err);
-		sy_free(sql);
+		st = write_table_rows(c, l, o, i, fenced, inserted, err);
 		if (st != SY_STORE_OK)
 			return st;
 	}
@@ -376,5 +427,21 @@ sy_store_status sy_store_scope_mirror_load(PGconn *c, const char *scopes, const 
 		}
 	}
 	PQclear(r);
+	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_wal_insert_lsn(PGconn *c, uint64_t *out, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0,
+	                            NULL, PGRES_TUPLES_OK, "read the WAL position", NULL, &st, err);
+	if (!r)
+		return st;
+	unsigned long long v = 0;
+	bool ok = PQntuples(r) == 1 && sy_store_lsn_parse(PQgetvalue(r, 0, 0), &v);
+	PQclear(r);
+	if (!ok)
+		return sy_store_fail(err, SY_STORE_FAILED, "read the WAL position: no position");
+	*out = v;
 	return SY_STORE_OK;
 }

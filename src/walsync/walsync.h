@@ -124,6 +124,10 @@ typedef struct walsync {
 	sy_buf readers_before;       /* the readers of the change being decoded */
 	sy_buf readers_after;
 	bool mirror_failed;
+	/* Users who lost a scope key (or a hop value) at a scope change, whose entries read the
+	 * live table when written (walsync_mirror.c "goings") */
+	struct sy_ws_going *goings;
+	size_t ngoings, goings_cap;
 } walsync;
 
 /* walsync_session.c: the handler of SIGTERM and SIGINT; whether one asked to stop; a
@@ -188,6 +192,11 @@ SY_MUST_CHECK bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const
 /* The mirror's rows changed since the last write into the batch, before it is written. false
  * when out of memory (logged). */
 SY_MUST_CHECK bool sy_ws_mirror_to_batch(walsync *w);
+/* After a changelog write: the scope changes it wrote read the live tables no later than
+ * WAL position horizon. */
+void sy_ws_mirror_written(walsync *w, uint64_t horizon);
+/* Whether scope changes wait for sy_ws_mirror_written(). */
+bool sy_ws_mirror_pending(const walsync *w);
 void sy_ws_mirror_free(walsync *w);
 
 /* walsync_stats.c: the periodic lag log (a failed query is handled as a store failure). */

@@ -195,7 +195,12 @@ static sy_store_status write_batch(walsync *w, bool piece, sy_store_written *wr)
 	}
 	if (st == SY_STORE_OK)
 		w->backoff_ms = 0; /* a changelog write: the backoff starts afresh */
-	else
+	/* The scope changes it wrote read the live tables before this position. */
+	uint64_t horizon = 0;
+	if (st == SY_STORE_OK && sy_ws_mirror_pending(w) &&
+	    (st = sy_store_wal_insert_lsn(w->db, &horizon, &err)) == SY_STORE_OK)
+		sy_ws_mirror_written(w, horizon);
+	if (st != SY_STORE_OK)
 		sy_ws_store_failed(w, st, &err);
 	return st;
 }

@@ -6,12 +6,13 @@
  * goes, and each link that moves, applied to the mirror and turned into entries for the
  * rows of its scope (written by the changelog write, in its transaction, with the mirror's
  * rows: src/store/changelog_scopes.c). The users concerned are noted for live
- * notifications. doc/contract.md#pull-visibility.
+ * notifications (doc/contract.md#wal-alone-publishes, doc/contract.md#read-scope).
  * Layer: middle of src/walsync (doc/hacking.md).
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -23,10 +24,150 @@
 #include "synchro/pgtypes.h"
 #include "walsync/walsync.h"
 
-/* A change of a table walsync does not know as members-scoped, whose message has scope
- * members, looks for a newer manifest at most this often (a table a later manifest dropped
- * keeps its fence). A membership or link message of an unknown scope always looks. */
-#define RELOAD_MIN_MS 1000
+/*
+ * A going: users who lost scope key `value` of scope (or, by_hop, the rows of hop 1 value
+ * `value`: a project moved to another team) at a scope change. Its entries are the rows the
+ * live table holds when walsync writes them; a row that left that key between the change and
+ * that read is not among them, and its own change (decoded later) no longer names those users
+ * among its readers before. So until the decoded changes pass horizon (the WAL position after
+ * the write that read the live table; 0 until then), a change of a row leaving that key or
+ * hop value counts the goings' users among its readers before: they get its delete.
+ */
+struct sy_ws_going {
+	char *scope;
+	char *value;
+	bool by_hop;
+	char **users;
+	size_t n;
+	uint64_t horizon;
+};
+
+static void going_free(struct sy_ws_going *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		sy_free(g->users[i]);
+	sy_free(g->users);
+	sy_free(g->scope);
+	sy_free(g->value);
+}
+
+static void goings_clear(walsync *w)
+{
+	for (size_t i = 0; i < w->ngoings; i++)
+		going_free(&w->goings[i]);
+	w->ngoings = 0;
+}
+
+static bool going_add(walsync *w, const char *scope, const char *value, bool by_hop,
+                      const char *const *users, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (w->ngoings == w->goings_cap) {
+		size_t cap = w->goings_cap ? w->goings_cap * 2 : 8;
+		struct sy_ws_going *v = sy_realloc(w->goings, cap * sizeof *v);
+		if (!v)
+			return false;
+		w->goings = v;
+		w->goings_cap = cap;
+	}
+	struct sy_ws_going *g = &w->goings[w->ngoings];
+	memset(g, 0, sizeof *g);
+	g->by_hop = by_hop;
+	bool ok = (g->scope = sy_strndup(scope, strlen(scope))) != NULL &&
+	          (g->value = sy_strndup(value, strlen(value))) != NULL &&
+	          (g->users = sy_calloc(n, sizeof *g->users)) != NULL;
+	for (size_t i = 0; ok && i < n; i++, g->n++)
+		ok = (g->users[i] = sy_strndup(users[i], strlen(users[i]))) != NULL;
+	if (!ok) {
+		going_free(g);
+		return false;
+	}
+	w->ngoings++;
+	return true;
+}
+
+void sy_ws_mirror_written(walsync *w, uint64_t horizon)
+{
+	for (size_t i = 0; i < w->ngoings; i++)
+		if (w->goings[i].horizon == 0)
+			w->goings[i].horizon = horizon;
+}
+
+bool sy_ws_mirror_pending(const walsync *w)
+{
+	for (size_t i = 0; i < w->ngoings; i++)
+		if (w->goings[i].horizon == 0)
+			return true;
+	return false;
+}
+
+/* Drops the goings the decoded stream has passed. */
+static void goings_prune(walsync *w)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < w->ngoings; i++) {
+		struct sy_ws_going *g = &w->goings[i];
+		if (g->horizon != 0 && w->txn_lsn >= g->horizon)
+			going_free(g);
+		else
+			w->goings[k++] = *g;
+	}
+	w->ngoings = k;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The readers before of a change of a row of scope whose hop 1 value was hop and scope key
+ * key: the mirror's users, and those of the goings it leaves. */
+static bool readers_before(walsync *w, const char *scope, const char *hop, const char *key,
+                           sy_buf *out)
+{
+	size_t n = 0, extra = 0;
+	const char *const *u = key ? sy_ws_scopes_users(w->scopes, scope, key, &n) : NULL;
+	if (w->ngoings > 0 && hop)
+		goings_prune(w);
+	for (size_t i = 0; hop && i < w->ngoings; i++) {
+		const struct sy_ws_going *g = &w->goings[i];
+		if (strcmp(g->scope, scope) == 0 &&
+		    strcmp(g->value, g->by_hop ? hop
+		                     : key     ? key
+		                               : "") == 0 &&
+		    (g->by_hop || key))
+			extra += g->n;
+	}
+	if (extra == 0) {
+		sy_ws_scopes_set_literal(u, n, out);
+		return true;
+	}
+	const char **all = sy_calloc(n + extra, sizeof *all);
+	if (!all)
+		return false;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		all[m++] = u[i];
+	for (size_t i = 0; i < w->ngoings; i++) {
+		const struct sy_ws_going *g = &w->goings[i];
+		if (strcmp(g->scope, scope) == 0 &&
+		    strcmp(g->value, g->by_hop ? hop
+		                     : key     ? key
+		                               : "") == 0 &&
+		    (g->by_hop || key))
+			for (size_t j = 0; j < g->n; j++)
+				all[m++] = g->users[j];
+	}
+	qsort(all, m, sizeof *all, compare_strings);
+	size_t k = 0;
+	for (size_t i = 0; i < m; i++)
+		if (k == 0 || strcmp(all[k - 1], all[i]) != 0)
+			all[k++] = all[i];
+	sy_ws_scopes_set_literal(all, k, out);
+	sy_free(all);
+	return true;
+}
 
 static void mtables_free(walsync *w)
 {
@@ -47,6 +188,10 @@ static void mtables_free(walsync *w)
 
 void sy_ws_mirror_free(walsync *w)
 {
+	goings_clear(w);
+	sy_free(w->goings);
+	w->goings = NULL;
+	w->goings_cap = 0;
 	mtables_free(w);
 	sy_ws_scopes_free(w->scopes);
 	w->scopes = NULL;
@@ -105,7 +250,7 @@ static bool tables_from(walsync *w, const sy_manifest *m, sy_error *err)
 		    !(x->hop = sy_store_quote_ident(w->db, t->members->hops[0].column, err)) ||
 		    (owner && !(x->owner = sy_store_quote_ident(w->db, owner->column, err))))
 			return false;
-		x->hop_type = sy_type_pg_name(t->members->field->type);
+		x->hop_type = t->members->field ? sy_type_pg_name(t->members->field->type) : "text";
 		if (!sy_ws_scopes_table(w->scopes, x->table_id, x->scope, x->link))
 			return !sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
 	}
@@ -182,6 +327,7 @@ bool sy_ws_mirror_start(walsync *w)
 		return false;
 	}
 	sy_ws_scopes_forget_mirror(w->scopes);
+	goings_clear(w);
 	int64_t t0 = sy_clock_ms();
 	sy_store_status st = read_manifest(w, &w->manifest_version, &err);
 	if (st == SY_STORE_OK)
@@ -219,12 +365,9 @@ static bool named_in(const sy_ws_mtable *v, size_t n, bool scope, const char *na
  * those walsync already mirrors keep their rows in memory, dirty ones included. false when
  * the stream must restart.
  */
-static bool reload(walsync *w, bool always)
+static bool reload(walsync *w)
 {
-	int64_t now = sy_clock_ms();
-	if (!always && now - w->manifest_checked_ms < RELOAD_MIN_MS)
-		return true;
-	w->manifest_checked_ms = now;
+	w->manifest_checked_ms = sy_clock_ms();
 	sy_error err = {0};
 	sy_schema_ref ref = {0};
 	sy_store_status st = sy_store_schema_current(w->db, &ref, NULL, NULL, &err);
@@ -299,21 +442,28 @@ bool sy_ws_mirror_readers(walsync *w, const sy_ws_change *c, int ordinal, const 
 		return true;
 	const char *scope, *link;
 	if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link)) {
-		/* Scope members from a table not known as members-scoped: a newer manifest. */
-		if (!c->scope_before && !c->scope_after)
+		/* Scope members from a table not known as members-scoped: a newer manifest (a
+		 * table a later manifest dropped keeps its fence: asked once per manifest). */
+		if ((!c->scope_before && !c->scope_after) ||
+		    sy_ws_scopes_table_known(w->scopes, c->table_id))
 			return true;
-		if (!reload(w, false))
+		if (!reload(w))
 			return false;
-		if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link))
+		if (!sy_ws_scopes_table_get(w->scopes, c->table_id, &scope, &link)) {
+			if (!sy_ws_scopes_table_plain(w->scopes, c->table_id)) {
+				sy_log(SY_LOG_ERR, "out of memory");
+				return false;
+			}
 			return true;
+		}
 	}
 	const char *kb = sy_ws_scopes_key(w->scopes, link, c->scope_before);
 	const char *ka = sy_ws_scopes_key(w->scopes, link, c->scope_after);
 	sy_buf_reset(&w->readers_before);
 	sy_buf_reset(&w->readers_after);
-	sy_ws_scopes_literal(w->scopes, scope, kb, &w->readers_before);
+	bool ok = readers_before(w, scope, c->scope_before, kb, &w->readers_before);
 	sy_ws_scopes_literal(w->scopes, scope, ka, &w->readers_after);
-	if (w->readers_before.failed || w->readers_after.failed ||
+	if (!ok || w->readers_before.failed || w->readers_after.failed ||
 	    !note_users(w, scope, kb, w->txn_lsn, (uint32_t)ordinal) ||
 	    !note_users(w, scope, ka, w->txn_lsn, (uint32_t)ordinal)) {
 		sy_log(SY_LOG_ERR, "out of memory");
@@ -382,6 +532,31 @@ static bool member_rows(walsync *w, const char *scope, const char *key, const ch
 	}
 	sy_buf_free(&one);
 	sy_buf_free(&keys);
+	return ok && (comes || going_add(w, scope, key, false, &user, 1));
+}
+
+/* The users of scope key from of scope who are not users of to: those a hop value moving from
+ * one to the other loses, as a going. */
+static bool link_going(walsync *w, const char *scope, const char *value, const char *from,
+                       const char *to)
+{
+	size_t nf = 0, nt = 0;
+	const char *const *f = from ? sy_ws_scopes_users(w->scopes, scope, from, &nf) : NULL;
+	const char *const *t = to ? sy_ws_scopes_users(w->scopes, scope, to, &nt) : NULL;
+	if (nf == 0)
+		return true;
+	const char **lost = sy_calloc(nf, sizeof *lost);
+	if (!lost)
+		return false;
+	size_t n = 0, j = 0;
+	for (size_t i = 0; i < nf; i++) {
+		while (j < nt && strcmp(t[j], f[i]) < 0)
+			j++;
+		if (j == nt || strcmp(t[j], f[i]) != 0)
+			lost[n++] = f[i];
+	}
+	bool ok = going_add(w, scope, value, true, lost, n);
+	sy_free(lost);
 	return ok;
 }
 
@@ -401,7 +576,8 @@ static bool link_rows(walsync *w, const char *link, const char *key, const char 
 		sy_ws_scopes_literal(w->scopes, t->scope, from, &w->readers_before);
 		sy_ws_scopes_literal(w->scopes, t->scope, to, &w->readers_after);
 		bool ok = !one.failed && !w->readers_before.failed && !w->readers_after.failed &&
-		          add_rows(w, t, one.data, w->readers_before.data, w->readers_after.data);
+		          add_rows(w, t, one.data, w->readers_before.data, w->readers_after.data) &&
+		          link_going(w, t->scope, key, from, to);
 		sy_buf_free(&one);
 		if (!ok || !note_users(w, t->scope, from, lsn, ordinal) ||
 		    !note_users(w, t->scope, to, lsn, ordinal))
@@ -431,7 +607,7 @@ bool sy_ws_mirror_scope(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_m
 		return true;
 	bool member = kind == SY_WS_SYNCHRO_MEMBER;
 	if (!known_name(w, member, m->scope)) {
-		if (!reload(w, true))
+		if (!reload(w))
 			return false;
 		/* A scope no published manifest names (a trigger a later publish left): its
 		 * rows are nobody's to read through it. */

@@ -243,6 +243,16 @@ size_t sy_ws_scopes_table_count(const sy_ws_scopes *s)
 	return s->tables;
 }
 
+bool sy_ws_scopes_table_plain(sy_ws_scopes *s, const char *table_id)
+{
+	return intern(s, KIND_TABLE, table_id, "") != NULL;
+}
+
+bool sy_ws_scopes_table_known(const sy_ws_scopes *s, const char *table_id)
+{
+	return lookup(s, KIND_TABLE, table_id, "") != NULL;
+}
+
 bool sy_ws_scopes_table_get(const sy_ws_scopes *s, const char *table_id, const char **scope,
                             const char **link)
 {

@@ -33,6 +33,11 @@ void sy_ws_scopes_forget_tables(sy_ws_scopes *s);
 SY_MUST_CHECK bool sy_ws_scopes_table(sy_ws_scopes *s, const char *table_id, const char *scope,
                                       const char *link);
 size_t sy_ws_scopes_table_count(const sy_ws_scopes *s);
+/* Remembers that table_id is not members-scoped (until the tables are forgotten); false when
+ * out of memory. */
+SY_MUST_CHECK bool sy_ws_scopes_table_plain(sy_ws_scopes *s, const char *table_id);
+/* Whether table_id was named by sy_ws_scopes_table() or sy_ws_scopes_table_plain(). */
+bool sy_ws_scopes_table_known(const sy_ws_scopes *s, const char *table_id);
 /* Whether table_id is members-scoped; its scope and link (NULL with one hop). */
 bool sy_ws_scopes_table_get(const sy_ws_scopes *s, const char *table_id, const char **scope,
                             const char **link);

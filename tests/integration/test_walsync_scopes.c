@@ -3,7 +3,8 @@
  * through the real triggers (the fence with its scope column, synchro_scope on the
  * membership and hop relations); walsync writes each change's readers, the entries of every
  * membership that comes or goes and every project that moves between teams, and the mirror
- * in the same transaction; the mirror survives a restart and a takeover. */
+ * in the same transaction; the mirror survives a restart and a takeover; a row that leaves a
+ * scope key before walsync reads it for a removal still reaches the removed user's delete. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>
@@ -251,5 +252,33 @@ void test_scope_effects(void)
 	CU_ASSERT_STRING_EQUAL(m, "link:1:T2 list:01:alice list:02:gina "
 	                          "team:T1:dave team:T2:erin team:T2:frank");
 	free(m);
+
+	/* A removal, then a row moved out of that list, both committed before walsync reads the
+	 * live table for the removal's entries: the moved row is not among them, so its own
+	 * change counts the removed user among its readers before (gina gets its delete). The
+	 * same for a project moved to another team while one of its tasks moves to another
+	 * project. */
+	char *from = sync_point();
 	CU_ASSERT_EQUAL(stop_walsync(s3), 0);
+	pgt_exec(db,
+	         "DELETE FROM public.list_members WHERE list_id = '" L2 "' AND user_id = 'gina'");
+	pgt_exec(db, "UPDATE public.ltodo SET list_id = '" L1 "' WHERE id = 't2'");
+	pgt_exec(db, "INSERT INTO public.projects VALUES (2, 'T1')");
+	pgt_exec(db, "UPDATE public.projects SET team_id = 'T1' WHERE id = 1");
+	pgt_exec(db, "UPDATE public.tasks SET project_id = 2 WHERE id = 2");
+	pid_t s4 = start_walsync("S4", NULL, NULL);
+	CU_ASSERT_FATAL(wait_leader("S4") > 0);
+	free(sync_point());
+	char *got = rows_since(from);
+	const char *want = "ltodo t3 carol carol {gina} {} s\n"
+	                   "ltodo t2 alice alice {gina} {alice} m\n"
+	                   "tasks 2 - - {} {dave} s\n"
+	                   "tasks 1 - - {erin,frank} {dave} s\n"
+	                   "tasks 2 - - {dave,erin,frank} {dave} m";
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "goings:\n  got:\n%s\n  want:\n%s\n", got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	free(got);
+	free(from);
+	CU_ASSERT_EQUAL(stop_walsync(s4), 0);
 }

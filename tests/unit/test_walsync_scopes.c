@@ -63,6 +63,13 @@ static void test_members(void)
 	CU_ASSERT_STRING_EQUAL(link, PL);
 	CU_ASSERT_FALSE(sy_ws_scopes_table_get(s, "notes", &scope, &link));
 	CU_ASSERT_PTR_NULL(scope);
+	/* A table known not to be members-scoped. */
+	CU_ASSERT_FALSE(sy_ws_scopes_table_known(s, "notes"));
+	CU_ASSERT_TRUE(sy_ws_scopes_table_plain(s, "notes"));
+	CU_ASSERT_TRUE(sy_ws_scopes_table_known(s, "notes"));
+	CU_ASSERT_FALSE(sy_ws_scopes_table_get(s, "notes", &scope, &link));
+	CU_ASSERT_TRUE(sy_ws_scopes_table_known(s, "todo"));
+	CU_ASSERT_EQUAL(sy_ws_scopes_table_count(s), 2);
 
 	/* Loaded rows are not dirty. */
 	CU_ASSERT_TRUE(sy_ws_scopes_load_member(s, LM, "L1", "alice"));
@@ -145,6 +152,7 @@ static void test_members(void)
 	CU_ASSERT_TRUE(sy_ws_scopes_load_member(s, LM, "L1", "erin"));
 	sy_ws_scopes_forget_tables(s);
 	CU_ASSERT_EQUAL(sy_ws_scopes_table_count(s), 0);
+	CU_ASSERT_FALSE(sy_ws_scopes_table_known(s, "notes"));
 	CU_ASSERT_FALSE(sy_ws_scopes_table_get(s, "todo", &scope, &link));
 	CU_ASSERT_STRING_EQUAL(literal(s, LM, "L1"), "{\"erin\"}");
 	sy_ws_scopes_free(s);

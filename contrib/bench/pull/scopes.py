@@ -18,7 +18,9 @@ inserts per second, and the entries per second (the scope changes' entries inclu
 BENCH_SCOPE_CHURN (default 1), each transaction of the members-scoped runs also adds one
 membership (its entries: the rows of that list or team, read from the live table) and every
 tenth removes one. Every table is run BENCH_SCOPE_ROUNDS times (default 2), interleaved; the
-load average is printed with each figure."""
+load average is printed with each figure. Then, walsync running, a list of
+BENCH_SCOPE_SHARE_ROWS rows (default 10000) is shared with a new user: the time from the
+share's commit until its entries are in the changelog."""
 
 import os
 import sys
@@ -89,18 +91,18 @@ def backlog_sql(kind, base):
                "%d + b * %d + %d) x;" % (base, BATCH, base, BATCH, BATCH))
         churn = ""
     elif kind == "mtodo":
-        ins = ("INSERT INTO public.mtodo SELECT x, 1 + (x * 7919) %% %d, 't', 'u' || (x %% 1000) FROM "
+        ins = ("INSERT INTO public.mtodo SELECT x, 1 + (x::bigint * 7919) %% %d, 't', 'u' || (x %% 1000) FROM "
                "generate_series(%d + b * %d + 1, %d + b * %d + %d) x;" % (LISTS, base, BATCH, base, BATCH, BATCH))
-        churn = ("INSERT INTO public.list_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || b) ON CONFLICT DO NOTHING;"
-                 " IF b %% 10 = 9 THEN DELETE FROM public.list_members WHERE user_id = 'churn' || (b - 9); END IF;"
-                 % (base, LISTS))
+        churn = ("INSERT INTO public.list_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || (%d + b))"
+                 " ON CONFLICT DO NOTHING; IF b %% 10 = 9 THEN DELETE FROM public.list_members"
+                 " WHERE user_id = 'churn' || (%d + b - 9); END IF;" % (base, LISTS, base, base))
     else:
         teams = max(1, MEMBERS // 5)
-        ins = ("INSERT INTO public.mtask SELECT x, 1 + (x * 7919) %% %d, 't' FROM generate_series(%d + b * %d + 1, "
+        ins = ("INSERT INTO public.mtask SELECT x, 1 + (x::bigint * 7919) %% %d, 't' FROM generate_series(%d + b * %d + 1, "
                "%d + b * %d + %d) x;" % (teams * 4, base, BATCH, base, BATCH, BATCH))
-        churn = ("INSERT INTO public.team_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || b) ON CONFLICT DO NOTHING;"
-                 " IF b %% 10 = 9 THEN DELETE FROM public.team_members WHERE user_id = 'churn' || (b - 9); END IF;"
-                 % (base, teams))
+        churn = ("INSERT INTO public.team_members VALUES (1 + (b * 31 + %d) %% %d, 'churn' || (%d + b))"
+                 " ON CONFLICT DO NOTHING; IF b %% 10 = 9 THEN DELETE FROM public.team_members"
+                 " WHERE user_id = 'churn' || (%d + b - 9); END IF;" % (base, teams, base, base))
     if not CHURN:
         churn = ""
     return "DO $$ BEGIN FOR b IN 0..%d LOOP %s %s COMMIT; END LOOP; END $$" % (n - 1, ins, churn)
@@ -135,6 +137,8 @@ def drain(st, kind, base):
             if first is None:
                 first, first_n = now, n
         if done == "t":
+            # The slot's position is no snapshot: count what the last poll's snapshot missed.
+            n += int(st.psql("SELECT count(*) FROM synchro.changelog WHERE commit_lsn > '%s'" % lsn))
             break
         if proc.poll() is not None or now - t_start > 900:
             raise SystemExit("walsync did not drain the backlog: %s" % st.log("walsync")[-3000:])
@@ -147,6 +151,32 @@ def drain(st, kind, base):
     return {"kind": kind, "rows": ROWS, "entries": n, "write_s": write_s, "span_s": span,
             "rate": ROWS / span, "entry_rate": (n - first_n) / span, "load": os.getloadavg()[0],
             "walsync_cpu_us": cpu_us}
+
+
+SHARE_ROWS = int(os.environ.get("BENCH_SCOPE_SHARE_ROWS", "10000"))
+
+
+def share_latency(st, base):
+    """A list of SHARE_ROWS rows (materialized) shared with a new user, walsync running: the
+    time from the share's commit until its entries are in the changelog."""
+    lst = 10 ** 9 + base
+    st.psql("INSERT INTO public.lists VALUES (%d);"
+            "INSERT INTO public.mtodo SELECT x, %d, 't', 'owner' FROM generate_series(%d, %d) x"
+            % (lst, lst, base + 1, base + SHARE_ROWS))
+    end = st.psql("SELECT pg_current_wal_lsn()")
+    while st.psql("SELECT confirmed_flush_lsn >= '%s' FROM pg_replication_slots" % end) != "t":
+        time.sleep(0.01)
+    user = "share%d" % base
+    t0 = time.monotonic()
+    st.psql("INSERT INTO public.list_members VALUES (%d, '%s')" % (lst, user))
+    while True:
+        n = int(st.psql("SELECT count(*) FROM synchro.changelog WHERE commit_lsn > '%s'"
+                        " AND '%s' = ANY (readers_after)" % (end, user)))
+        if n >= SHARE_ROWS:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > 60:
+            raise SystemExit("the share's entries did not arrive: %d of %d" % (n, SHARE_ROWS))
+        time.sleep(0.005)
 
 
 def main():
@@ -183,6 +213,11 @@ def main():
                       "load average %.2f"
                       % (r + 1, kind, res["rows"], res["write_s"], res["span_s"], res["rate"], res["entries"],
                          res["entry_rate"], res["walsync_cpu_us"], res["load"]), flush=True)
+        for r in range(ROUNDS):
+            s = share_latency(st, base)
+            base += SHARE_ROWS
+            print("  share of a list of %d rows: its entries in the changelog %.0f ms after its commit, load "
+                  "average %.2f" % (SHARE_ROWS, 1000 * s, os.getloadavg()[0]), flush=True)
         print("== summary")
         for kind, label in (("otodo", "owner-scoped"), ("mtodo", "members, one hop"),
                             ("mtask", "members, two hops")):
