@@ -5,7 +5,8 @@
  * resolves, remaps and reopens, after each of which the maintained tables equal the
  * overlay computed from scratch (verify); queries that would write or read the store's
  * own tables refused with nothing changed; live queries; the app's indexes in the plan;
- * a store from before the tables upgraded. SY_TEST_SEED repeats a run.
+ * a store from before the tables upgraded; a row that leaves the user's scope. SY_TEST_SEED
+ * repeats a run.
  */
 #include "config.h"
 
