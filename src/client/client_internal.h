@@ -195,6 +195,13 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const 
                                          bool rebuild, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk,
                                             sy_client_error *err);
+/* The row left the user's scope (a pull's delete with left_scope): removed from rows, and
+ * recorded in scope_exits while it has unsettled intents. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_exit(sy_client *c, const char *table, const char *pk,
+                                          const char *server_version, sy_client_error *err);
+/* Whether the row is recorded as having left the user's scope. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_left_scope(sy_client *c, const char *table, const char *pk,
+                                                bool *left, sy_client_error *err);
 /* The server_version of a stored row (new string) or NULL when absent. */
 SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk,
                                              char **version, sy_client_error *err);
@@ -202,8 +209,9 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, co
 /* client_intent.c */
 /* The visible state of one row: the server's row with the intents not yet settled laid over. */
 typedef struct {
-	bool known;   /* the server or an intent knows the row */
-	bool visible; /* live after the overlay */
+	bool known;      /* the server or an intent knows the row */
+	bool visible;    /* live after the overlay */
+	bool left_scope; /* the row left the user's scope: its intents do not show */
 	sy_client_row_state state;
 	char *row; /* new JCS object with the pk field, or NULL */
 } sy_cl_overlay;

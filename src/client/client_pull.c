@@ -144,11 +144,17 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "change %zu: %s", i, why);
 	if (check_only)
 		return SY_CLIENT_OK;
+	/* A delete of a row that left the user's scope: it leaves the store, not as a tombstone
+	 * (the row still exists), and its intents stay (doc/protocol.md "Membership scopes"). */
+	const sy_json *ls = sy_json_get(ch, "left_scope");
+	bool left_scope = !upsert && !rebuild && ls != NULL && ls->type == SY_JSON_TRUE;
 	char *pktext = sy_cl_jcs(sy_json_get(pk, "value"), NULL);
 	char *rowtext = row != NULL ? sy_cl_jcs(row, NULL) : NULL;
 	sy_client_rc rc;
 	if (pktext == NULL || (row != NULL && rowtext == NULL))
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	else if (left_scope)
+		rc = sy_cl_row_exit(c, table, pktext, sv, err);
 	else
 		rc = sy_cl_row_put(c, table, pktext, rowtext, !upsert, sv, &ref,
 		                   sy_cl_jstr(ch, "row_checksum"), rebuild, err);
@@ -236,7 +242,9 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_exec(
 			        c,
-			        "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
+			        "DELETE FROM scope_exits WHERE (tbl, pk) IN"
+			        " (SELECT tbl, pk FROM rebuild_rows);"
+			        " DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
 			        " DELETE FROM rebuild_rows;"
 			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token',"
 			        " 'rebuild_received', 'rebuild_total')",

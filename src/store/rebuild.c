@@ -71,7 +71,7 @@ static sy_store_status rebuild_rows(sy_store_read *x, const sy_store_rebuild_req
 			sy_error why = {0};
 			sy_store_item_status s = sy_store_read_add_item(x, pt, PQgetvalue(r, i, 0),
 			                                                PQgetvalue(r, i, 1), mid,
-			                                                true, r, i, 3, &why);
+			                                                true, false, r, i, 3, &why);
 			if (s != SY_STORE_ITEM_OK) {
 				PQclear(r);
 				st = sy_store_read_item_failed(x, s, &why);
