@@ -52,6 +52,7 @@ struct sy_client {
 	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
 	size_t inflight_len;
 	const char *inflight_method, *inflight_path; /* string literals */
+	char *rebuild_asked;     /* the page token the last rebuild request carried (NULL: first) */
 	bool auth_retried;       /* this request went again after a 401 already */
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
@@ -325,8 +326,14 @@ char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t or
 /* client_pull.c */
 SY_MUST_CHECK sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out,
                                            sy_client_error *err);
+/* Called with a rebuild page's next token once the page is checked, before it is applied. */
+typedef sy_client_rc (*sy_cl_ahead_fn)(sy_client *c, const char *token, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body,
-                                            size_t len, bool *has_more, sy_client_error *err);
+                                            size_t len, sy_cl_ahead_fn ahead, bool *has_more,
+                                            sy_client_error *err);
+/* The body of the rebuild request for the page after token (its answer applies over it). */
+SY_MUST_CHECK sy_client_rc sy_cl_rebuild_body_after(sy_client *c, const char *token, sy_buf *out,
+                                                    sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_rebuild_start(sy_client *c, sy_client_error *err);
 /* Checks one server row (pk {field,value}, row object) against its checksum. */
 SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char *table,

@@ -293,6 +293,66 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	return sy_cl_fail(err, SY_CLIENT_EFROZEN, "push refused (%s): the queue is frozen", code);
 }
 
+/* Whether decide() would push before the next rebuild page: a sealed batch, or intents to seal. */
+static sy_client_rc push_due(sy_client *c, bool *due, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	*due = false;
+	if (c->frozen || c->retired)
+		return SY_CLIENT_OK;
+	sy_client_rc rc =
+	        sy_cl_prepare_cached(c,
+	                             "SELECT EXISTS (SELECT 1 FROM batches WHERE state = 'sealed')"
+	                             " OR EXISTS (SELECT 1 FROM intents WHERE state = 'pending')",
+	                             &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	int s = sqlite3_step(st);
+	*due = s == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
+	sy_cl_release(st);
+	return s == SQLITE_ROW ? SY_CLIENT_OK : sy_cl_store_fail(c, err, "pending intents");
+}
+
+/*
+ * A rebuild page arrived and passed its checks: the page after it is asked for now, so the
+ * server reads it while this one is applied (the answer waits in the transport until the
+ * next step). Pages still apply in order: each applies only over the page token it was
+ * asked with, and when this page fails, the request is cancelled (cancel_ahead). Nothing
+ * goes ahead of a push decide() would send first.
+ */
+static sy_client_rc rebuild_ahead(sy_client *c, const char *token, sy_client_error *err)
+{
+	bool due = false;
+	if (c->inflight != SY_CL_REQ_NONE || c->need_connect || c->need_schema || c->stopped)
+		return SY_CLIENT_OK;
+	sy_client_rc rc = push_due(c, &due, err);
+	if (rc != SY_CLIENT_OK || due)
+		return rc;
+	sy_buf b = SY_BUF_INIT;
+	if ((rc = sy_cl_rebuild_body_after(c, token, &b, err)) != SY_CLIENT_OK) {
+		sy_buf_free(&b);
+		return rc;
+	}
+	size_t len = b.len;
+	return start(c, SY_CL_REQ_REBUILD, "POST", "/v3/rebuild", sy_buf_steal(&b, NULL), len,
+	             SY_PHASE_REBUILDING);
+}
+
+/* The page asked for ahead of one that failed is not wanted: the next step asks again. */
+static void cancel_ahead(sy_client *c)
+{
+	if (c->inflight == SY_CL_REQ_NONE)
+		return;
+	if (c->tr.cancel != NULL)
+		c->tr.cancel(c->tr.ctx);
+	c->inflight = SY_CL_REQ_NONE;
+	sy_free(c->done.body);
+	memset(&c->done, 0, sizeof c->done);
+	c->done_ready = false;
+	sy_free(c->inflight_body);
+	c->inflight_body = NULL;
+}
+
 static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response *r, int64_t now,
                             sy_client_error *err)
 {
@@ -300,7 +360,10 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 	sy_client_rc rc = SY_CLIENT_OK;
 	if (r->status == 200) {
 		bool more = false;
-		rc = sy_cl_pull_apply(c, rebuild, r->body, r->body_len, &more, err);
+		rc = sy_cl_pull_apply(c, rebuild, r->body, r->body_len,
+		                      rebuild ? rebuild_ahead : NULL, &more, err);
+		if (rc != SY_CLIENT_OK)
+			cancel_ahead(c);
 		if (rc == SY_CLIENT_EPROTOCOL) {
 			note_error(c, "invalid_response", true, err ? err->message : "");
 			retry_later(c, &(sy_client_response){.retry_after_s = -1}, now);
