@@ -175,7 +175,7 @@ void sy_cl_changed_clear(sy_client *c);
 /* client_query.c */
 void sy_cl_query_free(sy_client *c);
 /* sy_client_query's result as {"tables":[the synced tables it reads],"rows":[row objects]}
- * appended to out (the browser API's answer). */
+ * appended to out (the browser API's answer: an integer beyond 2^53 - 1 is a string). */
 SY_MUST_CHECK sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json,
                                             sy_buf *out, sy_client_error *err);
 /* Re-runs the live queries that read a table changed since they last ran. */
