@@ -300,17 +300,19 @@ static sy_client_rc push_due(sy_client *c, bool *due, sy_client_error *err)
 	*due = false;
 	if (c->frozen || c->retired)
 		return SY_CLIENT_OK;
+	/* Prepared each time (once a page): the statement cache is for the hot paths. */
 	sy_client_rc rc =
-	        sy_cl_prepare_cached(c,
-	                             "SELECT EXISTS (SELECT 1 FROM batches WHERE state = 'sealed')"
-	                             " OR EXISTS (SELECT 1 FROM intents WHERE state = 'pending')",
-	                             &st, err);
+	        sy_cl_prepare(c,
+	                      "SELECT EXISTS (SELECT 1 FROM batches WHERE state = 'sealed')"
+	                      " OR EXISTS (SELECT 1 FROM intents WHERE state = 'pending')",
+	                      &st, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
 	int s = sqlite3_step(st);
 	*due = s == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
-	sy_cl_release(st);
-	return s == SQLITE_ROW ? SY_CLIENT_OK : sy_cl_store_fail(c, err, "pending intents");
+	rc = s == SQLITE_ROW ? SY_CLIENT_OK : sy_cl_store_fail(c, err, "pending intents");
+	sqlite3_finalize(st);
+	return rc;
 }
 
 /*

@@ -291,6 +291,24 @@ static void test_rebuild_page_asked_ahead(void)
 	stop();
 }
 
+/* A local write during a rebuild goes first: no page is asked for ahead of its push. */
+static void test_rebuild_page_not_ahead_of_a_push(void)
+{
+	rebuild_in_pages();
+	OK(step_until_staged(2));
+	CU_ASSERT_EQUAL_FATAL(C->inflight, SY_CL_REQ_REBUILD);
+	const char *id = w('i', "\"local\"", "{\"done\":false,\"note\":null,\"title\":\"l\"}");
+	OK(step_until_staged(4));
+	/* The second page applied; nothing went ahead of the push decide() sends next. */
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_NONE);
+	int64_t next;
+	OK(sy_client_step(C, &next, &E));
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_PUSH);
+	sync_ok();
+	CU_ASSERT_EQUAL(state(id), SY_INTENT_APPLIED);
+	stop();
+}
+
 /* A page that fails to apply leaves the store as before it, and the page asked for ahead of
  * it is cancelled, never applied over the gap: the rebuild goes on from the stored token. */
 static void test_rebuild_page_failed_cancels_ahead(void)
@@ -660,6 +678,8 @@ int main(void)
 	         test_rebuild_progress},
 	        {"the next rebuild page is asked for while the last one is applied",
 	         test_rebuild_page_asked_ahead},
+	        {"a local write during a rebuild: no page is asked for ahead of its push",
+	         test_rebuild_page_not_ahead_of_a_push},
 	        {"a rebuild page that fails cancels the one asked for ahead of it",
 	         test_rebuild_page_failed_cancels_ahead},
 	        {"a rebuild page answering another page token is not applied",
