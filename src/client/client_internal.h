@@ -259,6 +259,9 @@ void sy_cl_normalize(const sy_cl_chain_item *items, size_t n, sy_cl_norm *out);
 SY_MUST_CHECK char *sy_cl_merge_columns(const char *const *columns, size_t n, sy_client_error *err);
 
 /* client_seal.c */
+/* Whether the state machine would push now: a sealed batch, or intents to seal (neither
+ * counts when the queue is frozen or the client retired). */
+SY_MUST_CHECK sy_client_rc sy_cl_push_due(sy_client *c, bool *due, sy_client_error *err);
 /* Seals the next batch from pending intents; *sealed false when nothing is ready. */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err);
 /*

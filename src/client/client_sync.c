@@ -10,7 +10,7 @@
  *   push      the unsettled sealed batch (its exact bytes), else a newly sealed one;
  *             after 409/422 on a batch, first its successor (ADR)
  *   rebuild   when there is no cursor, or after rebuild_required, cursor_expired,
- *             rebuild_invalidated
+ *             rebuild_invalidated; each next page asked for while the last is applied
  *   pull      until has_more is false
  *   idle      until the poll interval passes
  *
@@ -293,41 +293,15 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	return sy_cl_fail(err, SY_CLIENT_EFROZEN, "push refused (%s): the queue is frozen", code);
 }
 
-/* Whether decide() would push before the next rebuild page: a sealed batch, or intents to seal. */
-static sy_client_rc push_due(sy_client *c, bool *due, sy_client_error *err)
-{
-	sqlite3_stmt *st;
-	*due = false;
-	if (c->frozen || c->retired)
-		return SY_CLIENT_OK;
-	/* Prepared each time (once a page): the statement cache is for the hot paths. */
-	sy_client_rc rc =
-	        sy_cl_prepare(c,
-	                      "SELECT EXISTS (SELECT 1 FROM batches WHERE state = 'sealed')"
-	                      " OR EXISTS (SELECT 1 FROM intents WHERE state = 'pending')",
-	                      &st, err);
-	if (rc != SY_CLIENT_OK)
-		return rc;
-	int s = sqlite3_step(st);
-	*due = s == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
-	rc = s == SQLITE_ROW ? SY_CLIENT_OK : sy_cl_store_fail(c, err, "pending intents");
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/*
- * A rebuild page arrived and passed its checks: the page after it is asked for now, so the
- * server reads it while this one is applied (the answer waits in the transport until the
- * next step). Pages still apply in order: each applies only over the page token it was
- * asked with, and when this page fails, the request is cancelled (cancel_ahead). Nothing
- * goes ahead of a push decide() would send first.
- */
+/* A rebuild page passed its checks: the next is asked for now, read by the server while this
+ * one is applied. Each applies only over the token it was asked with, and a failed page cancels
+ * it (cancel_ahead). Nothing goes ahead of a push decide() would send first. */
 static sy_client_rc rebuild_ahead(sy_client *c, const char *token, sy_client_error *err)
 {
 	bool due = false;
 	if (c->inflight != SY_CL_REQ_NONE || c->need_connect || c->need_schema || c->stopped)
 		return SY_CLIENT_OK;
-	sy_client_rc rc = push_due(c, &due, err);
+	sy_client_rc rc = sy_cl_push_due(c, &due, err);
 	if (rc != SY_CLIENT_OK || due)
 		return rc;
 	sy_buf b = SY_BUF_INIT;
