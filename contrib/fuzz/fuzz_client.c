@@ -490,7 +490,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 */
 		bool more = false;
 		sy_client_error e;
-		sy_client_rc rc = sy_cl_pull_apply(C, true, (const char *)data, size, &more, &e);
+		/* as asked with the store's page token (a page answers the token it was asked with)
+		 */
+		sy_free(C->rebuild_asked);
+		C->rebuild_asked = NULL;
+		if (sy_cl_meta_get(C, "rebuild_token", &C->rebuild_asked, &e) != SY_CLIENT_OK)
+			die("rebuild", e.message);
+		sy_client_rc rc =
+		        sy_cl_pull_apply(C, true, (const char *)data, size, NULL, &more, &e);
 		rc == SY_CLIENT_OK ? applied[R_REBUILD]++ : refused[R_REBUILD]++;
 		if (rc != SY_CLIENT_OK && rc != SY_CLIENT_EPROTOCOL)
 			die("rebuild", e.message);

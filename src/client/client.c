@@ -109,6 +109,7 @@ void sy_client_close(sy_client *c)
 	sy_cl_live_close(c);
 	sy_free(c->done.body);
 	sy_free(c->inflight_body);
+	sy_free(c->rebuild_asked);
 	sy_manifest_free(c->manifest);
 	sy_cl_query_free(c);
 	sy_cl_visible_free(c);

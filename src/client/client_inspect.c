@@ -245,6 +245,23 @@ sy_client_rc sy_client_explain(sy_client *c, const char *mutation_id, char **tex
 		break;
 	case SY_INTENT__COUNT: break;
 	}
+	bool left = false;
+	if (i->state != SY_INTENT_APPLIED && i->state != SY_INTENT_SUPERSEDED &&
+	    i->state != SY_INTENT_CANCELLED && i->state != SY_INTENT_RESOLVED &&
+	    (rc = sy_cl_row_left_scope(c, i->table, i->pk_json, &left, err)) != SY_CLIENT_OK) {
+		sy_client_intent_free(i);
+		sy_buf_free(&b);
+		return rc;
+	}
+	bool unsent = i->state == SY_INTENT_PENDING || i->state == SY_INTENT_WAITING ||
+	              i->state == SY_INTENT_SEALED;
+	if (left)
+		sy_buf_printf(&b,
+		              " The row left the user's scope: the server no longer shares it with "
+		              "this user, so it left the device's store, and the server answers "
+		              "this intent as it answers a missing row. The intent is kept; %s.",
+		              unsent ? "once that answer comes, discard settles it"
+		                     : "discard it to settle it");
 	sy_client_intent_free(i);
 	if (b.failed) {
 		sy_buf_free(&b);

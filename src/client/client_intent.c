@@ -210,6 +210,13 @@ sy_client_rc sy_cl_overlay_compute(sy_client *c, const char *table, const char *
 	}
 	sy_cl_release(st);
 	st = NULL;
+	if (s == SQLITE_DONE) {
+		/* No server row: did it leave the user's scope? Then nothing shows. */
+		if ((rc = sy_cl_row_left_scope(c, table, pk, &out->left_scope, err)) !=
+		    SY_CLIENT_OK)
+			goto fail;
+		out->known = out->left_scope;
+	}
 	bool pending = false, conflict = false, blocked = false;
 	if ((rc = sy_cl_prepare_cached(c,
 	                               "SELECT op, columns, state, pk_field FROM intents"
@@ -262,6 +269,8 @@ sy_client_rc sy_cl_overlay_compute(sy_client *c, const char *table, const char *
 	             : blocked ? SY_ROW_BLOCKED
 	             : pending ? SY_ROW_PENDING
 	                       : SY_ROW_SYNCED;
+	if (out->left_scope)
+		row = NULL;
 	out->visible = row != NULL;
 	if (row != NULL) {
 		pk_field = pk_field_owned;

@@ -52,6 +52,7 @@ struct sy_client {
 	char *inflight_body; /* the bytes sent (push: the sealed bytes) */
 	size_t inflight_len;
 	const char *inflight_method, *inflight_path; /* string literals */
+	char *rebuild_asked;     /* the page token the last rebuild request carried (NULL: first) */
 	bool auth_retried;       /* this request went again after a 401 already */
 	sy_client_response done; /* the completed response, once done_ready */
 	bool done_ready;
@@ -174,7 +175,7 @@ void sy_cl_changed_clear(sy_client *c);
 /* client_query.c */
 void sy_cl_query_free(sy_client *c);
 /* sy_client_query's result as {"tables":[the synced tables it reads],"rows":[row objects]}
- * appended to out (the browser API's answer). */
+ * appended to out (the browser API's answer: an integer beyond 2^53 - 1 is a string). */
 SY_MUST_CHECK sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_json,
                                             sy_buf *out, sy_client_error *err);
 /* Re-runs the live queries that read a table changed since they last ran. */
@@ -195,6 +196,13 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_put(sy_client *c, const char *table, const 
                                          bool rebuild, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_row_delete(sy_client *c, const char *table, const char *pk,
                                             sy_client_error *err);
+/* The row left the user's scope (a pull's delete with left_scope): removed from rows, and
+ * recorded in scope_exits while it has unsettled intents. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_exit(sy_client *c, const char *table, const char *pk,
+                                          const char *server_version, sy_client_error *err);
+/* Whether the row is recorded as having left the user's scope. */
+SY_MUST_CHECK sy_client_rc sy_cl_row_left_scope(sy_client *c, const char *table, const char *pk,
+                                                bool *left, sy_client_error *err);
 /* The server_version of a stored row (new string) or NULL when absent. */
 SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, const char *pk,
                                              char **version, sy_client_error *err);
@@ -202,8 +210,9 @@ SY_MUST_CHECK sy_client_rc sy_cl_row_version(sy_client *c, const char *table, co
 /* client_intent.c */
 /* The visible state of one row: the server's row with the intents not yet settled laid over. */
 typedef struct {
-	bool known;   /* the server or an intent knows the row */
-	bool visible; /* live after the overlay */
+	bool known;      /* the server or an intent knows the row */
+	bool visible;    /* live after the overlay */
+	bool left_scope; /* the row left the user's scope: its intents do not show */
 	sy_client_row_state state;
 	char *row; /* new JCS object with the pk field, or NULL */
 } sy_cl_overlay;
@@ -258,6 +267,9 @@ void sy_cl_normalize(const sy_cl_chain_item *items, size_t n, sy_cl_norm *out);
 SY_MUST_CHECK char *sy_cl_merge_columns(const char *const *columns, size_t n, sy_client_error *err);
 
 /* client_seal.c */
+/* Whether the state machine would push now: a sealed batch, or intents to seal (neither
+ * counts when the queue is frozen or the client retired). */
+SY_MUST_CHECK sy_client_rc sy_cl_push_due(sy_client *c, bool *due, sy_client_error *err);
 /* Seals the next batch from pending intents; *sealed false when nothing is ready. */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client_error *err);
 /*
@@ -325,8 +337,14 @@ char *sy_cl_row_pred(sy_client *c, const char *table, const char *pk, int64_t or
 /* client_pull.c */
 SY_MUST_CHECK sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out,
                                            sy_client_error *err);
+/* Called with a rebuild page's next token once the page is checked, before it is applied. */
+typedef sy_client_rc (*sy_cl_ahead_fn)(sy_client *c, const char *token, sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body,
-                                            size_t len, bool *has_more, sy_client_error *err);
+                                            size_t len, sy_cl_ahead_fn ahead, bool *has_more,
+                                            sy_client_error *err);
+/* The body of the rebuild request for the page after token (its answer applies over it). */
+SY_MUST_CHECK sy_client_rc sy_cl_rebuild_body_after(sy_client *c, const char *token, sy_buf *out,
+                                                    sy_client_error *err);
 SY_MUST_CHECK sy_client_rc sy_cl_rebuild_start(sy_client *c, sy_client_error *err);
 /* Checks one server row (pk {field,value}, row object) against its checksum. */
 SY_MUST_CHECK bool sy_cl_row_checksum_ok(const sy_schema_ref *schema, const char *table,

@@ -12,7 +12,9 @@
  * changes none. A rebuild stages its pages and swaps the staged rows in with
  * the final cursor in one transaction; the intents table is never touched, so
  * every unsettled intent survives rebuild_required, cursor_expired and
- * rebuild_invalidated.
+ * rebuild_invalidated. A rebuild page applies only when it answers the page token
+ * the store holds, so pages apply in order even when the next one was asked for
+ * before the last one was applied (client_sync.c).
  * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
@@ -33,6 +35,35 @@ static bool put_schema(sy_buf *b, const sy_schema_ref *s)
 	                     (unsigned long long)s->version);
 }
 
+/* The body of a rebuild request for the page after token (NULL: the first page), JCS. */
+static void rebuild_body(sy_client *c, const char *rid, const char *token, sy_buf *out)
+{
+	/* JCS member order: client_generation, client_id, limit, page_token, rebuild_id, schema */
+	sy_buf_printf(out, "{\"client_generation\":%llu,\"client_id\":\"%s\",",
+	              (unsigned long long)c->generation, c->client_id);
+	sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->rebuild_limit);
+	if (token != NULL) {
+		if (!sy_jcs_write_string(out, token, strlen(token)))
+			out->failed = true;
+	} else {
+		sy_buf_puts(out, "null");
+	}
+	sy_buf_printf(out, ",\"rebuild_id\":\"%s\",\"schema\":", rid ? rid : "");
+	put_schema(out, &c->schema);
+	sy_buf_putc(out, '}');
+}
+
+/* Remembers the page token a rebuild request carries: its answer applies only over it. */
+static sy_client_rc asked(sy_client *c, const char *token, sy_client_error *err)
+{
+	char *copy = token != NULL ? sy_strndup(token, strlen(token)) : NULL;
+	if (token != NULL && copy == NULL)
+		return sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	sy_free(c->rebuild_asked);
+	c->rebuild_asked = copy;
+	return SY_CLIENT_OK;
+}
+
 sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_error *err)
 {
 	char *cursor = NULL, *rid = NULL, *token = NULL;
@@ -40,12 +71,16 @@ sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_
 	                          : sy_cl_meta_get(c, "cursor", &cursor, err);
 	if (rc == SY_CLIENT_OK && rebuild)
 		rc = sy_cl_meta_get(c, "rebuild_token", &token, err);
+	if (rc == SY_CLIENT_OK && rebuild)
+		rc = asked(c, token, err);
 	if (rc != SY_CLIENT_OK)
 		goto done;
-	/* JCS member order: client_generation, client_id, cursor|limit, ... */
-	sy_buf_printf(out, "{\"client_generation\":%llu,\"client_id\":\"%s\",",
-	              (unsigned long long)c->generation, c->client_id);
-	if (!rebuild) {
+	if (rebuild) {
+		rebuild_body(c, rid, token, out);
+	} else {
+		/* JCS member order: client_generation, client_id, cursor, limit, schema */
+		sy_buf_printf(out, "{\"client_generation\":%llu,\"client_id\":\"%s\",",
+		              (unsigned long long)c->generation, c->client_id);
 		sy_buf_puts(out, "\"cursor\":");
 		if (cursor != NULL) {
 			if (!sy_jcs_write_string(out, cursor, strlen(cursor)))
@@ -55,24 +90,32 @@ sy_client_rc sy_cl_pull_body(sy_client *c, bool rebuild, sy_buf *out, sy_client_
 		}
 		sy_buf_printf(out, ",\"limit\":%u,\"schema\":", c->pull_limit);
 		put_schema(out, &c->schema);
-	} else {
-		sy_buf_printf(out, "\"limit\":%u,\"page_token\":", c->rebuild_limit);
-		if (token != NULL) {
-			if (!sy_jcs_write_string(out, token, strlen(token)))
-				out->failed = true;
-		} else {
-			sy_buf_puts(out, "null");
-		}
-		sy_buf_printf(out, ",\"rebuild_id\":\"%s\",\"schema\":", rid ? rid : "");
-		put_schema(out, &c->schema);
+		sy_buf_putc(out, '}');
 	}
-	sy_buf_putc(out, '}');
 	if (out->failed)
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 done:
 	sy_free(cursor);
 	sy_free(rid);
 	sy_free(token);
+	return rc;
+}
+
+sy_client_rc sy_cl_rebuild_body_after(sy_client *c, const char *token, sy_buf *out,
+                                      sy_client_error *err)
+{
+	char *rid = NULL;
+	sy_client_rc rc = sy_cl_meta_get(c, "rebuild_id", &rid, err);
+	if (rc == SY_CLIENT_OK && rid == NULL)
+		rc = sy_cl_fail(err, SY_CLIENT_ESTORE, "no rebuild under way");
+	if (rc == SY_CLIENT_OK)
+		rc = asked(c, token, err);
+	if (rc == SY_CLIENT_OK) {
+		rebuild_body(c, rid, token, out);
+		if (out->failed)
+			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	}
+	sy_free(rid);
 	return rc;
 }
 
@@ -144,11 +187,17 @@ static sy_client_rc apply_change(sy_client *c, const sy_json *ch, bool rebuild, 
 		return sy_cl_fail(err, SY_CLIENT_EPROTOCOL, "change %zu: %s", i, why);
 	if (check_only)
 		return SY_CLIENT_OK;
+	/* A delete of a row that left the user's scope: it leaves the store, not as a tombstone
+	 * (the row still exists), and its intents stay (doc/protocol.md "Membership scopes"). */
+	const sy_json *ls = sy_json_get(ch, "left_scope");
+	bool left_scope = !upsert && !rebuild && ls != NULL && ls->type == SY_JSON_TRUE;
 	char *pktext = sy_cl_jcs(sy_json_get(pk, "value"), NULL);
 	char *rowtext = row != NULL ? sy_cl_jcs(row, NULL) : NULL;
 	sy_client_rc rc;
 	if (pktext == NULL || (row != NULL && rowtext == NULL))
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
+	else if (left_scope)
+		rc = sy_cl_row_exit(c, table, pktext, sv, err);
 	else
 		rc = sy_cl_row_put(c, table, pktext, rowtext, !upsert, sv, &ref,
 		                   sy_cl_jstr(ch, "row_checksum"), rebuild, err);
@@ -169,8 +218,20 @@ static sy_client_rc add_received(sy_client *c, size_t n, sy_client_error *err)
 	return sy_cl_meta_set_int(c, "rebuild_received", (int64_t)(have + (long long)n), err);
 }
 
+/* Whether the store's page token is the one the answered rebuild request carried. */
+static sy_client_rc answers_store(sy_client *c, bool *same, sy_client_error *err)
+{
+	char *held = NULL;
+	sy_client_rc rc = sy_cl_meta_get(c, "rebuild_token", &held, err);
+	*same = rc == SY_CLIENT_OK &&
+	        (held == NULL ? c->rebuild_asked == NULL
+	                      : c->rebuild_asked != NULL && strcmp(held, c->rebuild_asked) == 0);
+	sy_free(held);
+	return rc;
+}
+
 sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size_t len,
-                              bool *has_more, sy_client_error *err)
+                              sy_cl_ahead_fn ahead, bool *has_more, sy_client_error *err)
 {
 	/* the body of an answer to the pull or rebuild request */
 	assert(body != NULL);
@@ -198,6 +259,17 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		                rebuild ? "rebuild" : "pull");
 		goto done;
 	}
+	if (rebuild) {
+		/* A page answers the token it was asked with: over any other it is not applied,
+		 * and the rebuild goes on from the store's token. */
+		bool same = false;
+		if ((rc = answers_store(c, &same, err)) != SY_CLIENT_OK)
+			goto done;
+		if (!same) {
+			*has_more = true;
+			goto done;
+		}
+	}
 	/* Everything is checked before anything is applied. */
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
 		rc = apply_change(c, items->u.array.items[i], rebuild, i, true, err);
@@ -207,7 +279,11 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	 * and their page token together (one transaction), and the rebuild goes on from the
 	 * token that survived (the server's session answers any page of it again). */
 	relaxed = rc == SY_CLIENT_OK && rebuild && token->type == SY_JSON_STRING;
-	if (relaxed)
+	/* The next page is asked for now: the server reads it while this one is applied.
+	 * Its answer applies only over this page's token (answers_store below). */
+	if (relaxed && ahead != NULL)
+		rc = ahead(c, token->u.string.data, err);
+	if (rc == SY_CLIENT_OK && relaxed)
 		rc = sy_cl_exec(c, "PRAGMA synchronous = NORMAL", err);
 	if (rc != SY_CLIENT_OK || (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)
 		goto done;
@@ -236,7 +312,9 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 		if (rc == SY_CLIENT_OK)
 			rc = sy_cl_exec(
 			        c,
-			        "DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
+			        "DELETE FROM scope_exits WHERE (tbl, pk) IN"
+			        " (SELECT tbl, pk FROM rebuild_rows);"
+			        " DELETE FROM rows; INSERT INTO rows SELECT * FROM rebuild_rows;"
 			        " DELETE FROM rebuild_rows;"
 			        " DELETE FROM meta WHERE key IN ('rebuild_id', 'rebuild_token',"
 			        " 'rebuild_received', 'rebuild_total')",

@@ -419,9 +419,13 @@ fail:
 	return rc;
 }
 
+/* The largest integer a JavaScript number holds exactly (2^53 - 1). */
+#define JS_SAFE_MAX 9007199254740991LL
+
 /* One result row as a JSON object: integers and reals as numbers, text as strings, a blob
- * as a hex string, NULL as null. */
-static void row_json(sy_buf *b, sqlite3_stmt *st)
+ * as a hex string, NULL as null. For the browser (js), an integer a JavaScript number cannot
+ * hold exactly is a string of its decimal, as the browser API gives int64 fields. */
+static void row_json(sy_buf *b, sqlite3_stmt *st, bool js)
 {
 	sy_buf_putc(b, '{');
 	for (int i = 0; i < sqlite3_column_count(st); i++) {
@@ -432,9 +436,14 @@ static void row_json(sy_buf *b, sqlite3_stmt *st)
 			b->failed = true;
 		sy_buf_putc(b, ':');
 		switch (sqlite3_column_type(st, i)) {
-		case SQLITE_INTEGER:
-			sy_buf_printf(b, "%lld", (long long)sqlite3_column_int64(st, i));
+		case SQLITE_INTEGER: {
+			long long v = (long long)sqlite3_column_int64(st, i);
+			sy_buf_printf(b,
+			              js && (v > JS_SAFE_MAX || v < -JS_SAFE_MAX) ? "\"%lld\""
+			                                                          : "%lld",
+			              v);
 			break;
+		}
 		case SQLITE_FLOAT: {
 			double d = sqlite3_column_double(st, i);
 			if (!isfinite(d) || !sy_jcs_write_number(b, d))
@@ -465,7 +474,7 @@ static void row_json(sy_buf *b, sqlite3_stmt *st)
 
 /* Steps st to its end: fn per row (when fn), or the rows as one JSON array into all. */
 static sy_client_rc q_run(sy_client *c, sqlite3_stmt *st, sy_client_query_fn fn, void *ctx,
-                          sy_buf *all, sy_client_error *err)
+                          sy_buf *all, bool js, sy_client_error *err)
 {
 	sy_buf b = SY_BUF_INIT;
 	sy_client_rc rc = SY_CLIENT_OK;
@@ -478,11 +487,11 @@ static sy_client_rc q_run(sy_client *c, sqlite3_stmt *st, sy_client_query_fn fn,
 			if (!first)
 				sy_buf_putc(all, ',');
 			first = false;
-			row_json(all, st);
+			row_json(all, st, js);
 			continue;
 		}
 		sy_buf_reset(&b);
-		row_json(&b, st);
+		row_json(&b, st, js);
 		if (b.failed) {
 			rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
 			break;
@@ -519,7 +528,7 @@ sy_client_rc sy_cl_query_json(sy_client *c, const char *sql, const char *params_
 			out->failed = true;
 	}
 	sy_buf_puts(out, "],\"rows\":");
-	rc = q_run(c, st, NULL, NULL, out, err);
+	rc = q_run(c, st, NULL, NULL, out, true, err);
 	sy_buf_putc(out, '}');
 	if (rc == SY_CLIENT_OK && out->failed)
 		rc = sy_cl_fail(err, SY_CLIENT_ENOMEM, "out of memory");
@@ -535,7 +544,7 @@ sy_client_rc sy_client_query(sy_client *c, const char *sql, const char *params_j
 	sy_client_rc rc = q_prepare(c, sql, params_json, &st, NULL, NULL, err);
 	if (rc != SY_CLIENT_OK)
 		return rc;
-	rc = q_run(c, st, fn, ctx, NULL, err);
+	rc = q_run(c, st, fn, ctx, NULL, false, err);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -547,7 +556,7 @@ static void live_once(sy_client_live_query *l)
 	sy_buf all = SY_BUF_INIT;
 	sy_client_rc rc = q_ready(l->c, &e);
 	if (rc == SY_CLIENT_OK)
-		rc = q_run(l->c, l->st, NULL, NULL, &all, &e);
+		rc = q_run(l->c, l->st, NULL, NULL, &all, false, &e);
 	if (rc == SY_CLIENT_OK) {
 		l->fn(l->ctx, all.data, NULL);
 	} else {

@@ -11,6 +11,7 @@
  *   sy_cl_seal_successor  after 409 client_generation_expired or 422 schema_mismatch:
  *                         a new batch id under the current generation and schema
  *                         carrying the very same mutation objects
+ *   sy_cl_push_due        whether a batch is sealed or intents wait to be sealed
  * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
@@ -620,6 +621,27 @@ done:
 	sy_free(p.ids);
 	sy_buf_free(&p.mutations);
 	irows_free(&r);
+	return rc;
+}
+
+sy_client_rc sy_cl_push_due(sy_client *c, bool *due, sy_client_error *err)
+{
+	sqlite3_stmt *st;
+	*due = false;
+	if (c->frozen || c->retired)
+		return SY_CLIENT_OK;
+	/* Prepared each time (once a rebuild page): the statement cache is for the hot paths. */
+	sy_client_rc rc =
+	        sy_cl_prepare(c,
+	                      "SELECT EXISTS (SELECT 1 FROM batches WHERE state = 'sealed')"
+	                      " OR EXISTS (SELECT 1 FROM intents WHERE state = 'pending')",
+	                      &st, err);
+	if (rc != SY_CLIENT_OK)
+		return rc;
+	int s = sqlite3_step(st);
+	*due = s == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
+	rc = s == SQLITE_ROW ? SY_CLIENT_OK : sy_cl_store_fail(c, err, "pending intents");
+	sqlite3_finalize(st);
 	return rc;
 }
 

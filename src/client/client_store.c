@@ -95,6 +95,10 @@ static const char *const upgrades[] = {
         "CREATE TABLE IF NOT EXISTS visible_indexes(tbl TEXT NOT NULL, columns TEXT NOT NULL,"
         " PRIMARY KEY(tbl, columns)) WITHOUT ROWID;"
         "DELETE FROM meta WHERE key = 'visible_schema';",
+        /* 3 -> 4: the rows that left the user's scope (a pull's delete with left_scope):
+         * gone from rows and from the visible tables, their intents kept and explained. */
+        ("CREATE TABLE IF NOT EXISTS scope_exits(tbl TEXT NOT NULL, pk TEXT NOT NULL,"
+         " server_version TEXT NOT NULL, PRIMARY KEY(tbl, pk)) WITHOUT ROWID;"),
 };
 #define STORE_VERSION ((int)(sizeof upgrades / sizeof upgrades[0]))
 

@@ -10,7 +10,7 @@
  *   push      the unsettled sealed batch (its exact bytes), else a newly sealed one;
  *             after 409/422 on a batch, first its successor (ADR)
  *   rebuild   when there is no cursor, or after rebuild_required, cursor_expired,
- *             rebuild_invalidated
+ *             rebuild_invalidated; each next page asked for while the last is applied
  *   pull      until has_more is false
  *   idle      until the poll interval passes
  *
@@ -293,6 +293,42 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	return sy_cl_fail(err, SY_CLIENT_EFROZEN, "push refused (%s): the queue is frozen", code);
 }
 
+/* A rebuild page passed its checks: the next is asked for now, read by the server while this
+ * one is applied. Each applies only over the token it was asked with, and a failed page cancels
+ * it (cancel_ahead). Nothing goes ahead of a push decide() would send first. */
+static sy_client_rc rebuild_ahead(sy_client *c, const char *token, sy_client_error *err)
+{
+	bool due = false;
+	if (c->inflight != SY_CL_REQ_NONE || c->need_connect || c->need_schema || c->stopped)
+		return SY_CLIENT_OK;
+	sy_client_rc rc = sy_cl_push_due(c, &due, err);
+	if (rc != SY_CLIENT_OK || due)
+		return rc;
+	sy_buf b = SY_BUF_INIT;
+	if ((rc = sy_cl_rebuild_body_after(c, token, &b, err)) != SY_CLIENT_OK) {
+		sy_buf_free(&b);
+		return rc;
+	}
+	size_t len = b.len;
+	return start(c, SY_CL_REQ_REBUILD, "POST", "/v3/rebuild", sy_buf_steal(&b, NULL), len,
+	             SY_PHASE_REBUILDING);
+}
+
+/* The page asked for ahead of one that failed is not wanted: the next step asks again. */
+static void cancel_ahead(sy_client *c)
+{
+	if (c->inflight == SY_CL_REQ_NONE)
+		return;
+	if (c->tr.cancel != NULL)
+		c->tr.cancel(c->tr.ctx);
+	c->inflight = SY_CL_REQ_NONE;
+	sy_free(c->done.body);
+	memset(&c->done, 0, sizeof c->done);
+	c->done_ready = false;
+	sy_free(c->inflight_body);
+	c->inflight_body = NULL;
+}
+
 static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response *r, int64_t now,
                             sy_client_error *err)
 {
@@ -300,7 +336,10 @@ static sy_client_rc on_pull(sy_client *c, bool rebuild, const sy_client_response
 	sy_client_rc rc = SY_CLIENT_OK;
 	if (r->status == 200) {
 		bool more = false;
-		rc = sy_cl_pull_apply(c, rebuild, r->body, r->body_len, &more, err);
+		rc = sy_cl_pull_apply(c, rebuild, r->body, r->body_len,
+		                      rebuild ? rebuild_ahead : NULL, &more, err);
+		if (rc != SY_CLIENT_OK)
+			cancel_ahead(c);
 		if (rc == SY_CLIENT_EPROTOCOL) {
 			note_error(c, "invalid_response", true, err ? err->message : "");
 			retry_later(c, &(sy_client_response){.retry_after_s = -1}, now);

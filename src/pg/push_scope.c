@@ -6,8 +6,8 @@
  * SHARE (two hops: the hop-1 row too), so a removal committed before the check refuses the
  * write and one after it waits for the push's commit. A row the caller does not read is
  * answered as a missing row (doc/contract.md#policies): an update or delete gets
- * row_not_found, an insert over its key policy_rejected; a write whose new values leave the
- * caller's scope is policy_rejected.
+ * row_not_found, an insert over its key policy_rejected. A write that puts a row into a
+ * scope key needs the caller's membership of that key, owner or not: policy_rejected else.
  * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
@@ -66,26 +66,35 @@ static bool written(const sp_push *x, size_t k, const sy_field *f, const char **
 	return false;
 }
 
+static bool same_value(const char *a, const char *b)
+{
+	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
 /*
- * Under write "members", whether the caller reads the row its write leaves: the owner the
- * row keeps (an insert's is the caller, set by the server), and the scope the new values
- * reach. An insert that does not name the hop-1 column reaches no scope the push can know.
- * An update that does not move the row leaves owner and scope as they were: the caller read
- * the row before, or meets a missing row (row_not_found). One that moves a row the caller
+ * Whether the caller may leave the row where mutation k puts it (doc/protocol.md
+ * "Membership scopes in a push"). A write that puts the row into a scope key (an insert with
+ * a non-null hop-1 value, an update that changes it to a non-null one) needs the caller's
+ * membership of that key, owner or not: the key's members read the row. A row in no scope is
+ * the owner's: an insert's owner is the caller (set by the server), an update keeps the
+ * row's. An insert that does not name the hop-1 column reaches no scope the push can know.
+ * An update that keeps the hop-1 value keeps owner and scope as they were: the caller read
+ * the row before, or meets a missing row (row_not_found); one that moves a row the caller
  * cannot see is judged on the new scope alone, as a missing row's move would be.
  */
-static bool reads_after(const sp_push *x, size_t k, const sp_row *row)
+static bool may_place(const sp_push *x, size_t k, const sp_row *row)
 {
 	const sp_table *ti = x->pre[k].ti;
 	bool insert = x->req->mutations[k].op == SY_OP_INSERT;
-	const char *owner = NULL, *scope = NULL;
-	if (!written(x, k, ti->t->members->field, &scope) && !insert)
+	const char *scope = NULL;
+	bool named = written(x, k, ti->t->members->field, &scope);
+	if (!insert && (!named || same_value(scope, row->has_row ? row_value(row, ti->scope) : NULL)))
 		return true;
+	if (scope != NULL)
+		return member(x, ti, scope);
 	if (insert)
-		owner = ti->owner >= 0 ? x->user : NULL;
-	else if (row->has_row)
-		owner = row_value(row, ti->owner);
-	return reads(x, ti, owner, scope);
+		return ti->owner >= 0;
+	return row->has_row && same_user(x, row_value(row, ti->owner));
 }
 
 void sp_scope_judge(sp_push *x, size_t k, const sp_row **row, unsigned *rules)
@@ -107,9 +116,10 @@ void sp_scope_judge(sp_push *x, size_t k, const sp_row **row, unsigned *rules)
 	}
 	if (t->write == SY_POLICY_OWNER && r->has_row && !same_user(x, row_value(r, ti->owner)))
 		*rules |= SY_RULE_POLICY_REJECTED;
-	/* A mutation validation refuses has no values to judge (a missing row's alike). */
-	if (t->write == SY_POLICY_MEMBERS && op != SY_OP_DELETE &&
+	/* A mutation validation refuses has no values to judge (a missing row's alike). Under
+	 * write "owner" too, the owner's row goes into a scope key only through membership. */
+	if (t->read == SY_POLICY_MEMBERS && t->write != SY_POLICY_NONE && op != SY_OP_DELETE &&
 	    !(*rules & (SY_RULE_POLICY_REJECTED | SY_RULE_VALIDATION_FAILED)) &&
-	    !reads_after(x, k, r))
+	    !may_place(x, k, r))
 		*rules |= SY_RULE_POLICY_REJECTED;
 }

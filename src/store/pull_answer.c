@@ -72,12 +72,13 @@ bool sy_store_read_body_start(sy_store_read *x)
 
 /*
  * Appends one change (or rebuild row) to the body: the row from r's columns col.. when
- * upsert, its checksum under the current schema, the mutation id when given.
+ * upsert, its checksum under the current schema, the mutation id when given, the scope
+ * exit's marker when left_scope (doc/protocol.md "Membership scopes").
  */
 sy_store_item_status sy_store_read_add_item(sy_store_read *x, const sy_store_ptab *pt,
                                             const char *pk, const char *version,
-                                            const char *mutation_id, bool upsert, const PGresult *r,
-                                            int row, int col, sy_error *why)
+                                            const char *mutation_id, bool upsert, bool left_scope,
+                                            const PGresult *r, int row, int col, sy_error *why)
 {
 	sy_json_doc *doc = x->doc;
 	const sy_table *t = pt->t;
@@ -102,6 +103,9 @@ sy_store_item_status sy_store_read_add_item(sy_store_read *x, const sy_store_pta
 		return SY_STORE_ITEM_NOMEM;
 	if (mutation_id != NULL &&
 	    !sy_json_object_put(doc, o, "mutation_id", sy_json_new_cstring(doc, mutation_id)))
+		return SY_STORE_ITEM_NOMEM;
+	if (!upsert && left_scope &&
+	    !sy_json_object_put(doc, o, "left_scope", sy_json_new_bool(doc, true)))
 		return SY_STORE_ITEM_NOMEM;
 	if (upsert) {
 		sy_json *rowo = sy_json_new_object(doc);

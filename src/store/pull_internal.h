@@ -163,13 +163,14 @@ typedef enum {
 
 /*
  * Appends one change (or rebuild row) to the body: the row from r's columns col.. when
- * upsert, its checksum under the current schema, the mutation id when given; *why says why
- * when not SY_STORE_ITEM_OK.
+ * upsert, its checksum under the current schema, the mutation id when given, and on a
+ * delete of a row that still exists but left the caller's scope, "left_scope": true; *why
+ * says why when not SY_STORE_ITEM_OK.
  */
 sy_store_item_status sy_store_read_add_item(sy_store_read *x, const sy_store_ptab *pt,
                                             const char *pk, const char *version,
-                                            const char *mutation_id, bool upsert, const PGresult *r,
-                                            int row, int col, sy_error *why);
+                                            const char *mutation_id, bool upsert, bool left_scope,
+                                            const PGresult *r, int row, int col, sy_error *why);
 /* The 503 of an item that could not be added. */
 sy_store_status sy_store_read_item_failed(sy_store_read *x, sy_store_item_status s,
                                           const sy_error *why);

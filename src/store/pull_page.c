@@ -152,17 +152,21 @@ static sy_store_status pull_body(sy_store_read *x, const sy_store_pull_request *
 		const char *version = PQgetvalue(r, i, PC_VERSION);
 		const char *mid =
 		        PQgetisnull(r, i, PC_MUTATION) ? NULL : PQgetvalue(r, i, PC_MUTATION);
-		bool upsert;
+		bool upsert, left = false;
 		if (pt->members_scope && strcmp(PQgetvalue(r, i, PC_IN_SCOPE), "t") != 0) {
 			/* The row left the caller's scope here, or the caller no longer reads it
-			 * (a later entry brings it back if the caller reads it again). */
+			 * (a later entry brings it back if the caller reads it again). A row that
+			 * still exists left the caller's scope: the delete says so. */
 			upsert = false;
+			left = strcmp(PQgetvalue(r, i, PC_HAS_ROW), "t") == 0;
 		} else if (pt->owner_scope &&
 		           (PQgetisnull(r, i, PC_OWNER_AFTER) ||
 		            strcmp(PQgetvalue(r, i, PC_OWNER_AFTER), req->user) != 0)) {
 			/* The row left the caller's scope here (or was deleted): its version then.
-			 */
+			 * A row that still exists went to another owner: a scope exit. */
 			upsert = false;
+			left = !PQgetisnull(r, i, PC_OWNER_AFTER) &&
+			       strcmp(PQgetvalue(r, i, PC_HAS_ROW), "t") == 0;
 		} else if (PQgetisnull(r, i, PC_FENCE) ||
 		           strcmp(PQgetvalue(r, i, PC_FENCE), version) != 0) {
 			/* Superseded: a later entry, in scope as well (its owner before is the
@@ -175,7 +179,7 @@ static sy_store_status pull_body(sy_store_read *x, const sy_store_pull_request *
 		sy_error why = {0};
 		sy_store_item_status s =
 		        sy_store_read_add_item(x, pt, PQgetvalue(r, i, PC_PK), version, mid, upsert,
-		                               r, i, PC_VALUES, &why);
+		                               left, r, i, PC_VALUES, &why);
 		if (s == SY_STORE_ITEM_BAD_KEY) {
 			/* No client can hold such a row: skip it, and the caller logs it. */
 			if (x->out->skipped++ == 0)

@@ -71,7 +71,7 @@ static sy_store_status rebuild_rows(sy_store_read *x, const sy_store_rebuild_req
 			sy_error why = {0};
 			sy_store_item_status s = sy_store_read_add_item(x, pt, PQgetvalue(r, i, 0),
 			                                                PQgetvalue(r, i, 1), mid,
-			                                                true, r, i, 3, &why);
+			                                                true, false, r, i, 3, &why);
 			if (s != SY_STORE_ITEM_OK) {
 				PQclear(r);
 				st = sy_store_read_item_failed(x, s, &why);
@@ -239,11 +239,18 @@ static sy_store_status rebuild_page(sy_store_read *x, const sy_store_rebuild_req
 	 * sorts the whole table (over 300 ms a page at 100,000 rows, against 6 ms), and
 	 * PostgreSQL makes five of them on each connection before it tries the generic one.
 	 * The first page (its count, its statement without a key) keeps the custom plans: a
-	 * generic plan made before the table's statistics are can cost seconds there. */
+	 * generic plan made before the table's statistics are can cost seconds there.
+	 * A generic plan takes LIMIT $n for a third of the table and starts parallel workers
+	 * for each page (6 ms before its first row on a quiet machine, over 30 ms on a busy
+	 * one, for at most 1,000 rows): those pages run without them. */
 	if (st == SY_STORE_OK && req->token_table != NULL) {
 		x->out->statements++;
-		st = sy_store_command(x->c, "SET LOCAL plan_cache_mode = force_generic_plan",
-		                      "rebuild", x->err);
+		PGresult *set = sy_store_exec_plain(
+		        x->c,
+		        "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+		        " set_config('max_parallel_workers_per_gather', '0', true)",
+		        0, NULL, PGRES_TUPLES_OK, "rebuild", NULL, &st, x->err);
+		PQclear(set);
 	}
 	if (st != SY_STORE_OK)
 		return sy_store_read_fail(x, st);

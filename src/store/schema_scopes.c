@@ -444,6 +444,53 @@ static sy_store_status grant_reads(PGconn *c, const char *relation, sy_error *er
 	return st;
 }
 
+/*
+ * The push locks the membership rows it reads FOR KEY SHARE (two hops: the hop-1 row too),
+ * as synchro_owner; a row lock needs UPDATE on a column besides SELECT. Publish grants
+ * UPDATE on the one column it locks by (the membership's match, the hop-1 key) when
+ * synchro_owner lacks it and the publisher may grant it; else it refuses, naming the GRANT
+ * to run.
+ */
+static sy_store_status grant_lock(PGconn *c, const sy_table *t, const char *part,
+                                  const char *relation, const char *column, sy_error *err)
+{
+	char *rel = sy_store_quote_relation(c, relation, err);
+	if (!rel)
+		return SY_STORE_INVALID;
+	char *col = sy_store_quote_ident(c, column, err);
+	if (!col) {
+		sy_free(rel);
+		return SY_STORE_INVALID;
+	}
+	sy_store_status st;
+	const char *p[] = {rel, column};
+	PGresult *r = sy_store_exec(
+	        c,
+	        "SELECT pg_catalog.has_table_privilege('synchro_owner', $1, 'SELECT')"
+	        "   AND pg_catalog.has_column_privilege('synchro_owner', $1, $2, 'UPDATE'),"
+	        "       pg_catalog.has_column_privilege($1, $2, 'UPDATE WITH GRANT OPTION')",
+	        2, p, PGRES_TUPLES_OK, "privilege lookup", NULL, &st, err);
+	bool has = r && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	bool may = r && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+	PQclear(r);
+	sy_buf b = SY_BUF_INIT;
+	sy_buf_printf(&b, "GRANT UPDATE (%s) ON TABLE %s TO synchro_owner", col, rel);
+	if (st == SY_STORE_OK && b.failed)
+		st = sy_store_fail(err, SY_STORE_NOMEM, "out of memory");
+	else if (st == SY_STORE_OK && !has && may)
+		st = sy_store_command(c, b.data, "grants", err);
+	else if (st == SY_STORE_OK && !has)
+		st = sy_store_fail(err, SY_STORE_INVALID,
+		                   "table \"%s\": %s: synchro_owner cannot lock the rows of %s FOR "
+		                   "KEY SHARE as the push does, and this role may not grant it: run "
+		                   "GRANT SELECT, UPDATE (%s) ON TABLE %s TO synchro_owner",
+		                   t->table_id, part, relation, col, rel);
+	sy_buf_free(&b);
+	sy_free(col);
+	sy_free(rel);
+	return st;
+}
+
 static bool listed_before(const group_list *l, size_t i)
 {
 	for (size_t j = 0; j < i; j++)
@@ -502,9 +549,16 @@ sy_store_status sy_store_scopes_install(PGconn *c, const sy_manifest *m, sy_stor
 	/* The one-hop relation of a path has no trigger, and the members table itself. */
 	for (size_t i = 0; i < m->table_count && st == SY_STORE_OK; i++)
 		if (m->tables[i].members) {
-			st = grant_reads(c, m->tables[i].members->hops[0].relation, err);
+			const sy_members *ms = m->tables[i].members;
+			st = grant_reads(c, ms->hops[0].relation, err);
 			if (st == SY_STORE_OK)
 				st = grant_reads(c, m->tables[i].relation, err);
+			if (st == SY_STORE_OK)
+				st = grant_lock(c, &m->tables[i], "policy.members", ms->relation,
+				                ms->match, err);
+			if (st == SY_STORE_OK && ms->hop_count == 2)
+				st = grant_lock(c, &m->tables[i], "policy.members.hops[0]",
+				                ms->hops[0].relation, ms->hops[0].key, err);
 		}
 	groups_free(&l);
 	return st;

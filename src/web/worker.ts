@@ -104,8 +104,7 @@ const syFetch = {
     syFetch.current = cur;
     sealedAhead = false;
     const timer = setTimeout(() => cur.abort.abort(), requestTimeoutMs);
-    const send = async (fresh: boolean): Promise<Response> => {
-      const auth = await authHeader(fresh);
+    const send = (auth: string): Promise<Response> => {
       const headers: Record<string, string> = { "Synchro-Protocol": "3", "Content-Type": "application/json" };
       if (auth) headers.Authorization = auth;
       return fetch(base + path, {
@@ -118,12 +117,16 @@ const syFetch = {
         redirect: "error",
       });
     };
+    // Sent before start() returns when no token must be asked for: the library may go on to
+    // apply a rebuild page in this task while the server prepares the next one.
+    const auth = !tokenMode ? authorization : token !== null ? (token ? "Bearer " + token : "") : null;
+    const first = auth !== null ? send(auth) : null;
     (async () => {
-      let r = await send(false);
+      let r = await (first ?? authHeader(false).then(send));
       // A token refused: a fresh one from the page, and the same bytes once more.
       if (r.status === 401 && tokenMode) {
         await r.arrayBuffer().catch(() => undefined);
-        r = await send(true);
+        r = await send(await authHeader(true));
       }
       return r;
     })()

@@ -73,6 +73,13 @@ TESTS += tests/e2e/test_scopes_churn.pgt
 endif
 EXTRA_DIST += tests/e2e/test_scopes_churn.pgt
 
+# test_client_scopes: synchro-cli with shared lists: a share enters a device's store, a removal
+# leaves it with the device's intent kept, explained and discarded, no rebuild.
+if HAVE_PG_SERVER
+TESTS += tests/e2e/test_client_scopes.pgt
+endif
+EXTRA_DIST += tests/e2e/test_client_scopes.pgt
+
 # Pull and rebuild from a streaming replica ([database] pull_conninfo) started by the test
 # (tests/e2e/pg_standby.py: pg_basebackup -R): served by the caught-up replica, replay paused
 # (read-your-writes, cursors, retirement from the primary), the replica stopped and started

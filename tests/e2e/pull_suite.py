@@ -152,7 +152,9 @@ def check_change(client, ch):
     """The members of a change (or rebuild row), its schema and its checksum."""
     keys = set(ch)
     ensure({"table", "pk", "op", "server_version", "schema"} <= keys, ch)
-    ensure(keys <= {"table", "pk", "op", "server_version", "row", "row_checksum", "schema", "mutation_id"}, ch)
+    ensure(keys <= {"table", "pk", "op", "server_version", "row", "row_checksum", "schema", "mutation_id",
+                    "left_scope"}, ch)
+    ensure(ch.get("left_scope", True) is True and ("left_scope" not in ch or ch["op"] == "delete"), ch)
     ensure(ch["schema"] == client.schema, ch)
     ensure(ch["op"] in ("upsert", "delete"), ch)
     ensure(("row" in ch) == (ch["op"] == "upsert") == ("row_checksum" in ch), ch)

@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
 	char *table, *pk, *version, *row, *mutation_id;
 	uint64_t schema;
+	bool left_scope; /* a delete of a row that left the user's scope */
 } change;
 
 typedef struct {
@@ -242,6 +243,21 @@ void fake_hide_row(fake *f, const char *table, const char *pk_json)
 	sy_free(r->row);
 	sy_free(r->version);
 	*r = f->rows[--f->nrows];
+}
+
+void fake_scope_exit(fake *f, const char *table, const char *pk_json)
+{
+	frow *r = find_row(f, table, pk_json);
+	if (r == NULL)
+		return;
+	change *c = &f->log[f->nlog++];
+	memset(c, 0, sizeof *c);
+	c->table = dup(table);
+	c->pk = dup(pk_json);
+	c->version = dup(r->version);
+	c->schema = f->schema;
+	c->left_scope = true;
+	fake_hide_row(f, table, pk_json);
 }
 
 /* --- responses ---------------------------------------------------------------- */
@@ -533,7 +549,7 @@ static const char *jstr(const sy_json *o, const char *k)
 }
 
 static void put_change(fake *f, sy_buf *b, const char *table, const char *pk, const char *version,
-                       const char *row, const char *mid, uint64_t schema)
+                       const char *row, const char *mid, uint64_t schema, bool left_scope)
 {
 	sy_json_doc *doc = sy_json_doc_new();
 	sy_error e = {0};
@@ -559,6 +575,8 @@ static void put_change(fake *f, sy_buf *b, const char *table, const char *pk, co
 	}
 	if (mid != NULL)
 		sy_buf_printf(b, ",\"mutation_id\":\"%s\"", mid);
+	if (left_scope)
+		sy_buf_puts(b, ",\"left_scope\":true");
 	sy_buf_putc(b, '}');
 	sy_json_doc_free(doc);
 }
@@ -595,7 +613,7 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 			if (k++)
 				sy_buf_putc(&b, ',');
 			put_change(f, &b, f->rows[i].table, f->rows[i].pk, f->rows[i].version,
-			           f->rows[i].row, NULL, f->schema);
+			           f->rows[i].row, NULL, f->schema, false);
 		}
 		while (i < f->nrows && f->rows[i].row == NULL)
 			i++;
@@ -631,7 +649,7 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 					sy_buf_putc(&b, ',');
 				change *c = &f->log[to];
 				put_change(f, &b, c->table, c->pk, c->version, c->row,
-				           c->mutation_id, c->schema);
+				           c->mutation_id, c->schema, c->left_scope);
 			}
 			sy_buf_printf(
 			        &b, "],\"cursor\":\"c%zu\",\"has_more\":%s,\"server_time\":\"%s\"}",

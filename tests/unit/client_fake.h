@@ -41,6 +41,9 @@ void fake_direct_write(fake *f, const char *table, const char *pk_json, const ch
 /* The row leaves the user's read scope: from now on the server answers as if it had never
  * existed (no row, no fence), as it does for a row outside a user's scope. */
 void fake_hide_row(fake *f, const char *table, const char *pk_json);
+/* The row leaves the user's scope as fake_hide_row, and the next pull says so: a delete with
+ * "left_scope": true at its current version. */
+void fake_scope_exit(fake *f, const char *table, const char *pk_json);
 /* Publishes schema v2: the todo table without the "note" field. */
 void fake_publish_v2(fake *f);
 /* Opens a new generation, as another connect of this client would. */

@@ -698,7 +698,7 @@ static void test_store_upgrade_response_once(void)
 	                           -1, &st, NULL),
 	        SQLITE_OK);
 	CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
-	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 3); /* upgraded to the current version */
+	CU_ASSERT_EQUAL(sqlite3_column_int(st, 0), 4); /* upgraded to the current version */
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 1), 0);
 	CU_ASSERT_EQUAL(sqlite3_column_int(st, 2), 1);
 	sqlite3_finalize(st);

@@ -5,7 +5,8 @@
  * resolves, remaps and reopens, after each of which the maintained tables equal the
  * overlay computed from scratch (verify); queries that would write or read the store's
  * own tables refused with nothing changed; live queries; the app's indexes in the plan;
- * a store from before the tables upgraded. SY_TEST_SEED repeats a run.
+ * a store from before the tables upgraded; a row that leaves the user's scope. SY_TEST_SEED
+ * repeats a run.
  */
 #include "config.h"
 
@@ -496,6 +497,51 @@ static void test_live(void)
 	stop();
 }
 
+/* A row that leaves the user's scope (a pull's delete with left_scope) leaves the visible
+ * table and the live query, without a rebuild; the device's intent on it is kept, shows
+ * nothing, is explained and discarded; shared again, the row comes back. */
+static void test_scope_exit(void)
+{
+	start();
+	seen a = {0};
+	sy_client_live_query *la = NULL;
+	OK(sy_client_live(C, "SELECT id, title FROM todo ORDER BY id", NULL, on_live, &a, &la, &E));
+	fake_direct_write(F, "todo", "\"x\"",
+	                  "{\"done\":false,\"note\":null,\"title\":\"shared\"}");
+	sync_ok();
+	CU_ASSERT_STRING_EQUAL(a.last, "[{\"id\":\"x\",\"title\":\"shared\"}]");
+	size_t rebuilds = fake_requests(F, "/v3/rebuild");
+	const char *m = w('u', "\"x\"", "{\"title\":\"mine\"}");
+	char mid[SY_UUID_LEN + 1];
+	snprintf(mid, sizeof mid, "%s", m);
+	CU_ASSERT_STRING_EQUAL(a.last, "[{\"id\":\"x\",\"title\":\"mine\"}]");
+	fake_scope_exit(F, "todo", "\"x\"");
+	sync_ok();
+	CU_ASSERT_STRING_EQUAL(a.last, "[]");
+	char *row = NULL;
+	sy_client_row_state rs;
+	sy_client_rc rc = sy_client_get(C, "todo", "\"x\"", &row, &rs, &E);
+	CU_ASSERT(rc == SY_CLIENT_ENOTFOUND || row == NULL);
+	sy_free(row);
+	CU_ASSERT(state(mid) == SY_INTENT_CONFLICT || state(mid) == SY_INTENT_REJECTED);
+	char *text = NULL;
+	OK(sy_client_explain(C, mid, &text, &E));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "left the user's scope"));
+	sy_free(text);
+	OK(sy_client_discard(C, mid, &E));
+	CU_ASSERT_EQUAL(state(mid), SY_INTENT_RESOLVED);
+	CU_ASSERT_STRING_EQUAL(a.last, "[]");
+	verify_ok("scope exit");
+	/* shared again: a later upsert brings it back */
+	fake_direct_write(F, "todo", "\"x\"", "{\"done\":false,\"note\":null,\"title\":\"again\"}");
+	sync_ok();
+	CU_ASSERT_STRING_EQUAL(a.last, "[{\"id\":\"x\",\"title\":\"again\"}]");
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/rebuild"), rebuilds);
+	verify_ok("scope entry");
+	sy_client_live_free(la);
+	stop();
+}
+
 /* --- indexes ------------------------------------------------------------------------ */
 
 static void test_index_used(void)
@@ -688,6 +734,7 @@ int main(void)
 	         test_random_sequences},
 	        {"writes, other statements and the store's own tables refused", test_refusals},
 	        {"live queries run after the changes of what they read", test_live},
+	        {"a row that leaves the scope leaves the tables and live queries", test_scope_exit},
 	        {"the app's indexes are in the query plan", test_index_used},
 	        {"a store from before the visible tables gets them", test_upgrade_builds_tables},
 	        {"synced tables named rows and meta", test_colliding_names},

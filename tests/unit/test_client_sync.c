@@ -231,6 +231,146 @@ static void test_rebuild_progress(void)
 	stop();
 }
 
+/* Five server rows and a store opened to rebuild them in pages of two. */
+static void rebuild_in_pages(void)
+{
+	start();
+	for (int k = 0; k < 5; k++) {
+		char pk[8];
+		snprintf(pk, sizeof pk, "\"r%d\"", k);
+		fake_direct_write(F, "todo", pk, "{\"done\":false,\"note\":null,\"title\":\"t\"}");
+	}
+	sy_client_close(C);
+	sy_client_options o;
+	fake_options(F, &o);
+	o.pull_limit = 2;
+	OK(sy_client_open(path, &o, &C, &E));
+	fake_require_rebuild(F);
+}
+
+/* Steps until the rebuild has staged rows (its first page applied); the step's rc. */
+static sy_client_rc step_until_staged(uint64_t rows)
+{
+	sy_client_status s = {0};
+	sy_client_rc rc = SY_CLIENT_OK;
+	for (int n = 0; n < 100 && rc == SY_CLIENT_OK && s.rebuild_rows < rows; n++) {
+		int64_t next;
+		rc = sy_client_step(C, &next, &E);
+		OK(sy_client_status_get(C, &s, &E));
+	}
+	return rc;
+}
+
+static long long staged_rows(void)
+{
+	sqlite3_stmt *st;
+	CU_ASSERT_EQUAL_FATAL(
+	        sqlite3_prepare_v2(C->db, "SELECT count(*) FROM rebuild_rows", -1, &st, NULL),
+	        SQLITE_OK);
+	CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+	long long n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* The next rebuild page is asked for while the last one is applied, not after. */
+static void test_rebuild_page_asked_ahead(void)
+{
+	rebuild_in_pages();
+	size_t before = fake_requests(F, "/v3/rebuild");
+	OK(step_until_staged(2));
+	/* The step that applied the first page sent the request for the second. */
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_REBUILD);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/rebuild"), before + 2);
+	CU_ASSERT_EQUAL(staged_rows(), 2);
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/rebuild"), before + 3);
+	char *row = NULL;
+	OK(sy_client_get(C, "todo", "\"r4\"", &row, NULL, &E));
+	sy_free(row);
+	stop();
+}
+
+/* A local write during a rebuild goes first: no page is asked for ahead of its push. */
+static void test_rebuild_page_not_ahead_of_a_push(void)
+{
+	rebuild_in_pages();
+	OK(step_until_staged(2));
+	CU_ASSERT_EQUAL_FATAL(C->inflight, SY_CL_REQ_REBUILD);
+	const char *id = w('i', "\"local\"", "{\"done\":false,\"note\":null,\"title\":\"l\"}");
+	OK(step_until_staged(4));
+	/* The second page applied; nothing went ahead of the push decide() sends next. */
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_NONE);
+	int64_t next;
+	OK(sy_client_step(C, &next, &E));
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_PUSH);
+	sync_ok();
+	CU_ASSERT_EQUAL(state(id), SY_INTENT_APPLIED);
+	stop();
+}
+
+/* A page that fails to apply leaves the store as before it, and the page asked for ahead of
+ * it is cancelled, never applied over the gap: the rebuild goes on from the stored token. */
+static void test_rebuild_page_failed_cancels_ahead(void)
+{
+	rebuild_in_pages();
+	CU_ASSERT_EQUAL_FATAL(sqlite3_exec(C->db,
+	                                   "CREATE TEMP TRIGGER boom BEFORE INSERT ON rebuild_rows"
+	                                   " WHEN NEW.pk = '\"r3\"'"
+	                                   " BEGIN SELECT RAISE(ABORT, 'boom'); END",
+	                                   NULL, NULL, NULL),
+	                      SQLITE_OK);
+	OK(step_until_staged(2));
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_REBUILD);
+	/* The second page's answer arrives; its apply fails on r3. */
+	sy_client_rc rc = SY_CLIENT_OK;
+	for (int n = 0; n < 10 && rc == SY_CLIENT_OK; n++) {
+		int64_t next;
+		rc = sy_client_step(C, &next, &E);
+	}
+	CU_ASSERT_EQUAL(rc, SY_CLIENT_ESTORE);
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_NONE);
+	CU_ASSERT_EQUAL(staged_rows(), 2);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_TRUE(s.rebuilding);
+	CU_ASSERT_EQUAL(s.rebuild_rows, 2);
+	OK(sy_client_verify(C, NULL, &E));
+	CU_ASSERT_EQUAL(sqlite3_exec(C->db, "DROP TRIGGER temp.boom", NULL, NULL, NULL), SQLITE_OK);
+	sync_ok();
+	for (int k = 0; k < 5; k++) {
+		char pk[8], *row = NULL;
+		snprintf(pk, sizeof pk, "\"r%d\"", k);
+		OK(sy_client_get(C, "todo", pk, &row, NULL, &E));
+		sy_free(row);
+	}
+	stop();
+}
+
+/* An answer to a page token the store no longer holds (its rebuild started again) is not
+ * applied. */
+static void test_rebuild_page_of_another_token_dropped(void)
+{
+	rebuild_in_pages();
+	OK(step_until_staged(2));
+	CU_ASSERT_EQUAL_FATAL(C->inflight, SY_CL_REQ_REBUILD);
+	OK(sy_cl_rebuild_start(C, &E));
+	int64_t next;
+	for (int n = 0; n < 10 && C->inflight == SY_CL_REQ_REBUILD; n++)
+		OK(sy_client_step(C, &next, &E));
+	/* The second page answered the old rebuild's token: nothing of it was staged. */
+	CU_ASSERT_EQUAL(staged_rows(), 0);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_EQUAL(s.rebuild_rows, 0);
+	sync_ok();
+	OK(sy_client_verify(C, NULL, &E));
+	char *row = NULL;
+	OK(sy_client_get(C, "todo", "\"r0\"", &row, NULL, &E));
+	sy_free(row);
+	stop();
+}
+
 static void test_listener_after_commit(void)
 {
 	start();
@@ -570,6 +710,14 @@ int main(void)
 	         test_listener_after_commit},
 	        {"a rebuild's progress in status: rows received and the server's total",
 	         test_rebuild_progress},
+	        {"the next rebuild page is asked for while the last one is applied",
+	         test_rebuild_page_asked_ahead},
+	        {"a local write during a rebuild: no page is asked for ahead of its push",
+	         test_rebuild_page_not_ahead_of_a_push},
+	        {"a rebuild page that fails cancels the one asked for ahead of it",
+	         test_rebuild_page_failed_cancels_ahead},
+	        {"a rebuild page answering another page token is not applied",
+	         test_rebuild_page_of_another_token_dropped},
 	        {"a batch sealed ahead gets its successor too", test_seal_ahead_successors},
 	        {"the batch after the one in flight sealed with the answered one's reconciliation",
 	         test_sealed_ahead_with_reconcile},

@@ -23,3 +23,9 @@ if HAVE_PG_SERVER
 TESTS += tests/web/test_bench_web.pgt
 endif
 EXTRA_DIST += tests/web/test_bench_web.pgt
+# tests/web/test_web_scopes.pgt: a shared list leaves bob's browser store and live query when
+# alice removes him; his intent is kept, explained and discarded.
+if HAVE_PG_SERVER
+TESTS += tests/web/test_web_scopes.pgt
+endif
+EXTRA_DIST += tests/web/test_web_scopes.pgt tests/web/web_scopes_driver.mjs

@@ -109,7 +109,14 @@ try {
     } catch (e) {
       badIndex = { rc: e.rc, message: e.message };
     }
-    return { open, refused, count, rows: (await s.rows("todo")).length, before, after, badIndex };
+    // int64 values a JavaScript number cannot hold come back exact, as strings (as get() gives them)
+    const ids = ["9007199254740991", "9007199254740992", "9007199254740993", "-9223372036854775808",
+                 "9223372036854775807", "4242"];
+    await s.transaction((tx) => ids.forEach((id) => tx.insert("item", id, { label: "int64 " + id, qty: 7 })));
+    const ints = await s.query("SELECT id, id AS same, qty FROM item WHERE label LIKE 'int64 %' ORDER BY id");
+    const byParam = await s.query("SELECT id FROM item WHERE id = ?", ["9007199254740993"]);
+    const got = await s.get("item", "9007199254740993");
+    return { open, refused, count, rows: (await s.rows("todo")).length, before, after, badIndex, ints, byParam, got };
   });
 
   // 6. a live query on the todos: it fires after a local insert, and after a sync brings

@@ -31,9 +31,17 @@ With --rows N[,N...] (ROWS=N make bench-client-rows; with --web, ROWS=N make
 bench-client-rows-web, bob's rows in the browser beside alice's natively), alice gets N rows on
 the server and a new native device syncs them: the first sync's rows/s and the client's peak RSS, then over the
 synced tables a point query by pk (median of 1000), an indexed query of 50 rows and the commit
-of a local update with a live query's refresh after it. Targets: >= 50,000 rows/s; a point
-query's median <= 1 ms."""
+of a local update with a live query's refresh after it; with --web, the browser's figures
+for bob's rows beside them and, at the end, its local commits' latency with no sync beside
+them. Targets: >= 50,000 rows/s; a point query's median <= 1 ms. BENCH_CLIENT_BEFORE=EXE
+(a bench_client built from another tree) syncs the same rows with that build's device and
+this one's in turn, BENCH_PAIRS times (default 1): before and after in one run.
+BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size and
+the time of its pages alone; BENCH_PG_SET=name=value[,...] sets the server's settings first
+(ALTER SYSTEM), for a what-if run."""
 
+import base64
+import http.client
 import json
 import os
 import re
@@ -79,10 +87,10 @@ def raw_push_rate(stack):
     return len(bodies) * BATCH / (time.monotonic() - t0)
 
 
-def client(*args):
+def client(*args, exe=BENCH):
     # BENCH_CLIENT_WRAP: a profiler command line for the sync runs, e.g. "perf record -g -o F"
     wrap = os.environ.get("BENCH_CLIENT_WRAP", "").split() if args[0] in ("sync", "rows") else []
-    r = subprocess.run(wrap + [BENCH] + list(args), capture_output=True, text=True, timeout=900)
+    r = subprocess.run(wrap + [exe] + list(args), capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise SystemExit("bench_client %s: %s" % (args[0], r.stderr))
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -259,19 +267,92 @@ def main_web():
     return 0
 
 
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def explain_pages(stack, n):
+    """BENCH_EXPLAIN=1: EXPLAIN (ANALYZE, BUFFERS) of the rebuild's page statement for alice
+    (as src/store/pull_statements.c builds it for todo, under its generic plan) at the start,
+    the middle and the end of her N rows, and of the first page's count of them."""
+    tid = stack.psql("SELECT table_id FROM synchro.row_fences LIMIT 1")
+    keys = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
+                      " OFFSET %d LIMIT 1" % (n // 2)).strip()
+    last = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
+                      " OFFSET %d LIMIT 1" % max(0, n - 1001)).strip()
+    page = ("SELECT r.id::text, f.version, CASE WHEN f.client_id = $1::uuid THEN f.mutation_id END,"
+            " r.title::text, left(r.done::text, 1), r.owner::text FROM public.todo r"
+            " JOIN synchro.row_fences f ON f.table_id = '%s' AND f.pk = r.id::text"
+            " WHERE r.id > $3::uuid AND r.owner = $4::text ORDER BY r.id LIMIT $2::integer" % tid)
+    count = ("SELECT count(*) FROM public.todo r JOIN synchro.row_fences f"
+             " ON f.table_id = '%s' AND f.pk = r.id::text WHERE r.owner = 'alice'" % tid)
+    for name, after in (("a page at the start", "00000000-0000-0000-0000-000000000000"),
+                        ("a page in the middle", keys), ("the last page", last)):
+        out = stack.psql("SET plan_cache_mode = force_generic_plan; PREPARE p(uuid, integer, uuid, text) AS %s;"
+                         " EXPLAIN (ANALYZE, BUFFERS) EXECUTE p(gen_random_uuid(), 1001, '%s', 'alice')"
+                         % (page, after))
+        print("EXPLAIN ANALYZE, %s (rows after %s):\n  %s" % (name, after, out.replace("\n", "\n  ")))
+    # the middle page again, as the server would plan it without parallel workers
+    out = stack.psql("SET plan_cache_mode = force_generic_plan; SET max_parallel_workers_per_gather = 0;"
+                     " PREPARE p(uuid, integer, uuid, text) AS %s; EXPLAIN (ANALYZE, BUFFERS) EXECUTE"
+                     " p(gen_random_uuid(), 1001, '%s', 'alice')" % (page, keys))
+    print("EXPLAIN ANALYZE, the middle page without parallel workers:\n  %s" % out.replace("\n", "\n  "))
+    out = stack.psql("EXPLAIN (ANALYZE, BUFFERS) " + count)
+    print("EXPLAIN ANALYZE, the first page's count:\n  %s" % out.replace("\n", "\n  "))
+    # The server's pages alone: a client of the stack asking for them in turn and doing nothing
+    # else (what a device waits for when it applies nothing), each page timed.
+    conn = stack.connect(user="alice")
+    body = {"client_generation": conn["client_generation"], "client_id": conn["client_id"], "limit": 1000,
+            "page_token": None, "rebuild_id": str(uuid.uuid4()), "schema": conn["schema"]}
+    hc = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
+    auth = "Basic " + base64.b64encode(("alice:%s" % e2e.USERS["alice"]).encode()).decode()
+    times, got, t00 = [], 0, time.monotonic()
+    while True:
+        t0 = time.monotonic()
+        hc.request("POST", "/v3/rebuild", body=json.dumps(body).encode(),
+                   headers={"Authorization": auth, "Synchro-Protocol": "3", "Content-Type": "application/json"})
+        r = hc.getresponse()
+        page = json.loads(r.read())
+        times.append(time.monotonic() - t0)
+        if r.status != 200:
+            raise SystemExit("bench: rebuild page %d: %s" % (len(times), page))
+        got += len(page["rows"])
+        if page.get("page_token") is None:
+            break
+        body["page_token"] = page["page_token"]
+    hc.close()
+    print("the server's %d pages of %d rows alone, asked for in turn: %.1f s (%.0f rows/s); the first %.0f ms;"
+          " the others median %.1f ms, p90 %.1f ms, max %.1f ms"
+          % (len(times), got, time.monotonic() - t00, got / (time.monotonic() - t00), 1000 * times[0],
+             1000 * statistics.median(times[1:] or [0]), 1000 * percentile(times[1:] or [0], 90),
+             1000 * max(times[1:] or [0])))
+
+
 def main_rows(counts):
     """--rows N[,N...]: a new device's first sync of N rows of alice's (written on the server by
-    one INSERT ... SELECT, as an app would) and queries over its synced tables."""
+    one INSERT ... SELECT, as an app would) and queries over its synced tables. With
+    BENCH_CLIENT_BEFORE=EXE (a bench_client built from another tree), that build's device and
+    this one's sync the same rows in turn, BENCH_PAIRS times (default 1), on the same stack."""
+    before = os.environ.get("BENCH_CLIENT_BEFORE")
+    pairs = int(os.environ.get("BENCH_PAIRS", "1"))
+    builds = ([("before", before)] if before else []) + [("this build", BENCH)]
     why = web_missing() if WEB else None
     if why:
         print("SKIP the browser half: " + why)
     web = WEB and not why
     users = ("alice", "bob") if web else ("alice",)
     stack = (WebStack if web else e2e.Stack)(server="nginx", workers=2, fcgi_conf={"pull_wait_ms": 30000})
-    results, webs = [], []
+    results, webs, commits = [], [], None
     browser = None
+    print("at the start: " + uptime(), flush=True)
     try:
         stack.start()
+        for setting in filter(None, os.environ.get("BENCH_PG_SET", "").split(",")):
+            # BENCH_PG_SET=name=value[,...]: the server's settings for a what-if run
+            name, value = setting.split("=", 1)
+            stack.psql("ALTER SYSTEM SET %s = '%s'" % (name, value))
+            stack.psql("SELECT pg_reload_conf()")
+            print("the server's %s = %s" % (name, stack.psql("SHOW " + name)), flush=True)
         stack.start_walsync()
         url = "http://127.0.0.1:%d" % stack.port
         if web:
@@ -290,9 +371,23 @@ def main_rows(counts):
                     raise SystemExit("bench: walsync did not materialize %d rows in 900 s" % (n - have))
                 time.sleep(0.5)
             have = n
-            results.append(client("rows", os.path.join(stack.dir, "rows%d.db" % n), url, "alice:alice", str(n)))
+            for k in range(pairs):
+                for name, exe in builds:
+                    load = os.getloadavg()[0]
+                    r = client("rows", os.path.join(stack.dir, "rows%d-%d-%s.db" % (n, k, name[0])), url,
+                               "alice:alice", str(n), exe=exe)
+                    r.update(build=name, load=load, load_after=os.getloadavg()[0])
+                    results.append(r)
+                    print("  %s: %s" % (uptime(), json.dumps(r)), flush=True)
             if web:
-                webs.append(browser.run(op="rows", store="rows%d.db" % n))
+                load = os.getloadavg()[0]
+                webs.append(dict(browser.run(op="rows", store="rows%d.db" % n), load=load,
+                                 load_after=os.getloadavg()[0]))
+            if os.environ.get("BENCH_EXPLAIN") == "1":
+                explain_pages(stack, n)
+        if web:
+            # a local commit's latency with no sync beside it, in the same run
+            commits = browser.run(op="writes", store="commits.db", n=WRITES, per=1, offline=True)
     finally:
         if browser is not None:
             browser.close()
@@ -301,13 +396,13 @@ def main_rows(counts):
         load = "%.2f %.2f %.2f" % os.getloadavg()
     except OSError:
         load = "?"
-    print("load average at the end: %s" % load)
+    print("load average at the end: %s; %s" % (load, uptime()))
     for r in results:
-        print("native, %d rows: first sync %.1f s (%.0f rows/s, CPU %.1f s; its rebuild %.1f s, CPU %.1f s),"
-              " peak RSS %.1f MB; count(*) %.1f ms; index (done, title) made in %.2f s"
-              % (r["rows"], r["first_sync_seconds"], r["rows_per_s"], r["first_sync_cpu_seconds"],
-                 r["rebuild_seconds"], r["rebuild_cpu_seconds"], r["peak_rss_kb"] / 1024, r["count_ms"],
-                 r["index_seconds"]))
+        print("native (%s), %d rows, load %.2f to %.2f: first sync %.1f s (%.0f rows/s, CPU %.1f s; its rebuild"
+              " %.1f s, CPU %.1f s), peak RSS %.1f MB; count(*) %.1f ms; index (done, title) made in %.2f s"
+              % (r["build"], r["rows"], r["load"], r["load_after"], r["first_sync_seconds"], r["rows_per_s"],
+                 r["first_sync_cpu_seconds"], r["rebuild_seconds"], r["rebuild_cpu_seconds"],
+                 r["peak_rss_kb"] / 1024, r["count_ms"], r["index_seconds"]))
         print("  point query by pk: median %.3f ms, p99 %.3f ms (%d queries); indexed 50 rows:"
               " median %.3f ms, p99 %.3f ms; a commit with a live query's refresh: median %.2f ms,"
               " p99 %.2f ms"
@@ -315,18 +410,26 @@ def main_rows(counts):
                  r["commit_live_ms_p50"], r["commit_live_ms_p99"]))
         print("  target: first sync >= 50,000 rows/s: %s; a point query <= 1 ms: %s"
               % (met(r["rows_per_s"] >= 50000), met(r["point_ms_p50"] <= 1)))
-    for r, w in zip(results, webs):
+    mine = [r for r in results if r["build"] == "this build"]
+    for i, w in enumerate(webs):
+        r = mine[(i + 1) * pairs - 1]  # this build's last native run of the same rows
         pm, pp = statistics.median(w["point_ms"]), percentile(w["point_ms"], 99)
         gm, gp = statistics.median(w["page50_ms"]), percentile(w["page50_ms"], 99)
         lm, lp = statistics.median(w["live_ms"]), percentile(w["live_ms"], 99)
-        print("browser, %d rows: first sync %.1f s (%.0f rows/s, %.0f%% of the native rate); as the page sees"
-              " them: a point query by pk median %.2f ms, p99 %.2f ms; indexed 50 rows median %.2f ms,"
-              " p99 %.2f ms; a local update to its live query's refresh median %.2f ms, p99 %.2f ms"
-              % (w["rows"], w["first_sync_seconds"], w["rows_per_s"], 100 * w["rows_per_s"] / r["rows_per_s"],
-                 pm, pp, gm, gp, lm, lp))
+        print("browser, %d rows, load %.2f to %.2f: first sync %.1f s (%.0f rows/s, %.0f%% of the native rate);"
+              " as the page sees them: a point query by pk median %.2f ms, p99 %.2f ms; indexed 50 rows median"
+              " %.2f ms, p99 %.2f ms; a local update to its live query's refresh median %.2f ms, p99 %.2f ms"
+              % (w["rows"], w["load"], w["load_after"], w["first_sync_seconds"], w["rows_per_s"],
+                 100 * w["rows_per_s"] / r["rows_per_s"], pm, pp, gm, gp, lm, lp))
         print("  target: browser first sync >= 50%% of native: %s; point query <= 5 ms: %s; 50 rows <= 5 ms: %s;"
               " live refresh <= 16 ms: %s" % (met(w["rows_per_s"] >= 0.5 * r["rows_per_s"]), met(pm <= 5),
                                                met(gm <= 5), met(lm <= 16)))
+    if commits is not None:
+        x = commits["latencies_ms"]
+        print("browser local writes, 1 per durable commit, no sync beside: %.0f writes/s; commit latency"
+              " p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d commits)"
+              % (commits["writes_per_s"], percentile(x, 50), percentile(x, 99), max(x), len(x)))
+        print("  target: a local commit's p99 <= 10 ms: %s" % met(percentile(x, 99) <= 10))
     return 0
 
 

@@ -6,7 +6,8 @@ contrib_bench_client_bench_client_CFLAGS = $(AM_CFLAGS) $(UUID_CFLAGS)
 contrib_bench_client_bench_client_LDADD = $(CLIENT_LIBS)
 CLEANFILES += contrib/bench/client/bench_client
 EXTRA_DIST += contrib/bench/client/run contrib/bench/client/bench.py \
-	contrib/bench/client/web_bench.mjs contrib/bench/client/web_bench.html
+	contrib/bench/client/web_bench.mjs contrib/bench/client/web_bench.html \
+	contrib/bench/results/client-rows-1m.txt
 bench-client: contrib/bench/client/bench_client
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir)
 # the browser client beside it (configure --enable-web, Chromium): bench.py --web
