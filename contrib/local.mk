@@ -89,7 +89,12 @@ EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/l
 # Dated runs of the benchmarks, linked from doc/performance.md.
 EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/results/2026-12-07-1838-live.md \
 	contrib/bench/results/2026-12-07-2123-scopes.md \
-	contrib/bench/results/2026-12-07-2135-scopes.md
+	contrib/bench/results/2026-12-07-2135-scopes.md \
+	contrib/bench/results/2026-12-07-1824-push-runs-1-to-4.md \
+	contrib/bench/results/2026-12-07-1811-app-writes.md \
+	contrib/bench/results/2026-12-07-1908-live-traces.md \
+	contrib/bench/results/2026-12-06-0236-browser-client.md \
+	contrib/bench/results/2026-12-07-2129-client-rows.md
 bench-live: src/fcgi/synchro-fcgi src/walsync/synchro-walsync src/ctl/synchroctl src/client/synchro-cli
 	$(top_srcdir)/contrib/bench/live/run $(abs_top_builddir)
 .PHONY: bench-push bench-pull bench-push-statements bench-push-instructions bench-live
