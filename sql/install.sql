@@ -51,7 +51,7 @@ CREATE TABLE synchro.migrations (
 );
 
 -- Published schema manifests: version n+1 per publish whose hash differs, kept forever
--- (PROTOCOL 4); manifest holds the exact JCS bytes the hash covers.
+-- (doc/contract.md#schema-hash); manifest holds the exact JCS bytes the hash covers.
 CREATE TABLE synchro.schema_versions (
 	version bigint PRIMARY KEY CHECK (version > 0),
 	hash text NOT NULL UNIQUE CHECK (hash ~ '^[0-9a-f]{64}$'),
@@ -70,7 +70,8 @@ CREATE TABLE synchro.synced_tables (
 
 -- Registered clients. client_id is globally unique (another user's id answers 401);
 -- generation opens n+1 per connect; accepted_write_epoch advances once per batch that
--- accepted a source write (ADR); materialized_write_epoch is what walsync has caught up to.
+-- accepted a source write (doc/contract.md#accepted-write-epoch); materialized_write_epoch is what
+-- walsync has caught up to.
 CREATE TABLE synchro.clients (
 	client_id uuid PRIMARY KEY,
 	user_id text NOT NULL,
@@ -82,9 +83,9 @@ CREATE TABLE synchro.clients (
 	UNIQUE (user_id, client_id)
 );
 
--- The permanent retirement marker (ADR "Ledger retention and irreversible client
--- retirement"): never updated, never deleted; its client can never register, reconnect or
--- push again, and only its existence makes that client's ledger rows deletable.
+-- The permanent retirement marker (doc/contract.md#retirement): never updated, never deleted; its
+-- client can never register, reconnect or push again, and only its existence makes that client's
+-- ledger rows deletable.
 CREATE TABLE synchro.retirements (
 	client_id uuid PRIMARY KEY,
 	user_id text NOT NULL,
@@ -93,7 +94,7 @@ CREATE TABLE synchro.retirements (
 	FOREIGN KEY (user_id, client_id) REFERENCES synchro.clients (user_id, client_id)
 );
 
--- Batch ledger (ADR "Required durable ledger fields"): one row per scoped batch identity.
+-- Batch ledger (doc/contract.md#ledgers-and-retirement): one row per scoped batch identity.
 -- Only a complete row is replayable, and a complete row always has its exact canonical
 -- response; it is never changed afterwards and never expires by age.
 CREATE TABLE synchro.batches (
@@ -148,7 +149,8 @@ CREATE TABLE synchro.mutations (
 	PRIMARY KEY (user_id, client_id, mutation_id),
 	FOREIGN KEY (user_id, client_id, batch_id)
 		REFERENCES synchro.batches (user_id, client_id, batch_id),
-	-- The ADR's outcome partition: a code exactly for the non-applied statuses.
+	-- The outcome partition (doc/contract.md#outcome-partition): a code exactly for the
+	-- non-applied statuses.
 	CONSTRAINT mutation_status_code CHECK (
 		(status = 'applied' AND code IS NULL) OR
 		(status = 'conflict' AND code IN ('version_conflict', 'row_already_exists',
@@ -158,7 +160,7 @@ CREATE TABLE synchro.mutations (
 );
 CREATE INDEX mutations_batch ON synchro.mutations (user_id, client_id, batch_id);
 
--- Row-version write fences (ADR "Opaque server versions"): the current state and opaque
+-- Row-version write fences (doc/contract.md#server-versions): the current state and opaque
 -- version of every synced row identity ever written, kept for deleted rows too (a
 -- fence-only delete stays distinguishable from absence). Written only by the
 -- version-fence trigger, in the transaction of the source write.
@@ -197,7 +199,7 @@ CREATE TABLE synchro.changelog (
 );
 
 -- Rebuild sessions bind the client's accepted_write_epoch at creation: a later accepted
--- write makes the session non-replayable (PROTOCOL 8).
+-- write makes the session non-replayable (doc/contract.md#rebuild-invalidation).
 CREATE TABLE synchro.rebuild_sessions (
 	user_id text NOT NULL,
 	client_id uuid NOT NULL,
@@ -220,8 +222,8 @@ CREATE TABLE synchro.writer_lease (
 	heartbeat_at timestamptz
 );
 
--- Ledger rows are immutable once complete; identity and fingerprint never change (ADR
--- "Exact replay"). Applies to every role, the owner included.
+-- Ledger rows are immutable once complete; identity and fingerprint never change
+-- (doc/contract.md#exact-replay). Applies to every role, the owner included.
 CREATE FUNCTION synchro.batches_before_update() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -261,8 +263,8 @@ CREATE TRIGGER mutations_before_update BEFORE UPDATE ON synchro.mutations
 CREATE TRIGGER schema_versions_before_update BEFORE UPDATE OR DELETE ON synchro.schema_versions
 	FOR EACH ROW EXECUTE FUNCTION synchro.refuse_change();
 
--- Ledger rows never expire: deletion is allowed only for a retired client's rows (ADR
--- "Without that permanent marker ... ledger deletion is forbidden").
+-- Ledger rows never expire: deletion is allowed only for a retired client's rows
+-- (doc/contract.md#ledger-retention).
 CREATE FUNCTION synchro.ledger_before_delete() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -409,7 +411,7 @@ INSERT INTO synchro.migrations (version, name) VALUES (1, 'init');
 
 SET ROLE synchro_owner;
 
--- ADR "Opaque server versions and atomic compare-and-swap": every row operation on a synced
+-- doc/contract.md#compare-and-swap: every row operation on a synced
 -- relation (push or direct application write; insert, update, soft delete, hard delete)
 -- mints a new random version, moves the fence under its row lock (the same locked path
 -- a push compare-and-swap takes) and emits one transactional logical message, so the
@@ -480,7 +482,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;
@@ -669,7 +672,7 @@ INSERT INTO synchro.migrations (version, name) VALUES (3, 'publication');
 
 SET ROLE synchro_owner;
 
--- ADR "Opaque server versions and atomic compare-and-swap": a push locks the row-version
+-- doc/contract.md#compare-and-swap: a push locks the row-version
 -- identity before its source DML. synchro_app may read fences but not lock them (SELECT FOR
 -- UPDATE needs UPDATE), so the lock is taken here, as the owner. The push path locks the
 -- source row first and the fence second: the order of the fence trigger's own upsert after
@@ -686,12 +689,12 @@ $fn$;
 REVOKE EXECUTE ON FUNCTION synchro.lock_fence(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION synchro.lock_fence(text, text) TO synchro_app;
 
--- The version fence of migration 2, plus ADR "No matrix cell performs ... resurrection from
--- deleted": in a transaction that set synchro.no_resurrection to 'on' (the push path does,
--- transaction-local), an INSERT over an identity whose fence is deleted is refused with
--- SY006, even when the deletion committed after the push looked (a hard delete leaves no
--- source row to collide with). The push path answers it with a row_deleted conflict.
--- Other transactions (direct application writes) keep their freedom.
+-- The version fence of migration 2, plus doc/contract.md#operation-and-row-state-matrix: in a
+-- transaction that set synchro.no_resurrection to 'on' (the push path does, transaction-local), an
+-- INSERT over an identity whose fence is deleted is refused with SY006, even when the deletion
+-- committed after the push looked (a hard delete leaves no source row to collide with). The push
+-- path answers it with a row_deleted conflict. Other transactions (direct application writes) keep
+-- their freedom.
 CREATE OR REPLACE FUNCTION synchro.version_fence() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, synchro, pg_temp
 AS $fn$
@@ -756,7 +759,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;
@@ -807,9 +811,9 @@ INSERT INTO synchro.migrations (version, name) VALUES (4, 'push');
 
 SET ROLE synchro_owner;
 
--- ADR: accepted_write_epoch advances in the push transaction; pull's read-your-writes wait
--- needs to know when the WAL pipeline has materialized everything up to that epoch. Each
--- increase emits one transactional logical message (prefix synchro-epoch, JSON
+-- doc/contract.md#accepted-write-epoch: accepted_write_epoch advances in the push transaction;
+-- pull's read-your-writes wait needs to know when the WAL pipeline has materialized everything up
+-- to that epoch. Each increase emits one transactional logical message (prefix synchro-epoch, JSON
 -- {"client_id","epoch"}) in the same transaction as the push's rows and their fence
 -- messages, so walsync sees it at that transaction's commit, in commit order, and raises
 -- materialized_write_epoch in the same changelog transaction as those rows. The push path
@@ -847,8 +851,8 @@ INSERT INTO synchro.migrations (version, name) VALUES (5, 'walsync');
 
 SET ROLE synchro_owner;
 
--- PROTOCOL 7: a cursor older than retained history answers 409 cursor_expired. synchroctl
--- changelog compact removes every changelog entry at or below a position and raises this
+-- doc/contract.md#cursors: a cursor older than retained history answers 409 cursor_expired.
+-- synchroctl changelog compact removes every changelog entry at or below a position and raises this
 -- one row to it, in one transaction: a cursor below the horizon may have missed removed
 -- entries, a cursor at or above it has not. The horizon never goes down.
 CREATE TABLE synchro.changelog_horizon (
@@ -861,19 +865,19 @@ INSERT INTO synchro.changelog_horizon (commit_lsn, ordinal) VALUES ('0/0', 0);
 CREATE TRIGGER changelog_horizon_no_truncate BEFORE TRUNCATE ON synchro.changelog_horizon
 	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
 
--- PROTOCOL 8: a rebuild session binds the position of the last materialized entry, which is
--- a commit LSN and the ordinal within that transaction (stream_lsn of migration 1 is the
+-- doc/contract.md#rebuild: a rebuild session binds the position of the last materialized entry,
+-- which is a commit LSN and the ordinal within that transaction (stream_lsn of migration 1 is the
 -- first half).
 ALTER TABLE synchro.rebuild_sessions
 	ADD COLUMN stream_ordinal integer NOT NULL DEFAULT 0 CHECK (stream_ordinal >= 0);
 
 GRANT SELECT ON synchro.changelog_horizon TO synchro_app, synchro_walsync;
 
--- PROTOCOL 7, pull in commit order: the entries after a cursor that concern a user (tables
--- read by all; owner-read tables whose owner before or after the entry is the user), at most
--- p_limit of them among the next p_budget entries. Always an ordered scan of the changelog's
--- primary key that stops when p_limit entries are found: the planner cannot know how many
--- entries concern one user, and would otherwise sort a whole stretch of history. The SET
+-- doc/contract.md#pull-changes, pull in commit order: the entries after a cursor that concern a
+-- user (tables read by all; owner-read tables whose owner before or after the entry is the user),
+-- at most p_limit of them among the next p_budget entries. Always an ordered scan of the
+-- changelog's primary key that stops when p_limit entries are found: the planner cannot know how
+-- many entries concern one user, and would otherwise sort a whole stretch of history. The SET
 -- clauses hold for these statements only.
 -- visible tells whether the source transaction is visible in the caller's snapshot (the
 -- function is STABLE, so it runs in that snapshot): walsync decodes a commit once its WAL
@@ -906,7 +910,7 @@ AS $fn$
 	 LIMIT p_limit
 $fn$;
 
--- PROTOCOL 8, the stream position a rebuild session binds: the last entry whose source
+-- doc/contract.md#rebuild, the stream position a rebuild session binds: the last entry whose source
 -- transaction, and every earlier one's, is visible in the caller's snapshot (see
 -- pull_window), so that the rows the rebuild reads in that snapshot include every entry
 -- at or before the position. Transactions not yet visible are the latest few commits; the
@@ -1163,10 +1167,10 @@ INSERT INTO synchro.migrations (version, name) VALUES (12, 'ledger_batch_check_o
 
 -- ==== migration 13: push_function (0013_push_function.sql) ====
 -- SPDX-License-Identifier: BSD-2-Clause
--- Migration 13: the push runs inside PostgreSQL, as the ADR's one statement:
--- synchro.synchro_push(user_id, body, ...), a C function of the server module synchro
--- (src/pg, installed into pg_config --pkglibdir). It is SECURITY DEFINER owned by
--- synchro_owner with a pinned search_path, and only synchro_app may EXECUTE it; every
+-- Migration 13: the push runs inside PostgreSQL, as the one statement of
+-- doc/contract.md#request-path: synchro.synchro_push(user_id, body, ...), a C function of the
+-- server module synchro (src/pg, installed into pg_config --pkglibdir). It is SECURITY DEFINER
+-- owned by synchro_owner with a pinned search_path, and only synchro_app may EXECUTE it; every
 -- ledger write and every push write to an application table happens inside it, so
 -- synchro_app loses those write grants (doc/operations.md "Roles and grants").
 -- A C function can only be created by a superuser: this migration refuses to run as
@@ -1184,8 +1188,8 @@ END
 $check$;
 
 -- The settings pin what the module reads and writes: canonical text output of every
--- portable type (PROTOCOL 3: UTC, ISO, shortest exact floats, hex bytea), no JIT for a
--- statement of index probes, and the trigger functions of synced tables running as
+-- portable type (doc/contract.md#portable-types: UTC, ISO, shortest exact floats, hex bytea), no
+-- JIT for a statement of index probes, and the trigger functions of synced tables running as
 -- synchro_owner with pg_catalog first and pg_temp last.
 CREATE FUNCTION synchro.synchro_push(user_id text, body bytea,
 	lock_timeout_ms integer DEFAULT 0, max_inflight integer DEFAULT 0,
@@ -1486,7 +1490,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;
@@ -1637,7 +1642,8 @@ INSERT INTO synchro.migrations (version, name) VALUES (17, 'ledger_guards_in_mod
 -- SPDX-License-Identifier: BSD-2-Clause
 -- Migration 18: synchro_push also says what it decided, for the adapter's metrics
 -- (doc/operations.md "Metrics"), so that no adapter parses a 200 body to count it:
--- - error: the request-level error code of the answer (PROTOCOL's codes: invalid_request,
+-- - error: the request-level error code of the answer (the codes of doc/contract.md#error-codes:
+-- invalid_request,
 --   retry_later, ...); NULL for a 200 and for an exact batch replay.
 -- - counts: for a first execution answered 200, the outcomes it decided, eleven integers in
 --   this order: applied, version_conflict, row_already_exists, row_deleted, row_not_found,
@@ -1717,11 +1723,12 @@ INSERT INTO synchro.migrations (version, name) VALUES (18, 'push_counts');
 -- ==== migration 19: request_digest (0019_request_digest.sql) ====
 -- SPDX-License-Identifier: BSD-2-Clause
 -- Migration 19: the batch ledger keeps a digest of the exact request octets beside the
--- batch fingerprint (ADR "Exact replay"; doc/protocol.md "Exact replay of the same octets"):
--- SHA-256 over the domain 'synchro:v3:push-request-octets:v1', the authenticated user and
--- the request body, written by synchro_push with the batch row. A later request of the same
--- octets from the same user is answered from the batch row without being parsed again; its
--- parse, structural validation and fingerprint would be those of the stored request.
+-- batch fingerprint (doc/contract.md#exact-replay;
+-- doc/protocol.md#decisions-the-contract-leaves-open): SHA-256 over the domain
+-- 'synchro:v3:push-request-octets:v1', the authenticated user and the request body, written by
+-- synchro_push with the batch row. A later request of the same octets from the same user is
+-- answered from the batch row without being parsed again; its parse, structural validation and
+-- fingerprint would be those of the stored request.
 -- - NULL for every batch written before this migration (and by a module older than it):
 --   such a batch is replayed as before, after the request is parsed and fingerprinted. A
 --   digest that is not 32 octets never matches; no CHECK is spent on it per push.
@@ -1745,7 +1752,7 @@ COMMENT ON COLUMN synchro.batches.request_digest IS
 	'SHA-256 of synchro:v3:push-request-octets:v1, 0x00, the user''s length (uint32 big-endian), the user and the exact request body (migration 19); NULL before it';
 
 -- Ledger rows are immutable once complete; identity, fingerprint and request digest never
--- change (ADR "Exact replay"). Applies to every role, the owner included.
+-- change (doc/contract.md#exact-replay). Applies to every role, the owner included.
 CREATE OR REPLACE FUNCTION synchro.batches_before_update() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $fn$

@@ -46,7 +46,7 @@ CREATE TABLE synchro.migrations (
 );
 
 -- Published schema manifests: version n+1 per publish whose hash differs, kept forever
--- (PROTOCOL 4); manifest holds the exact JCS bytes the hash covers.
+-- (doc/contract.md#schema-hash); manifest holds the exact JCS bytes the hash covers.
 CREATE TABLE synchro.schema_versions (
 	version bigint PRIMARY KEY CHECK (version > 0),
 	hash text NOT NULL UNIQUE CHECK (hash ~ '^[0-9a-f]{64}$'),
@@ -65,7 +65,8 @@ CREATE TABLE synchro.synced_tables (
 
 -- Registered clients. client_id is globally unique (another user's id answers 401);
 -- generation opens n+1 per connect; accepted_write_epoch advances once per batch that
--- accepted a source write (ADR); materialized_write_epoch is what walsync has caught up to.
+-- accepted a source write (doc/contract.md#accepted-write-epoch); materialized_write_epoch is what
+-- walsync has caught up to.
 CREATE TABLE synchro.clients (
 	client_id uuid PRIMARY KEY,
 	user_id text NOT NULL,
@@ -77,9 +78,9 @@ CREATE TABLE synchro.clients (
 	UNIQUE (user_id, client_id)
 );
 
--- The permanent retirement marker (ADR "Ledger retention and irreversible client
--- retirement"): never updated, never deleted; its client can never register, reconnect or
--- push again, and only its existence makes that client's ledger rows deletable.
+-- The permanent retirement marker (doc/contract.md#retirement): never updated, never deleted; its
+-- client can never register, reconnect or push again, and only its existence makes that client's
+-- ledger rows deletable.
 CREATE TABLE synchro.retirements (
 	client_id uuid PRIMARY KEY,
 	user_id text NOT NULL,
@@ -88,7 +89,7 @@ CREATE TABLE synchro.retirements (
 	FOREIGN KEY (user_id, client_id) REFERENCES synchro.clients (user_id, client_id)
 );
 
--- Batch ledger (ADR "Required durable ledger fields"): one row per scoped batch identity.
+-- Batch ledger (doc/contract.md#ledgers-and-retirement): one row per scoped batch identity.
 -- Only a complete row is replayable, and a complete row always has its exact canonical
 -- response; it is never changed afterwards and never expires by age.
 CREATE TABLE synchro.batches (
@@ -143,7 +144,8 @@ CREATE TABLE synchro.mutations (
 	PRIMARY KEY (user_id, client_id, mutation_id),
 	FOREIGN KEY (user_id, client_id, batch_id)
 		REFERENCES synchro.batches (user_id, client_id, batch_id),
-	-- The ADR's outcome partition: a code exactly for the non-applied statuses.
+	-- The outcome partition (doc/contract.md#outcome-partition): a code exactly for the
+	-- non-applied statuses.
 	CONSTRAINT mutation_status_code CHECK (
 		(status = 'applied' AND code IS NULL) OR
 		(status = 'conflict' AND code IN ('version_conflict', 'row_already_exists',
@@ -153,7 +155,7 @@ CREATE TABLE synchro.mutations (
 );
 CREATE INDEX mutations_batch ON synchro.mutations (user_id, client_id, batch_id);
 
--- Row-version write fences (ADR "Opaque server versions"): the current state and opaque
+-- Row-version write fences (doc/contract.md#server-versions): the current state and opaque
 -- version of every synced row identity ever written, kept for deleted rows too (a
 -- fence-only delete stays distinguishable from absence). Written only by the
 -- version-fence trigger, in the transaction of the source write.
@@ -192,7 +194,7 @@ CREATE TABLE synchro.changelog (
 );
 
 -- Rebuild sessions bind the client's accepted_write_epoch at creation: a later accepted
--- write makes the session non-replayable (PROTOCOL 8).
+-- write makes the session non-replayable (doc/contract.md#rebuild-invalidation).
 CREATE TABLE synchro.rebuild_sessions (
 	user_id text NOT NULL,
 	client_id uuid NOT NULL,
@@ -215,8 +217,8 @@ CREATE TABLE synchro.writer_lease (
 	heartbeat_at timestamptz
 );
 
--- Ledger rows are immutable once complete; identity and fingerprint never change (ADR
--- "Exact replay"). Applies to every role, the owner included.
+-- Ledger rows are immutable once complete; identity and fingerprint never change
+-- (doc/contract.md#exact-replay). Applies to every role, the owner included.
 CREATE FUNCTION synchro.batches_before_update() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -256,8 +258,8 @@ CREATE TRIGGER mutations_before_update BEFORE UPDATE ON synchro.mutations
 CREATE TRIGGER schema_versions_before_update BEFORE UPDATE OR DELETE ON synchro.schema_versions
 	FOR EACH ROW EXECUTE FUNCTION synchro.refuse_change();
 
--- Ledger rows never expire: deletion is allowed only for a retired client's rows (ADR
--- "Without that permanent marker ... ledger deletion is forbidden").
+-- Ledger rows never expire: deletion is allowed only for a retired client's rows
+-- (doc/contract.md#ledger-retention).
 CREATE FUNCTION synchro.ledger_before_delete() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $fn$

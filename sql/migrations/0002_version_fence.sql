@@ -7,7 +7,7 @@
 
 SET ROLE synchro_owner;
 
--- ADR "Opaque server versions and atomic compare-and-swap": every row operation on a synced
+-- doc/contract.md#compare-and-swap: every row operation on a synced
 -- relation (push or direct application write; insert, update, soft delete, hard delete)
 -- mints a new random version, moves the fence under its row lock (the same locked path
 -- a push compare-and-swap takes) and emits one transactional logical message, so the
@@ -78,7 +78,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;

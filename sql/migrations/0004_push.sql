@@ -6,7 +6,7 @@
 
 SET ROLE synchro_owner;
 
--- ADR "Opaque server versions and atomic compare-and-swap": a push locks the row-version
+-- doc/contract.md#compare-and-swap: a push locks the row-version
 -- identity before its source DML. synchro_app may read fences but not lock them (SELECT FOR
 -- UPDATE needs UPDATE), so the lock is taken here, as the owner. The push path locks the
 -- source row first and the fence second: the order of the fence trigger's own upsert after
@@ -23,12 +23,12 @@ $fn$;
 REVOKE EXECUTE ON FUNCTION synchro.lock_fence(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION synchro.lock_fence(text, text) TO synchro_app;
 
--- The version fence of migration 2, plus ADR "No matrix cell performs ... resurrection from
--- deleted": in a transaction that set synchro.no_resurrection to 'on' (the push path does,
--- transaction-local), an INSERT over an identity whose fence is deleted is refused with
--- SY006, even when the deletion committed after the push looked (a hard delete leaves no
--- source row to collide with). The push path answers it with a row_deleted conflict.
--- Other transactions (direct application writes) keep their freedom.
+-- The version fence of migration 2, plus doc/contract.md#operation-and-row-state-matrix: in a
+-- transaction that set synchro.no_resurrection to 'on' (the push path does, transaction-local), an
+-- INSERT over an identity whose fence is deleted is refused with SY006, even when the deletion
+-- committed after the push looked (a hard delete leaves no source row to collide with). The push
+-- path answers it with a row_deleted conflict. Other transactions (direct application writes) keep
+-- their freedom.
 CREATE OR REPLACE FUNCTION synchro.version_fence() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, synchro, pg_temp
 AS $fn$
@@ -93,7 +93,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;

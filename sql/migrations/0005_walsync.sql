@@ -5,9 +5,9 @@
 
 SET ROLE synchro_owner;
 
--- ADR: accepted_write_epoch advances in the push transaction; pull's read-your-writes wait
--- needs to know when the WAL pipeline has materialized everything up to that epoch. Each
--- increase emits one transactional logical message (prefix synchro-epoch, JSON
+-- doc/contract.md#accepted-write-epoch: accepted_write_epoch advances in the push transaction;
+-- pull's read-your-writes wait needs to know when the WAL pipeline has materialized everything up
+-- to that epoch. Each increase emits one transactional logical message (prefix synchro-epoch, JSON
 -- {"client_id","epoch"}) in the same transaction as the push's rows and their fence
 -- messages, so walsync sees it at that transaction's commit, in commit order, and raises
 -- materialized_write_epoch in the same changelog transaction as those rows. The push path

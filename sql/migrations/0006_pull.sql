@@ -5,8 +5,8 @@
 
 SET ROLE synchro_owner;
 
--- PROTOCOL 7: a cursor older than retained history answers 409 cursor_expired. synchroctl
--- changelog compact removes every changelog entry at or below a position and raises this
+-- doc/contract.md#cursors: a cursor older than retained history answers 409 cursor_expired.
+-- synchroctl changelog compact removes every changelog entry at or below a position and raises this
 -- one row to it, in one transaction: a cursor below the horizon may have missed removed
 -- entries, a cursor at or above it has not. The horizon never goes down.
 CREATE TABLE synchro.changelog_horizon (
@@ -19,19 +19,19 @@ INSERT INTO synchro.changelog_horizon (commit_lsn, ordinal) VALUES ('0/0', 0);
 CREATE TRIGGER changelog_horizon_no_truncate BEFORE TRUNCATE ON synchro.changelog_horizon
 	FOR EACH STATEMENT EXECUTE FUNCTION synchro.refuse_truncate();
 
--- PROTOCOL 8: a rebuild session binds the position of the last materialized entry, which is
--- a commit LSN and the ordinal within that transaction (stream_lsn of migration 1 is the
+-- doc/contract.md#rebuild: a rebuild session binds the position of the last materialized entry,
+-- which is a commit LSN and the ordinal within that transaction (stream_lsn of migration 1 is the
 -- first half).
 ALTER TABLE synchro.rebuild_sessions
 	ADD COLUMN stream_ordinal integer NOT NULL DEFAULT 0 CHECK (stream_ordinal >= 0);
 
 GRANT SELECT ON synchro.changelog_horizon TO synchro_app, synchro_walsync;
 
--- PROTOCOL 7, pull in commit order: the entries after a cursor that concern a user (tables
--- read by all; owner-read tables whose owner before or after the entry is the user), at most
--- p_limit of them among the next p_budget entries. Always an ordered scan of the changelog's
--- primary key that stops when p_limit entries are found: the planner cannot know how many
--- entries concern one user, and would otherwise sort a whole stretch of history. The SET
+-- doc/contract.md#pull-changes, pull in commit order: the entries after a cursor that concern a
+-- user (tables read by all; owner-read tables whose owner before or after the entry is the user),
+-- at most p_limit of them among the next p_budget entries. Always an ordered scan of the
+-- changelog's primary key that stops when p_limit entries are found: the planner cannot know how
+-- many entries concern one user, and would otherwise sort a whole stretch of history. The SET
 -- clauses hold for these statements only.
 -- visible tells whether the source transaction is visible in the caller's snapshot (the
 -- function is STABLE, so it runs in that snapshot): walsync decodes a commit once its WAL
@@ -64,7 +64,7 @@ AS $fn$
 	 LIMIT p_limit
 $fn$;
 
--- PROTOCOL 8, the stream position a rebuild session binds: the last entry whose source
+-- doc/contract.md#rebuild, the stream position a rebuild session binds: the last entry whose source
 -- transaction, and every earlier one's, is visible in the caller's snapshot (see
 -- pull_window), so that the rows the rebuild reads in that snapshot include every entry
 -- at or before the position. Transactions not yet visible are the latest few commits; the

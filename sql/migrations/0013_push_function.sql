@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: BSD-2-Clause
--- Migration 13: the push runs inside PostgreSQL, as the ADR's one statement:
--- synchro.synchro_push(user_id, body, ...), a C function of the server module synchro
--- (src/pg, installed into pg_config --pkglibdir). It is SECURITY DEFINER owned by
--- synchro_owner with a pinned search_path, and only synchro_app may EXECUTE it; every
+-- Migration 13: the push runs inside PostgreSQL, as the one statement of
+-- doc/contract.md#request-path: synchro.synchro_push(user_id, body, ...), a C function of the
+-- server module synchro (src/pg, installed into pg_config --pkglibdir). It is SECURITY DEFINER
+-- owned by synchro_owner with a pinned search_path, and only synchro_app may EXECUTE it; every
 -- ledger write and every push write to an application table happens inside it, so
 -- synchro_app loses those write grants (doc/operations.md "Roles and grants").
 -- A C function can only be created by a superuser: this migration refuses to run as
@@ -20,8 +20,8 @@ END
 $check$;
 
 -- The settings pin what the module reads and writes: canonical text output of every
--- portable type (PROTOCOL 3: UTC, ISO, shortest exact floats, hex bytea), no JIT for a
--- statement of index probes, and the trigger functions of synced tables running as
+-- portable type (doc/contract.md#portable-types: UTC, ISO, shortest exact floats, hex bytea), no
+-- JIT for a statement of index probes, and the trigger functions of synced tables running as
 -- synchro_owner with pg_catalog first and pg_temp last.
 CREATE FUNCTION synchro.synchro_push(user_id text, body bytea,
 	lock_timeout_ms integer DEFAULT 0, max_inflight integer DEFAULT 0,

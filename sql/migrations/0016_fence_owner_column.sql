@@ -81,7 +81,8 @@ BEGIN
 		v_owner_after := v_new ->> v_owner_col;
 	END IF;
 
-	-- Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex.
+	-- Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	-- lowercase hex.
 	v_version := replace(gen_random_uuid()::text, '-', '');
 	v_mutation := nullif(current_setting('synchro.mutation_id', true), '')::uuid;
 	v_client := nullif(current_setting('synchro.client_id', true), '')::uuid;

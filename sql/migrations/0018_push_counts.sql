@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: BSD-2-Clause
 -- Migration 18: synchro_push also says what it decided, for the adapter's metrics
 -- (doc/operations.md "Metrics"), so that no adapter parses a 200 body to count it:
--- - error: the request-level error code of the answer (PROTOCOL's codes: invalid_request,
+-- - error: the request-level error code of the answer (the codes of doc/contract.md#error-codes:
+-- invalid_request,
 --   retry_later, ...); NULL for a 200 and for an exact batch replay.
 -- - counts: for a first execution answered 200, the outcomes it decided, eleven integers in
 --   this order: applied, version_conflict, row_already_exists, row_deleted, row_not_found,

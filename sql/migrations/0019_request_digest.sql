@@ -1,10 +1,11 @@
 -- SPDX-License-Identifier: BSD-2-Clause
 -- Migration 19: the batch ledger keeps a digest of the exact request octets beside the
--- batch fingerprint (ADR "Exact replay"; doc/protocol.md "Exact replay of the same octets"):
--- SHA-256 over the domain 'synchro:v3:push-request-octets:v1', the authenticated user and
--- the request body, written by synchro_push with the batch row. A later request of the same
--- octets from the same user is answered from the batch row without being parsed again; its
--- parse, structural validation and fingerprint would be those of the stored request.
+-- batch fingerprint (doc/contract.md#exact-replay;
+-- doc/protocol.md#decisions-the-contract-leaves-open): SHA-256 over the domain
+-- 'synchro:v3:push-request-octets:v1', the authenticated user and the request body, written by
+-- synchro_push with the batch row. A later request of the same octets from the same user is
+-- answered from the batch row without being parsed again; its parse, structural validation and
+-- fingerprint would be those of the stored request.
 -- - NULL for every batch written before this migration (and by a module older than it):
 --   such a batch is replayed as before, after the request is parsed and fingerprinted. A
 --   digest that is not 32 octets never matches; no CHECK is spent on it per push.
@@ -28,7 +29,7 @@ COMMENT ON COLUMN synchro.batches.request_digest IS
 	'SHA-256 of synchro:v3:push-request-octets:v1, 0x00, the user''s length (uint32 big-endian), the user and the exact request body (migration 19); NULL before it';
 
 -- Ledger rows are immutable once complete; identity, fingerprint and request digest never
--- change (ADR "Exact replay"). Applies to every role, the owner included.
+-- change (doc/contract.md#exact-replay). Applies to every role, the owner included.
 CREATE OR REPLACE FUNCTION synchro.batches_before_update() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $fn$

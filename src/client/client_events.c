@@ -40,9 +40,10 @@ void sy_cl_emit_rows(sy_client *c, const sy_json *items)
 
 void sy_client_kick(sy_client *c)
 {
-	/* A retryable failure's delay stands: the ADR's Retry-After of a 429/503, and the
-	 * backoff after no answer or a broken one (so that local writes, each a kick, do not
-	 * hammer a failing server). Otherwise the next step is due now. */
+	/* A retryable failure's delay stands: the Retry-After of a 429/503
+	 * (doc/contract.md#retry-after), and the backoff after no answer or a broken one (so that
+	 * local writes, each a kick, do not hammer a failing server). Otherwise the next step is
+	 * due now. */
 	if (c->phase == SY_PHASE_IDLE || c->last_error[0] == '\0' || !c->last_retryable)
 		c->next_due_ms = 0;
 	c->pull_caught_up = false;

@@ -5,7 +5,7 @@
  * commit) and reads (server rows overlaid with the intents not yet settled).
  *
  * NOTES
- * ADR "Scoped immutable identity": the mutation id is generated here, once, and
+ * doc/contract.md#identity-is-immutable: the mutation id is generated here, once, and
  * committed with the intent before any batch can carry it.
  * An update or delete authored while another intent of the row is outstanding
  * has no usable server base: it gets none (base NULL) and is either folded into
@@ -493,7 +493,8 @@ static sy_client_rc write_intent(sy_client_txn *t, sy_op op, const char *table, 
 		goto done;
 	}
 	if (op != SY_OP_INSERT && !o.visible) {
-		/* ADR: no resurrection, and no update or delete without a real base. */
+		/* doc/contract.md#blocked-predecessors: no resurrection, and no update or delete
+		 * without a real base. */
 		rc = sy_cl_fail(err, SY_CLIENT_ENOTFOUND, "no visible row to %s",
 		                op == SY_OP_UPDATE ? "update" : "delete");
 		goto done;
@@ -560,7 +561,7 @@ void sy_client_rollback(sy_client_txn *t)
 }
 
 /*
- * ADR "Atomic mutation groups": an atomic transaction goes in one batch, whole.
+ * doc/contract.md#atomic-batches: an atomic transaction goes in one batch, whole.
  * A member waiting behind an in-flight predecessor of its row holds the group
  * back (*verdict 1) until that predecessor is answered; a member that can no
  * longer go (blocked behind a failed predecessor, resolved) means the group

@@ -243,7 +243,7 @@ SY_MUST_CHECK sy_client_rc sy_cl_check_columns(const sy_table *t, const char *co
 SY_MUST_CHECK sy_client_rc sy_cl_new_txn(sy_client *c, bool atomic, int64_t *id,
                                          sy_client_error *err);
 
-/* client_normalize.c: the ADR's same-row normalizations (pure) */
+/* client_normalize.c: the same-row normalizations (doc/contract.md#normalization) (pure) */
 typedef struct {
 	sy_op op;
 	bool has_base;
@@ -280,7 +280,8 @@ SY_MUST_CHECK sy_client_rc sy_cl_seal_next(sy_client *c, bool *sealed, sy_client
  */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_ahead(sy_client *c, bool *ran, char id[SY_UUID_LEN + 1],
                                             sy_push_request **req, sy_client_error *err);
-/* Seals a successor of batch_id under the current generation and schema (ADR 409/422). */
+/* Seals a successor of batch_id under the current generation and schema
+ * (doc/contract.md#successor-batches). */
 SY_MUST_CHECK sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id,
                                                 sy_client_error *err);
 
@@ -298,9 +299,9 @@ SY_MUST_CHECK bool sy_cl_mutation_text(sy_buf *b, const char *id, const sy_cl_wi
 /* Appends the JCS text of a request around mutations (their JCS texts joined by commas). */
 SY_MUST_CHECK bool sy_cl_envelope_text(sy_buf *b, const sy_client *c, const char *batch_id,
                                        bool atomic, const char *mutations, size_t len);
-/* Whether one mutation (its JCS text m) passes the push limits and shapes alone (ADR "Exact
- * mutation shapes": at most 256 columns, 65,536 octets normalized), checked by the core's own
- * parser over a one-mutation request: 1 it fits; 0 it does not, *why says why; -1 out of
+/* Whether one mutation (its JCS text m) passes the push limits and shapes alone
+ * (doc/contract.md#mutation-shapes: at most 256 columns, 65,536 octets normalized), checked by the
+ * core's own parser over a one-mutation request: 1 it fits; 0 it does not, *why says why; -1 out of
  * memory (nothing is decided). */
 int sy_cl_mutation_fits(const sy_client *c, const sy_buf *m, const char *columns, char *why,
                         size_t whylen);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ADR's same-row normalizations before sealing ("Native clients resolve
- * same-row intent that has no legal server precondition before creating a wire
- * batch"), as a pure decision over a chain of unsealed intents of one row:
+ * The same-row normalizations before sealing (doc/contract.md#normalization), as a pure decision
+ * over a chain of unsealed intents of one row:
  *
  *   insert, update...          -> one insert with the final authored fields
  *   insert, update..., delete  -> no server effect (cancelled_before_send)

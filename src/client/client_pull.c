@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Pull and rebuild (PROTOCOL.md §7-8): request bodies and the application of
+ * Pull and rebuild (doc/contract.md#pull-and-rebuild): request bodies and the application of
  * pages.
  *
  * NOTES

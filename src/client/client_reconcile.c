@@ -3,8 +3,8 @@
  * Reconciliation of a push response with its sealed batch.
  *
  * NOTES
- * ADR: every response is checked before anything is applied: the core's
- * validator (the complete partition of exactly the sealed batch's mutation ids,
+ * doc/contract.md#response-validation: every response is checked before anything is applied: the
+ * core's validator (the complete partition of exactly the sealed batch's mutation ids,
  * every field rule, each row_checksum under its outcome_schema). Then the
  * outcomes, the rows they carry, the dependents they unblock or block and the
  * batch's completion commit in one SQLite transaction, so a crash leaves either
@@ -67,8 +67,9 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 	/* "+state" in these: the pred and row indexes, never a scan of the state index. */
 	if (accepted) {
 		/*
-		 * ADR: an accepted predecessor supplies the opaque base of the next unsealed
-		 * update or delete of the row; only that server-owned base is refreshed.
+		 * doc/contract.md#base-refresh: an accepted predecessor supplies the opaque base of
+		 * the next unsealed update or delete of the row; only that server-owned base is
+		 * refreshed.
 		 */
 		rc = sy_cl_prepare_cached(
 		        c,
@@ -88,7 +89,8 @@ sy_client_rc sy_cl_settle_dependents(sy_client *c, const char *mutation_id, bool
 		                          " WHERE pred = ?1 AND +state = 'waiting'",
 		                          &st, err);
 	} else {
-		/* ADR: a conflicted or rejected predecessor leaves its dependents inspectable. */
+		/* doc/contract.md#blocked-predecessors: a conflicted or rejected predecessor leaves
+		 * its dependents inspectable. */
 		rc = sy_cl_prepare_cached(
 		        c,
 		        "UPDATE intents SET state = 'blocked_by_predecessor', link = ?1,"
@@ -256,7 +258,8 @@ static sy_client_rc apply_outcome(sy_client *c, const sy_json *o, const id_set *
 		        " WHERE mutation_id = ?",
 		        &st, err);
 	if (rc == SY_CLIENT_OK) {
-		/* ADR: schema_incompatible keeps the whole intent, out of automatic retry. */
+		/* doc/contract.md#schema-incompatible-intents: schema_incompatible keeps the whole
+		 * intent, out of automatic retry. */
 		sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
 		if (code != NULL)
 			sqlite3_bind_text(st, 2, code, -1, SQLITE_STATIC);

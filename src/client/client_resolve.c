@@ -2,9 +2,9 @@
 /*
  * Explicit resolution. Nothing here rewrites history: the settled intent keeps
  * its id, payload and outcome, becomes "resolved" with how, and a rebase or
- * remap is a new intent with a new mutation id linked from it (ADR: "A
- * replacement or mapped intent is a new mutation with a new UUID and is created
- * only by explicit application or user reconciliation").
+ * remap is a new intent with a new mutation id linked from it
+ * (doc/contract.md#schema-incompatible-intents: only the app or the user makes a replacement, as a
+ * new mutation with a new id).
  * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"

@@ -2,7 +2,7 @@
 /*
  * Sealing: pending intents become one immutable batch (its exact request bytes,
  * their SHA-256, batch_id, generation and schema), committed before the first
- * transmission (ADR "A batch is sealed before its first transmission").
+ * transmission (doc/contract.md#sealing).
  *
  * INTERFACE ROUTINES
  *   sy_cl_seal_next       the next batch: same-row chains normalized, push limits
@@ -302,7 +302,8 @@ static sy_client_rc wait_unloaded(sy_client *c, const pass *p, const irow *head,
 	return sy_cl_run_cached(c, st, err);
 }
 
-/* Blocks every remaining item of a chain behind the wire mutation pred (ADR). */
+/* Blocks every remaining item of a chain behind the wire mutation pred
+ * (doc/contract.md#blocked-predecessors). */
 static sy_client_rc block_rest(sy_client *c, irow **chain, size_t from, size_t n, const char *pred,
                                sy_client_error *err)
 {
@@ -348,7 +349,8 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 			at += norm.consumed;
 			continue;
 		}
-		/* ADR: never sent with a made-up version; an update or delete needs its base. */
+		/* doc/contract.md#blocked-predecessors: never sent with a made-up version; an
+		 * update or delete needs its base. */
 		if (norm.op != SY_OP_INSERT && head->base == NULL) {
 			if (atomic)
 				*stop = true; /* the atomic group cannot go whole */
@@ -432,7 +434,8 @@ static sy_client_rc seal_chain(sy_client *c, pass *p, irow **chain, size_t n, bo
 		if (rc != SY_CLIENT_OK)
 			return rc;
 		if (!fits) {
-			/* ADR: a push limit is enforced at sealing; the intent is blocked locally.
+			/* doc/contract.md#sealing: a push limit is enforced at sealing; the intent
+			 * is blocked locally.
 			 */
 			char *note = local_outcome("push_limit", why);
 			rc = set_state(c, id, "blocked_limit", NULL, NULL, "push_limit", note, err);
@@ -741,7 +744,8 @@ sy_client_rc sy_cl_seal_successor(sy_client *c, const char *batch_id, sy_client_
 		goto fail;
 	}
 	for (size_t i = 0; i < ms->u.array.count; i++) {
-		/* ADR: each unchanged authored mutation keeps its id and its exact content. */
+		/* doc/contract.md#successor-batches: each unchanged authored mutation keeps its id
+		 * and its exact content. */
 		const sy_json *m = ms->u.array.items[i];
 		const char *id = sy_cl_jstr(m, "mutation_id");
 		sy_error je = {0};

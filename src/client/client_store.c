@@ -6,7 +6,7 @@
  * NOTES
  * Durability: WAL with synchronous=FULL, so a commit that returned survives a
  * SIGKILL or a power cut; every state transition of the protocol is one commit.
- * Two triggers make the ADR's immutability a property of the file, not only of
+ * Two triggers make the immutability of doc/contract.md#sealing a property of the file, not only of
  * the code: a sealed batch's bytes never change, and an intent's fingerprinted
  * content never changes (only the server-owned base of an unsealed one may).
  * Layer: base of src/client (doc/hacking.md).
@@ -48,7 +48,8 @@ static const char *const upgrades[] = {
         " manifest TEXT NOT NULL);"
         "CREATE TABLE txns(id INTEGER PRIMARY KEY, atomic INTEGER NOT NULL,"
         " created_ms INTEGER NOT NULL);"
-        /* immutable local intents; ord is the local order (ADR: never changed) */
+        /* immutable local intents; ord is the local order (doc/contract.md#sealing: never changed)
+         * */
         "CREATE TABLE intents(seq INTEGER PRIMARY KEY, mutation_id TEXT NOT NULL UNIQUE,"
         " txn INTEGER NOT NULL, normalized INTEGER NOT NULL, ord INTEGER NOT NULL,"
         " tbl TEXT NOT NULL, pk TEXT NOT NULL, pk_field TEXT NOT NULL, op TEXT NOT NULL,"
@@ -70,14 +71,15 @@ static const char *const upgrades[] = {
         "CREATE TABLE attempts(id INTEGER PRIMARY KEY, batch_id TEXT NOT NULL,"
         " at_ms INTEGER NOT NULL, status INTEGER NOT NULL, retry_after INTEGER,"
         " response BLOB);"
-        /* ADR: a sealed batch never changes and every retry sends its exact bytes */
+        /* doc/contract.md#sealing: a sealed batch never changes and every retry sends its exact
+         * bytes */
         "CREATE TRIGGER batches_sealed BEFORE UPDATE OF batch_id, generation, schema_version,"
         " schema_hash, atomic, body, sha256, sealed_ms ON batches"
         " BEGIN SELECT RAISE(ABORT, 'a sealed batch never changes'); END;"
         "CREATE TRIGGER batches_kept BEFORE DELETE ON batches"
         " BEGIN SELECT RAISE(ABORT, 'sealed batches are kept'); END;"
-        /* ADR: identities and authored content are immutable; only the server-owned
-         * base of an unsealed intent may be refreshed */
+        /* doc/contract.md#base-refresh: identities and authored content are immutable; only the
+         * server-owned base of an unsealed intent may be refreshed */
         "CREATE TRIGGER intents_immutable BEFORE UPDATE OF mutation_id, txn, normalized, ord,"
         " tbl, pk, pk_field, op, columns, client_version, schema_version, schema_hash"
         " ON intents BEGIN SELECT RAISE(ABORT, 'an intent never changes'); END;"
@@ -355,8 +357,8 @@ static sy_client_rc upgrade(sy_client *c, sy_client_error *err)
 			return rc;
 		}
 		if (v == 0) {
-			/* ADR: the client identity is generated once and persisted before any
-			 * request can carry it. */
+			/* doc/contract.md#persist-before-sending: the client identity is generated
+			 * once and persisted before any request can carry it. */
 			char id[SY_UUID_LEN + 1];
 			sy_cl_new_uuid(id);
 			if ((rc = sy_cl_meta_set(c, "client_id", id, err)) != SY_CLIENT_OK) {

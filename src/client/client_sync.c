@@ -8,15 +8,15 @@
  *   connect   when there is no generation, or after 409 client_generation_expired
  *   schema    when there is no manifest, or after 422 schema_mismatch
  *   push      the unsettled sealed batch (its exact bytes), else a newly sealed one;
- *             after 409/422 on a batch, first its successor (ADR)
+ *             after 409/422 on a batch, first its successor (doc/contract.md#successor-batches)
  *   rebuild   when there is no cursor, or after rebuild_required, cursor_expired,
  *             rebuild_invalidated; each next page asked for while the last is applied
  *   pull      until has_more is false
  *   idle      until the poll interval passes
  *
  * NOTES
- * ADR: 429 and 503 (and a response that never arrived) are retried after the
- * delay with the same sealed bytes; idempotency_conflict and 400 freeze the
+ * doc/contract.md#client-retries: 429 and 503 (and a response that never arrived) are retried after
+ * the delay with the same sealed bytes; idempotency_conflict and 400 freeze the
  * queue (a client bug: nothing more is sent, nothing is dropped); client_retired
  * makes the store read-only. Responses are applied in the caller's thread, inside
  * this call; logs never see bodies.
@@ -118,7 +118,8 @@ static sy_client_rc set_flag(sy_client *c, const char *key, const char *reason,
 static bool common_error(sy_client *c, const char *code, sy_client_rc *rc, sy_client_error *err)
 {
 	if (strcmp(code, "client_retired") == 0) {
-		/* ADR: a retired client can never reconnect: the store becomes read-only. */
+		/* doc/contract.md#client-retries: a retired client can never reconnect: the store
+		 * becomes read-only. */
 		c->retired = true;
 		c->stopped = true;
 		*rc = set_flag(c, "retired", "client_retired", err);
@@ -263,10 +264,10 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	}
 	error_code(r, code, sizeof code, msg, sizeof msg);
 	if (r->status == 408 || r->status == 429 || r->status >= 500) {
-		/* 429/503: the ADR's retry. A 408 says the body did not arrive in time, so
-		 * nothing ran. Any other 5xx is no answer of the protocol (a gateway's 502/504
-		 * page, a server fault). Each is retried as when no answer came: the same
-		 * bytes again after a backoff; the queue is never frozen by it. */
+		/* 429/503: the retry of doc/contract.md#client-retries. A 408 says the body did not
+		 * arrive in time, so nothing ran. Any other 5xx is no answer of the protocol (a
+		 * gateway's 502/504 page, a server fault). Each is retried as when no answer came:
+		 * the same bytes again after a backoff; the queue is never frozen by it. */
 		note_error(c, code, true, msg);
 		retry_later(c, r, now);
 		return SY_CLIENT_OK;
@@ -274,7 +275,8 @@ static sy_client_rc on_push(sy_client *c, const sy_client_response *r, int64_t n
 	note_error(c, code, false, msg);
 	if (strcmp(code, "client_generation_expired") == 0 ||
 	    strcmp(code, "schema_mismatch") == 0) {
-		/* ADR: the rejected batch is kept and never sent again; a successor follows. */
+		/* doc/contract.md#successor-batches: the rejected batch is kept and never sent
+		 * again; a successor follows. */
 		sy_client_rc r2 = sy_cl_begin(c, err);
 		if (r2 == SY_CLIENT_OK &&
 		    (r2 = sy_cl_meta_set(c, "successor_for", batch, err)) == SY_CLIENT_OK)

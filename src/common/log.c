@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Process logging to stderr or syslog (log.h). ARCHITECTURE.md: never a request payload,
- * row, credential or ledger body; callers pass identifiers, counts and SQLSTATEs.
+/* Process logging to stderr or syslog (log.h). doc/contract.md#no-payloads-in-logs: never a request
+ * payload, row, credential or ledger body; callers pass identifiers, counts and SQLSTATEs.
  * Layer: base of src/common (doc/hacking.md). */
 #include "config.h"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ADR's dispatch precedence (synchro/dispatch.h): "authentication, protocol gate,
- * structural validation, permanent client retirement, batch and mutation replay lookup,
- * first-execution client-generation gate, first-execution schema gate, admission control,
- * then transactional execution" (ADR 002, PROTOCOL.md §5). Its one implementation.
+ * The dispatch order (doc/contract.md#dispatch-order) (synchro/dispatch.h): "authentication,
+ * protocol gate, structural validation, permanent client retirement, batch and mutation replay
+ * lookup, first-execution client-generation gate, first-execution schema gate, admission control,
+ * then transactional execution" (doc/contract.md#dispatch-order). Its one implementation.
  * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Error reporting and the ADR's error-code -> HTTP status and retryable table.
+/* Error reporting and the table of doc/contract.md#error-codes: error code -> HTTP status and
+ * retryable.
  * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* SHA-256 batch and mutation fingerprints (ADR) and row checksums (PROTOCOL.md §5).
+/* SHA-256 batch and mutation fingerprints (doc/contract.md#fingerprints) and row checksums
+ * (doc/contract.md#row-checksum).
  * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
@@ -314,7 +315,8 @@ bool sy_fp_row_preimage(const sy_schema_ref *outcome_schema, const char *table_i
 			return nomem(err);
 		for (size_t i = 0; i < n; i++)
 			fields[i] = &server_row->u.object.members[i];
-		/* PROTOCOL §5: fields sorted by UTF-8 bytes, not JCS's UTF-16 member order */
+		/* doc/contract.md#row-checksum: fields sorted by UTF-8 bytes, not JCS's UTF-16
+		 * member order */
 		qsort(fields, n, sizeof *fields, compare_members);
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RFC 8785 (JCS) canonical writer, the bytes every fingerprint and ledger
- * response of the ADR is computed over: numbers in ECMAScript form (section
+ * response of doc/contract.md#fingerprints is computed over: numbers in ECMAScript form (section
  * 3.2.2.3; the digits come from decimal.c, the layout is here), the JCS string
  * escapes (3.2.2.2), object members ordered by UTF-16 code units (3.2.3).
  * Layer: middle of src/core (doc/hacking.md).

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Values by hand (json.h): member lookup, the builders the server's responses
- * and the normalized arrays of the ADR are made with, and the deep copy. All
- * allocate in the document arena (json_arena.h); a NULL argument gives NULL,
+ * and the normalized arrays of doc/contract.md#normalized-mutation are made with, and the deep
+ * copy. All allocate in the document arena (json_arena.h); a NULL argument gives NULL,
  * so a chain of builders needs one check at its end.
  * Layer: middle of src/core (doc/hacking.md).
  */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The strict JSON reader (json.h; PROTOCOL.md: every request body is RFC 8259
+ * The strict JSON reader (json.h; doc/contract.md#request-bodies: every request body is RFC 8259
  * exactly): UTF-8 validated (RFC 3629), escaped lone surrogates refused,
- * duplicate member names refused at every depth (the ADR's exact mutation
- * shapes), nesting at most SY_JSON_MAX_DEPTH, nothing but whitespace after the
- * value, every number's literal kept beside its nearest double (decimal.c).
+ * duplicate member names refused at every depth (doc/contract.md#mutation-shapes), nesting at most
+ * SY_JSON_MAX_DEPTH, nothing but whitespace after the value, every number's literal kept beside its
+ * nearest double (decimal.c).
  * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"

@@ -56,7 +56,7 @@ pkginclude_HEADERS += \
 	src/include/synchro/outcome.h
 
 # The rules every layer shares, one implementation each (the server module links them too):
-# the ADR's dispatch order.
+# the dispatch order (doc/contract.md#dispatch-order).
 src_core_libsycore_la_SOURCES += src/core/dispatch.c
 pkginclude_HEADERS += src/include/synchro/dispatch.h
 # The SQLSTATEs acted on, and the PostgreSQL type of each manifest type.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Schema manifests (PROTOCOL.md §4): strict validation, canonical bytes and hash, and the
- * historical compatibility rule behind the schema_incompatible outcome.
+/* Schema manifests (doc/contract.md#schema-manifest): strict validation, canonical bytes and hash,
+ * and the historical compatibility rule behind the schema_incompatible outcome.
  * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The ADR's operation x row-state matrix, terminal-rule order and outcome vocabulary.
+/* The matrix (doc/contract.md#operation-and-row-state-matrix), terminal-rule order
+ * (doc/contract.md#terminal-rules) and outcome vocabulary.
  * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 
@@ -91,7 +92,8 @@ static sy_matrix_result result(sy_code code)
 
 sy_matrix_result sy_matrix_classify(sy_op op, sy_row_state state, bool base_equals_current)
 {
-	/* ADR: deleted conflicts for every operation; there is no resurrection. */
+	/* doc/contract.md#operation-and-row-state-matrix: deleted conflicts for every operation;
+	 * there is no resurrection. */
 	if (state == SY_ROW_DELETED)
 		return result(SY_CODE_ROW_DELETED);
 	switch (op) {
@@ -118,7 +120,8 @@ sy_matrix_result sy_matrix_classify(sy_op op, sy_row_state state, bool base_equa
 
 sy_code sy_matrix_terminal(unsigned rules)
 {
-	/* ADR: this order keeps the outcome independent of evaluation order. */
+	/* doc/contract.md#terminal-rules: this order keeps the outcome independent of evaluation
+	 * order. */
 	if (rules & SY_RULE_SCHEMA_INCOMPATIBLE)
 		return SY_CODE_SCHEMA_INCOMPATIBLE;
 	if (rules & SY_RULE_TABLE_NOT_SYNCED)

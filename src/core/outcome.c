@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One push outcome (ADR "Complete outcome partition": the field table of each
- * status and code; PROTOCOL.md §5): its check, its JSON and JCS bytes with the
- * row checksum bound to outcome_schema, and the atomic failed group (ADR
- * "Atomic mutation groups": one failure, every other mutation
- * atomic_batch_rejected).
+ * One push outcome (doc/contract.md#outcome-field-rules): its check, its JSON and JCS bytes with
+ * the row checksum bound to outcome_schema, and the atomic failed group
+ * (doc/contract.md#atomic-batches: one failure, every other mutation atomic_batch_rejected).
  * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
@@ -115,7 +113,8 @@ sy_json *sy_outcome_schema_ref_json(sy_json_doc *doc, const sy_schema_ref *r)
 
 static int compare_ids(const void *a, const void *b)
 {
-	/* strcmp orders by unsigned bytes: the UTF-8 byte order the ADR asks for */
+	/* strcmp orders by unsigned bytes: the UTF-8 byte order doc/contract.md#normalized-mutation
+	 * asks for */
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 

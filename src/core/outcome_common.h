@@ -19,7 +19,8 @@ static inline bool outcome_nomem(sy_error *err)
 	return sy_error_set(err, SY_ERR_NOMEM, "out of memory");
 }
 
-/* A schema reference the ADR allows on the wire: version 1.., a lowercase hex hash. */
+/* A schema reference doc/contract.md#scalars allows on the wire: version 1.., a lowercase hex hash.
+ * */
 static inline bool schema_ref_ok(const sy_schema_ref *r)
 {
 	const char *nul = memchr(r->hash, '\0', sizeof r->hash);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push response bodies (PROTOCOL.md §5; ADR "Complete outcome partition",
- * "Whole-request failures"): the 200 body, built as a tree for the validator
- * and as JCS bytes written once per outcome, and the request-level error body
- * {"error": {code, message, retryable[, current_schema, received_schema]}}.
+ * Push response bodies (doc/contract.md#outcome-partition, doc/contract.md#error-body): the 200
+ * body, built as a tree for the validator and as JCS bytes written once per outcome, and the
+ * request-level error body {"error": {code, message, retryable[, current_schema,
+ * received_schema]}}.
  * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"

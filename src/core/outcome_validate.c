@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The validator every push response passes before it is committed (ADR
- * "Complete outcome partition": every mutation exactly once, in request
- * order, under its status's array, with exactly the members its code allows;
- * "Atomic mutation groups": all applied, or one failure and the rest
- * atomic_batch_rejected; the row checksum bound to outcome_schema).
+ * The validator every push response passes before it is committed
+ * (doc/contract.md#outcome-partition: every mutation exactly once, in request order, under its
+ * status's array, with exactly the members its code allows; "Atomic mutation groups": all applied,
+ * or one failure and the rest atomic_batch_rejected; the row checksum bound to outcome_schema).
  * Layer: middle of src/core (doc/hacking.md).
  */
 #include "config.h"
@@ -126,7 +125,7 @@ static bool same_jcs(vctx *c, const sy_json *x, const sy_json *y, bool *same)
 	return true;
 }
 
-/* Strictly increasing by unsigned bytes, as the ADR sorts field IDs. */
+/* Strictly increasing by unsigned bytes, as doc/contract.md#normalized-mutation sorts field IDs. */
 static bool sorted_unique_strings(const sy_json *arr)
 {
 	for (size_t i = 0; i < arr->u.array.count; i++) {
@@ -260,8 +259,8 @@ static bool check_fields(vctx *c, const char *p, const sy_json **m, sy_status st
 	}
 	/*
 	 * An atomic request never carries a mutation replayed from another batch
-	 * (ADR: 400), so every outcome of its response was classified under the
-	 * request schema.
+	 * (doc/contract.md#atomic-batches: 400), so every outcome of its response was classified
+	 * under the request schema.
 	 */
 	if (req->atomic && !schema_ref_equal(outcome_schema, &req->schema))
 		return VBAD("%s.outcome_schema: must be the request schema in an atomic response",
@@ -269,7 +268,8 @@ static bool check_fields(vctx *c, const char *p, const sy_json **m, sy_status st
 	return true;
 }
 
-/* ADR: the checksum binds outcome_schema.hash, so the row is checked under that schema. */
+/* doc/contract.md#row-checksum: the checksum binds outcome_schema.hash, so the row is checked under
+ * that schema. */
 static bool check_checksum(vctx *c, const char *p, const sy_json **m, const sy_mutation *mut,
                            const sy_schema_ref *outcome_schema)
 {
@@ -391,7 +391,8 @@ static bool check_response(vctx *c, const sy_json *resp)
 		if (!c->seen[i])
 			return VBAD("mutations[%zu] (%s): missing from the response", i,
 			            req->mutations[i].mutation_id);
-	/* ADR: an atomic group applies completely, or fails at exactly one mutation. */
+	/* doc/contract.md#failed-atomic-group: an atomic group applies completely, or fails at
+	 * exactly one mutation. */
 	if (req->atomic && rejected->u.array.count > 0) {
 		if (accepted->u.array.count > 0)
 			return VBAD("atomic response: accepted must be empty when a mutation "

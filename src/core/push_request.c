@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The push request (push.h; PROTOCOL.md §5, ADR "Exact mutation shapes"): the
- * body parsed and checked against every structural rule the ADR answers with
+ * The push request (push.h; doc/contract.md#push-request, doc/contract.md#mutation-shapes): the
+ * body parsed and checked against every structural rule doc/contract.md#push-request answers with
  * 400 invalid_request (members, types, limits, one (table, pk) per atomic
  * request), the current schema's pk rule, and the normalized mutation bytes
  * (JCS) the fingerprints hash.
@@ -243,14 +243,15 @@ static bool parse_operation(sy_mutation *m, size_t i, const sy_json *v, sy_error
 			return true;
 		}
 	}
-	/* ADR: create is not a wire operation; upsert is a pull operation only. */
+	/* doc/contract.md#mutation-shapes: create is not a wire operation; upsert is a pull
+	 * operation only. */
 	return sy_error_set(err, SY_ERR_INVALID_REQUEST,
 	                    "mutations[%zu].operation: unsupported operation %s "
 	                    "(push accepts only insert, update, delete)",
 	                    i, quote(&q, v->u.string.data, v->u.string.len));
 }
 
-/* The ADR's presence matrix for base_version and columns. */
+/* The presence table of doc/contract.md#mutation-shapes. */
 static bool parse_presence(sy_mutation *m, size_t i, const sy_json *base, const sy_json *cols,
                            sy_error *err)
 {
@@ -456,7 +457,8 @@ static bool first_repeat(const sy_mutation *const *order, size_t n,
 	return found;
 }
 
-/* ADR: a request repeating a mutation_id, or an atomic one repeating a row, is invalid. */
+/* doc/contract.md#atomic-batches: a request repeating a mutation_id, or an atomic one repeating a
+ * row, is invalid. */
 static bool check_repeats(const sy_push_request *req, sy_error *err)
 {
 	size_t n = req->mutation_count, later = 0, earlier = 0;
@@ -589,7 +591,8 @@ sy_push_request *sy_push_parse(const char *body, size_t len, sy_error *err)
 {
 	sy_push_request *req = NULL;
 	sy_buf canon = SY_BUF_INIT;
-	/* ADR: byte limits are enforced while reading, before anything else */
+	/* doc/contract.md#push-limits: byte limits are enforced while reading, before anything else
+	 * */
 	if (len > SY_PUSH_MAX_BODY) {
 		sy_error_set(err, SY_ERR_INVALID_REQUEST, "(root): request body exceeds %d octets",
 		             SY_PUSH_MAX_BODY);
@@ -661,7 +664,7 @@ bool sy_push_check_pk(const sy_push_request *req, size_t i, const sy_table *t, s
 	sy_wire_status st = sy_wire_check(t->pk.type, m->pk_value, &why, NULL);
 	if (st == SY_WIRE_NOMEM)
 		return nomem(err);
-	/* PROTOCOL §3: a non-canonical pk value is 400, unlike a column value */
+	/* doc/contract.md#portable-types: a non-canonical pk value is 400, unlike a column value */
 	if (st != SY_WIRE_OK)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "mutations[%zu].pk.value: %s", i,
 		                    why != NULL ? why : "not a canonical wire value");

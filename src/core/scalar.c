@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The scalars of PROTOCOL.md §2: identities, schema references, generations, times.
+/* The scalars of doc/contract.md#scalars: identities, schema references, generations, times.
  * Layer: base of src/core (doc/hacking.md). */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (PROTOCOL.md §3): canonical wire values and PostgreSQL text forms.
+/* Portable types (doc/contract.md#portable-types): canonical wire values and PostgreSQL text forms.
  * Layer: middle of src/core (doc/hacking.md). */
 #include "config.h"
 

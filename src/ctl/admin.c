@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * synchroctl's database commands (synchroctl(1)) over the store: init and migrate, schema
- * publish / show (PROTOCOL §4), client list / retire (ADR "Ledger retention and
- * irreversible client retirement"), ledger inspect / purge-retired, lease status and
- * changelog compact (PROTOCOL §7); status is src/ctl/status.c.
+ * publish / show (doc/contract.md#schema-manifest), client list / retire
+ * (doc/contract.md#retirement), ledger inspect / purge-retired, lease status and changelog compact
+ * (doc/contract.md#cursors); status is src/ctl/status.c.
  * Layer: middle of src/ctl (doc/hacking.md).
  */
 #include "config.h"

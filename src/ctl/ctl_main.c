@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchroctl's command line: -c, the usage, and the dispatch to the offline tools (offline.c,
- * PROTOCOL.md §9) or the database administration (admin.c, status.c).
+ * doc/contract.md#offline-tools) or the database administration (admin.c, status.c).
  * Layer: top of src/ctl (doc/hacking.md). */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl canonicalize and fingerprint (PROTOCOL.md §9): offline, no database.
+/* synchroctl canonicalize and fingerprint (doc/contract.md#offline-tools): offline, no database.
  * Layer: middle of src/ctl (doc/hacking.md). */
 #include "config.h"
 

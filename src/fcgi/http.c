@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One FastCGI request as HTTP (http.h): the path and parameters, the body read whole within
- * a limit (PROTOCOL §1: CONTENT_LENGTH above it refused before a byte is read), and the
- * one response, written straight to the socket in FastCGI records when it can be; the body
+ * a limit (doc/contract.md#request-bodies: CONTENT_LENGTH above it refused before a byte is read),
+ * and the one response, written straight to the socket in FastCGI records when it can be; the body
  * read within a deadline (SIGALRM interrupts the read, answered 408 by the router); error
- * bodies are the core's (ADR "Whole-request failures and HTTP dispatch"; Retry-After on
+ * bodies are the core's (doc/contract.md#error-codes; doc/contract.md#retry-after on
  * 429 and 503).
  * Layer: base of src/fcgi (doc/hacking.md).
  */

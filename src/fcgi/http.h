@@ -28,7 +28,7 @@ const char *sy_http_param(const sy_http *h, const char *name);
 
 /*
  * Reads the request body. CONTENT_LENGTH above max is refused before a byte
- * is read (PROTOCOL.md §1); a missing or malformed length, or a body shorter
+ * is read (doc/contract.md#request-bodies); a missing or malformed length, or a body shorter
  * than announced, is refused too. False with *err set (SY_ERR_INVALID_REQUEST).
  * A body (with the end of stdin) not received within timeout_ms (> 0) is
  * refused too, with h->timed_out set: the caller answers 408.

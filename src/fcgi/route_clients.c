@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The routes of a client's registration and of the schema: POST /v3/connect and
- * POST /v3/retire (PROTOCOL §6: {"client_id"} bound to the authenticated user, a
- * generation per connect, retirement permanent) and GET /v3/schema (PROTOCOL §4: the
- * current manifest as its stored JCS bytes). The router ran their gates (router.c); the
- * SQL is src/store/clients.c and src/store/session.c.
+ * POST /v3/retire (doc/contract.md#connect: {"client_id"} bound to the authenticated user, a
+ * generation per connect, retirement permanent) and GET /v3/schema (doc/contract.md#schema-route:
+ * the current manifest as its stored JCS bytes). The router ran their gates (router.c); the SQL is
+ * src/store/clients.c and src/store/session.c.
  * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
@@ -42,7 +42,7 @@ static void bad_request(sy_responder *r, sy_http *h, const sy_error *err)
 		sy_responder_error(r, h, SY_ERR_INVALID_REQUEST, err->message);
 }
 
-/* The body {"client_id": <canonical UUID>}, exactly that member (PROTOCOL §6). */
+/* The body {"client_id": <canonical UUID>}, exactly that member (doc/contract.md#connect). */
 static bool read_client_id(sy_responder *r, sy_http *h, char out[SY_UUID_LEN + 1])
 {
 	sy_error err = {0};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* POST /v3/pull and POST /v3/rebuild (PROTOCOL.md §7-8): after the router's gates
+/* POST /v3/pull and POST /v3/rebuild (doc/contract.md#pull-and-rebuild): after the router's gates
  * (router.c), the structural checks of the request body here, and where the request reads
  * (the primary, or the replica of [database] pull_conninfo: store/read_target.h); the gates
  * that need the database and the SQL are src/store/pull*.c and rebuild.c.
@@ -17,7 +17,7 @@
 #include "synchro/alloc.h"
 #include "synchro/json.h"
 
-/* PROTOCOL §7-8: limit is 1..1000. */
+/* doc/contract.md#pull-request: limit is 1..1000. */
 #define LIMIT_MAX 1000
 
 /* The read state of this process (statements prepared on its connection, the current

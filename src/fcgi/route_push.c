@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/push (PROTOCOL §5, ADR 002): the thin adapter of the ADR's dispatch.
- * Authentication, the protocol gate and the body limit ran in the router (router.c);
- * everything after them (structural validation, the gates that need the database,
- * replay, admission and the first execution) is the one statement synchro.synchro_push
+ * POST /v3/push (doc/contract.md#push-request): the thin adapter of the dispatch order
+ * (doc/contract.md#dispatch-order). Authentication, the protocol gate and the body limit ran in the
+ * router (router.c); everything after them (structural validation, the gates that need the
+ * database, replay, admission and the first execution) is the one statement synchro.synchro_push
  * (src/pg), whose answer is sent as it came.
  * Layer: middle of src/fcgi (doc/hacking.md).
  */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The route table of synchro-fcgi and its dispatch (router.h): path, then method (404,
- * 405), then the route's gates that need no database, in the order of the ADR's dispatch
- * precedence as sy_dispatch_decide() (src/core/dispatch.c) gives it, then the handler;
- * every request is answered once, timed and counted, and a transaction a handler left
- * open is rolled back.
+ * 405), then the route's gates that need no database, in the dispatch order
+ * (doc/contract.md#dispatch-order) as sy_dispatch_decide() (src/core/dispatch.c) gives it, then the
+ * handler; every request is answered once, timed and counted, and a transaction a handler left open
+ * is rolled back.
  * Layer: middle of src/fcgi (doc/hacking.md).
  */
 #include "config.h"
@@ -22,7 +22,7 @@
 #include "synchro/outcome.h"
 #include "synchro/push.h"
 
-/* PROTOCOL §1: request bodies are at most 1,048,576 octets. */
+/* doc/contract.md#request-bodies: request bodies are at most 1,048,576 octets. */
 #define BODY_MAX 1048576
 
 typedef struct {
@@ -81,9 +81,9 @@ static void body_timeout(sy_responder *r, sy_http *h, const char *message)
 }
 
 /*
- * Authentication (PROTOCOL §1): the user comes from SYNCHRO_USER alone, the parameter that
- * only the web server's configuration sets (conf/nginx, conf/apache), from the user it
- * authenticated. A client's header reaches a responder as an HTTP_ parameter and never
+ * Authentication (doc/contract.md#user-identity): the user comes from SYNCHRO_USER alone, the
+ * parameter that only the web server's configuration sets (conf/nginx, conf/apache), from the user
+ * it authenticated. A client's header reaches a responder as an HTTP_ parameter and never
  * names the user. A request whose identity is ambiguous authenticates nobody: the parameter
  * twice (a second line in the site, e.g. beside an include that sets it too; libfcgi would
  * return the first), or a Synchro-User header (HTTP_SYNCHRO_USER: a client trying to name
@@ -165,8 +165,9 @@ static bool run_gates(sy_responder *r, sy_http *h, const route *rt, sy_request *
 		case SY_GATE_PROTOCOL: pass = check_protocol(h, &why); break;
 		case SY_GATE_STRUCTURE:
 			assert(rt->body_max > 0);
-			/* The body within its limit (PROTOCOL §1: CONTENT_LENGTH above it is
-			 * refused before a byte is read); its structure is the handler's. */
+			/* The body within its limit (doc/contract.md#request-bodies: CONTENT_LENGTH
+			 * above it is refused before a byte is read); its structure is the
+			 * handler's. */
 			if (sy_http_read_body(h, rt->body_max, r->body_timeout_ms, &why))
 				return true;
 			if (h->timed_out) {

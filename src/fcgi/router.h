@@ -3,9 +3,9 @@
  * The routes of synchro-fcgi as one table (router.c): for each path its method, the label
  * it is counted by, the gates it runs (a mask of synchro/dispatch.h: SY_GATES_PUSH,
  * SY_GATES_READ, SY_GATES_CLIENT, SY_GATES_FRONT) and its handler. The router runs, once and
- * in the order sy_dispatch_decide() gives (the ADR's dispatch precedence), the gates that
- * need no database: authentication (PROTOCOL §1: the parameter the web server sets), the
- * protocol gate, and of structural validation the body read within the route's limit. A
+ * in the order sy_dispatch_decide() gives (doc/contract.md#dispatch-order), the gates that
+ * need no database: authentication (doc/contract.md#user-identity: the parameter the web server
+ * sets), the protocol gate, and of structural validation the body read within the route's limit. A
  * handler starts where those end; the rest of its gates are its own (the structure of the
  * body) or the database's (src/store, and synchro.synchro_push in src/pg for push).
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ledger's own guards, in C (migration 17; ADR "Required durable ledger fields",
+ * The ledger's own guards, in C (migration 17; doc/contract.md#ledgers-and-retirement,
  * "Retirement"): the row rules of synchro.batches and synchro.mutations, and the triggers
  * every push fires on them and on synchro.clients.
  *

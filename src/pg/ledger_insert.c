@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ledger rows of a first execution written through the table and index access methods,
- * without an INSERT or UPDATE statement (ADR "Required durable ledger fields"). An SPI INSERT of
+ * without an INSERT or UPDATE statement (doc/contract.md#ledgers-and-retirement). An SPI INSERT of
  * one ledger row paid executor start-up, the CHECK's expression read back from its text, and the
  * row and statement triggers: about a quarter of a one-mutation push's backend CPU
  * (doc/performance.md). The rules those guards hold stay on the tables for every other

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Admission control (ADR dispatch: after the schema gate, before the first-execution
+ * Admission control (doc/contract.md#admission: after the schema gate, before the first-execution
  * transaction; 429 retry_later): caps on first executions in flight, in total and per
  * client, held across every responder of every host because the slots are locks of the
  * database itself. A slot is a transaction-level advisory lock in a key space of its own
  * (locktag field 4 values no SQL advisory function uses), taken without waiting and
  * released when the push's transaction ends. A replay never reaches admission.
  *
- * Requests carrying a batch whose first execution holds a slot now are the ADR's
- * concurrent duplicates: they wait for that execution and replay it, so they are not
+ * Requests carrying a batch whose first execution holds a slot now are the concurrent duplicates of
+ * doc/contract.md#concurrent-replay: they wait for that execution and replay it, so they are not
  * counted against the per-client cap a second time.
  * Layer: middle of src/pg (doc/hacking.md).
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * An atomic request (ADR "Atomic mutation groups"): its push unit is the whole group, one
+ * An atomic request (doc/contract.md#atomic-batches): its push unit is the whole group, one
  * internal subtransaction opened after the ledger lookup with every deferrable constraint
  * deferred; mutations in request order with the ordinary evaluation, stopping at the
  * first that does not apply; if all applied, every deferrable constraint checked at the
@@ -85,11 +85,11 @@ void sp_run_group(sp_push *x)
 		return;
 	if (failing == n) {
 		/*
-		 * ADR: a failed check at the group end gives validation_failed to the last. But
-		 * an insert over a live or deleted row is a conflict whatever the pk's
-		 * deferrability (doc/protocol.md): a unique violation or SY006 at the end is first
-		 * matched against the inserts' identities as committed now (a concurrent insert
-		 * took one after the group read it absent).
+		 * doc/contract.md#failed-atomic-group: a failed check at the group end gives
+		 * validation_failed to the last. But an insert over a live or deleted row is a
+		 * conflict whatever the pk's deferrability (doc/protocol.md): a unique violation or
+		 * SY006 at the end is first matched against the inserts' identities as committed
+		 * now (a concurrent insert took one after the group read it absent).
 		 */
 		bool conflict = false;
 		if (sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
@@ -114,9 +114,10 @@ void sp_run_group(sp_push *x)
 		sp_refused(x, failing, sqlerrcode);
 	} else if (x->res[failing].o.status == SY_STATUS_CONFLICT &&
 	           x->res[failing].o.code != SY_CODE_ROW_NOT_FOUND) {
-		/* ADR: rebuilt from the committed state, so an earlier group write (a cascaded
-		 * delete) never appears in the outcome. A row not found shows no row, whatever
-		 * the read finds now (one outside the caller's scope answers so: push_scope.c). */
+		/* doc/contract.md#failed-atomic-group: rebuilt from the committed state, so an
+		 * earlier group write (a cascaded delete) never appears in the outcome. A row not
+		 * found shows no row, whatever the read finds now (one outside the caller's scope
+		 * answers so: push_scope.c). */
 		sp_row row;
 		sp_read(x, failing, &row);
 		sp_fill_row(x, failing, &row);

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The compare-and-swap of one mutation (ADR "Opaque server versions and atomic
- * compare-and-swap", "Complete operation and row-state matrix"): the source row and then
- * its version fence are locked (the order of the fence trigger after a direct write, so
- * the two never wait on each other in opposite orders), the policy is judged on the
- * locked row (push_scope.c), and the core's matrix decides; only a mutation the matrix applies writes.
- * The write's AFTER trigger mints the version and moves the fence. Also the row reads
- * that outcomes report and the classification of a write the database refused.
+ * The compare-and-swap of one mutation (doc/contract.md#compare-and-swap, "Complete operation and
+ * row-state matrix"): the source row and then its version fence are locked (the order of the fence
+ * trigger after a direct write, so the two never wait on each other in opposite orders), the policy
+ * is judged on the locked row (push_scope.c), and the core's matrix decides; only a mutation the
+ * matrix applies writes. The write's AFTER trigger mints the version and moves the fence. Also the
+ * row reads that outcomes report and the classification of a write the database refused.
  * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"
@@ -319,7 +318,8 @@ void sp_write(sp_push *x, size_t k)
 		appendStringInfo(&sql, "INSERT INTO %s (%s", ti->rel, ti->pk);
 		for (size_t i = 0; i < m->column_count; i++)
 			appendStringInfo(&sql, ", %s", ti->cols[pr->fields[i] - t->fields]);
-		/* PROTOCOL 4: the server sets the owner field to the caller on insert. */
+		/* doc/contract.md#policies: the server sets the owner field to the caller on
+		 * insert. */
 		if (ti->owner >= 0)
 			appendStringInfo(&sql, ", %s", ti->cols[ti->owner]);
 		appendStringInfo(&sql, ") VALUES ($1::%s", ti->pk_type);
@@ -370,8 +370,8 @@ void sp_write(sp_push *x, size_t k)
 	pfree(sql.data);
 }
 
-/* ADR: classes 22 (data exception) and 23 (integrity constraint violation) at a unit's
- * write or end are the mutation's own; SY006 is the fence's no-resurrection refusal. */
+/* doc/contract.md#push-units: classes 22 (data exception) and 23 (integrity constraint violation)
+ * at a unit's write or end are the mutation's own; SY006 is the fence's no-resurrection refusal. */
 bool sp_unit_error(int sqlerrcode)
 {
 	int cls = ERRCODE_TO_CATEGORY(sqlerrcode);

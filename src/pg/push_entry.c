@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * synchro.synchro_push(user_id, body, ...): everything of a push after authentication and
- * the protocol gate, in one statement (ADR "The adapter runs synchro_push as one statement
- * in its own transaction"), in the ADR's dispatch order: structural validation, client
- * and retirement, batch and mutation replay lookup, the current schema's pk rule, the
- * generation and schema gates, admission, then the first execution under the client's row
- * lock, and the answer: HTTP status, the exact body bytes, whether it is a replay and the
- * Retry-After of a 429 or 503; for the adapter's metrics (migration 18) the error code, the
- * outcomes a first execution decided, and the SQLSTATE behind a 503. doc/protocol.md
- * ("Writing an adapter") is the contract.
+ * the protocol gate, in one statement (doc/contract.md#request-path), in the dispatch order
+ * (doc/contract.md#dispatch-order): structural validation, client and retirement, batch and
+ * mutation replay lookup, the current schema's pk rule, the generation and schema gates, admission,
+ * then the first execution under the client's row lock, and the answer: HTTP status, the exact body
+ * bytes, whether it is a replay and the Retry-After of a 429 or 503; for the adapter's metrics
+ * (migration 18) the error code, the outcomes a first execution decided, and the SQLSTATE behind a
+ * 503. doc/protocol.md ("Writing an adapter") is the contract.
  *
  * The first execution runs inside one internal subtransaction of the caller's transaction:
  * an operational failure (a lock timeout, a broken invariant, memory) rolls all of it back
@@ -142,8 +141,9 @@ static void execute(sp_push *x)
 	else
 		sp_run_units(x);
 	sp_finish(x);
-	/* ADR: after a first execution every deferrable constraint of the calling transaction
-	 * is IMMEDIATE, whether or not a unit ran (no event is pending: every unit ended so). */
+	/* doc/contract.md#push-units: after a first execution every deferrable constraint of the
+	 * calling transaction is IMMEDIATE, whether or not a unit ran (no event is pending: every
+	 * unit ended so). */
 	sp_constraints(false);
 }
 
@@ -211,7 +211,7 @@ static void answer(sp_push *x, const char *body, size_t len)
 	/* The same octets as a batch's first execution: its stored answer (push_replay.c). */
 	if (sp_replay_octets(x, body, len))
 		return;
-	/* ADR: structural validation precedes every gate. */
+	/* doc/contract.md#dispatch-order: structural validation precedes every gate. */
 	x->req = sy_push_parse(body, len, &e);
 	if (x->req == NULL) {
 		if (e.code == SY_ERR_NOMEM)
@@ -242,8 +242,8 @@ static void answer(sp_push *x, const char *body, size_t len)
 	sp_compare_batch_fp(x);
 	if (decide(x) != SP_GO)
 		return;
-	/* ADR: admission after the schema gate; sp_decide answers its refusal, or a refusal of
-	 * the mutation ledger, which precedes it. */
+	/* doc/contract.md#admission: after the schema gate; sp_decide answers its refusal, or a
+	 * refusal of the mutation ledger, which precedes it. */
 	if ((x->max_inflight > 0 || x->max_per_client > 0) && !sp_admit(x)) {
 		x->admission_refused = true;
 		if (decide(x) == SP_GO)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The gates of the ADR's dispatch that need the database, in its order: the calling
- * transaction (no pending deferrable trigger event), the client bound to the caller (401),
- * retirement (409 client_retired), the batch and mutation replay lookup, the primary-key
- * rule of the current schema (400), the generation gate (409 client_generation_expired)
+ * The gates of the dispatch order (doc/contract.md#dispatch-order) that need the database, in its
+ * order: the calling transaction (no pending deferrable trigger event), the client bound to the
+ * caller (401), retirement (409 client_retired), the batch and mutation replay lookup, the
+ * primary-key rule of the current schema (400), the generation gate (409 client_generation_expired)
  * and the schema gate (422 schema_mismatch), then admission (429): the facts each gate
  * needs, in the order sy_dispatch_decide() (src/core/dispatch.c) reads them. Replay
  * precedes every current-schema check, so an exact replay never depends on what was
@@ -45,7 +45,7 @@ static const char deferrable_sql[] =
         "SELECT DISTINCT t.tgrelid FROM pg_catalog.pg_trigger t WHERE t.tgdeferrable";
 
 /*
- * ADR "Push unit constraint checks": before the first unit (and before any ledger claim),
+ * doc/contract.md#push-units: before the first unit (and before any ledger claim),
  * no relation with a deferrable trigger may have a pending trigger event in the calling
  * transaction, since SET CONSTRAINTS ALL IMMEDIATE at a unit end would fire it. The call
  * then fails with SQLSTATE 25000 and the event is never fired by us.
@@ -155,9 +155,9 @@ void sp_compare_batch_fp(sp_push *x)
 }
 
 /*
- * ADR: requests of one client serialize on its row; the lock also orders a push against
- * connect (a new generation) and retirement, which update or lock this row. What
- * SELECT 1 FROM synchro.clients WHERE client_id = $1 FOR NO KEY UPDATE did (RowShareLock on
+ * doc/contract.md#concurrent-replay: requests of one client serialize on its row; the lock also
+ * orders a push against connect (a new generation) and retirement, which update or lock this row.
+ * What SELECT 1 FROM synchro.clients WHERE client_id = $1 FOR NO KEY UPDATE did (RowShareLock on
  * the table, refused in a read-only transaction, waiting under the push's lock_timeout), on
  * the row version the lookup found instead of a statement finding it again: under READ
  * COMMITTED the newest version of the row is locked (an update committed meanwhile is
@@ -241,8 +241,8 @@ void sp_current_schema(sp_push *x)
 /* ---- decisions ---- */
 
 /*
- * PROTOCOL 5: the pk of a mutation whose table is in the current schema must be that
- * table's pk (field and canonical value), else the request is 400 (the message into *why);
+ * doc/contract.md#push-request: the pk of a mutation whose table is in the current schema must be
+ * that table's pk (field and canonical value), else the request is 400 (the message into *why);
  * a mutation authored under a schema whose pk the current one no longer has is retained
  * intent, classified schema_incompatible per mutation (push_terminal.c) instead.
  */
@@ -291,8 +291,9 @@ static bool ledger_refused(const sp_push *x, sy_error *why)
 		                     "mutations[%zu].mutation_id: an atomic request cannot carry a "
 		                     "mutation recorded by another batch",
 		                     lk->led[0].index);
-	/* The symmetric rule: a non-atomic response never carries atomic_batch_rejected (ADR),
-	 * so a mutation rejected with its atomic group needs a new mutation_id. */
+	/* The symmetric rule: a non-atomic response never carries atomic_batch_rejected
+	 * (doc/contract.md#atomic-batches), so a mutation rejected with its atomic group needs a
+	 * new mutation_id. */
 	for (size_t i = 0; !req->atomic && i < lk->nled; i++)
 		if (lk->led[i].atomic_rejected)
 			return !sy_error_set(why, SY_ERR_INVALID_REQUEST,
@@ -337,8 +338,8 @@ sp_next sp_decide(sp_push *x)
 	sy_gate_facts_init(&f, SY_GATES_PUSH & ~SY_GATES_FRONT & ~SY_GATE_BIT(SY_GATE_STRUCTURE));
 	f.check[SY_GATE_CLIENT] = lk->client_found && lk->bound ? SY_CHECK_PASS : SY_CHECK_FAIL;
 	f.check[SY_GATE_RETIRED] = lk->retired ? SY_CHECK_FAIL : SY_CHECK_PASS;
-	/* ADR "Exact replay": before every mutable check. The mutation ledger is read only when
-	 * a later gate refuses (SY_DISPATCH_CHECK) and under the client lock. */
+	/* doc/contract.md#replay-first: before every mutable check. The mutation ledger is read
+	 * only when a later gate refuses (SY_DISPATCH_CHECK) and under the client lock. */
 	if (lk->batch_found || (lk->probed && ledger_refused(x, &ledger)))
 		f.check[SY_GATE_REPLAY] = SY_CHECK_FAIL;
 	else if (lk->probed)

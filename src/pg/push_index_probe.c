@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Primary-key probes of synchro's own tables through the index access method, without the
- * executor: the lookups of every push (ADR "Exact replay": client, retirement, the latest
+ * executor: the lookups of every push (doc/contract.md#exact-replay: client, retirement, the latest
  * schema, the batch, each mutation id) are equality probes of a unique index, and SPI spent
  * more on starting and ending a plan for them (ExecInitNode, plan revalidation) than on the
  * probe itself (perf of a one-mutation push: sp_lookup_head 12% of the backend, two thirds of

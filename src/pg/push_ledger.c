@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ledger writes of a first execution (ADR "First-execution transaction boundary",
- * "Required durable ledger fields"): the canonical 200 body, validated as the ADR
- * requires of every response before anything is stored; the batch ledger row, complete
- * with that exact body; every new mutation ledger row with its exact canonical outcome
- * (one statement: plain values for one row, columns as arrays for more); and one increment
- * of the client's accepted-write epoch when the batch accepted a source write. The client row lock
- * taken first claims the batch identity, so no batch row is ever visible in a state but complete.
+ * The ledger writes of a first execution (doc/contract.md#first-execution,
+ * doc/contract.md#ledgers-and-retirement): the canonical 200 body, validated as
+ * doc/contract.md#response-validation requires of every response before anything is stored; the
+ * batch ledger row, complete with that exact body; every new mutation ledger row with its exact
+ * canonical outcome (one statement: plain values for one row, columns as arrays for more); and one
+ * increment of the client's accepted-write epoch when the batch accepted a source write. The client
+ * row lock taken first claims the batch identity, so no batch row is ever visible in a state but
+ * complete.
  *
  * The batch and mutation rows and the epoch are written through the table and index access
  * methods (ledger_insert.c), the rules of the tables' CHECKs and triggers applied here; by

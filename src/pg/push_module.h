@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro_push, the ADR's push as one PostgreSQL statement: the state of one call and
- * the interface between the module's files. Each file holds one concept of the contract:
+ * synchro_push, the push (doc/contract.md#request-path) as one PostgreSQL statement: the state of
+ * one call and the interface between the module's files. Each file holds one concept of the
+ * contract:
  *
  *   push_entry.c        the SQL-callable function, the dispatch order, the answer
  *   push_memory.c       libsynchro's allocator over PostgreSQL memory contexts

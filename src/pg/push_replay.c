@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Replay (ADR "Exact replay"). The same octets again: a request whose digest (SHA-256 over a
- * domain, the authenticated user and the exact body; synchro/request_digest.h) equals the one
- * stored with its batch is answered from the batch row before it is parsed. The mutation
+ * Replay (doc/contract.md#exact-replay). The same octets again: a request whose digest (SHA-256
+ * over a domain, the authenticated user and the exact body; synchro/request_digest.h) equals the
+ * one stored with its batch is answered from the batch row before it is parsed. The mutation
  * ledger: a mutation identity already ledgered by another batch contributes its exact stored
  * outcome when its fingerprint is equal (no re-execution), and makes the request 409
  * idempotency_conflict when it differs (push_gates.c decides). The batch side of a parsed
@@ -18,9 +18,9 @@
 #include "synchro/request_digest.h"
 
 /*
- * ADR: structural validation and retirement precede the replay lookup. A digest equal to the
- * one stored with the batch means these octets, from this user, are the octets of that
- * batch's first execution, which were parsed, validated and fingerprinted then with the
+ * doc/contract.md#dispatch-order: structural validation and retirement precede the replay lookup. A
+ * digest equal to the one stored with the batch means these octets, from this user, are the octets
+ * of that batch's first execution, which were parsed, validated and fingerprinted then with the
  * rules the digest's domain names: parsing them again would give the same request and the
  * same fingerprint, and the stored fingerprint equals it. So the parse is skipped, nothing
  * else: the gates before replay (client, retirement) are decided from the same lookup, in

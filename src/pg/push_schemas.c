@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Published schema manifests (PROTOCOL 4: versions are kept forever and never change), kept
- * per backend once read, and the SQL of each synced table when a manifest serves as the
- * current schema: identifiers come from the manifest and are quoted; values are always
+ * Published schema manifests (doc/contract.md#schema-versions: versions are kept forever and never
+ * change), kept per backend once read, and the SQL of each synced table when a manifest serves as
+ * the current schema: identifiers come from the manifest and are quoted; values are always
  * parameters (text, cast to the column's portable type).
  * Layer: middle of src/pg (doc/hacking.md).
  */
@@ -127,7 +127,8 @@ static void build_table(sp_table *x, const sy_table *t)
 
 	initStringInfo(&b);
 	if (t->delete_mode == SY_DELETE_SOFT)
-		/* ADR: a soft delete leaves the source tombstone (its deleted column set). */
+		/* doc/contract.md#row-states: a soft delete leaves the source tombstone (its
+		 * deleted column set). */
 		appendStringInfo(&b, "UPDATE %s SET %s = pg_catalog.now() WHERE %s = $1::%s",
 		                 x->rel, quote_identifier(t->delete_column), x->pk, x->pk_type);
 	else

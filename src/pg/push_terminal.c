@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The per-mutation rules the manifests decide without the row (ADR "Complete outcome
- * partition", terminal order schema_incompatible, table_not_synced, policy_rejected,
- * validation_failed): they come before the compare-and-swap, and the core's
- * sy_matrix_terminal / sy_matrix_evaluate pick the outcome. What needs the row (the
- * owner and members policies) is judged under the row lock (push_scope.c). Also the text each value is
- * written with.
+ * The per-mutation rules the manifests decide without the row (doc/contract.md#terminal-rules):
+ * they come before the compare-and-swap, and the core's sy_matrix_terminal / sy_matrix_evaluate
+ * pick the outcome. What needs the row (the owner and members policies) is judged under the row
+ * lock (push_scope.c). Also the text each value is written with.
  * Layer: middle of src/pg (doc/hacking.md).
  */
 #include "postgres.h"

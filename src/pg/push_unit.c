@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push units of a non-atomic request (ADR "Push unit constraint checks"): each mutation
+ * Push units of a non-atomic request (doc/contract.md#push-units): each mutation
  * that writes is its own internal subtransaction, which starts with every deferrable
  * constraint DEFERRED and ends with every one IMMEDIATE after its write. A data exception
  * or integrity violation at its write or end rolls the unit back and gives the mutation

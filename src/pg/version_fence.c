@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The version fence of every synced table, in C (migration 20; ADR "Opaque server versions
- * and atomic compare-and-swap", "No matrix cell performs ... resurrection"): the trigger
- * function synchro.version_fence(table_id, pk column, soft-delete column, owner column[,
- * scope column]) that migration 2 made and migrations 4 and 16 refined in plpgsql, with the same
- * rules, the same refusals (message, DETAIL, HINT, SQLSTATE) in the same order, and the same
- * effects byte for byte: the same upsert of synchro.row_fences, the same transactional
- * logical message 'synchro' (the text of the same jsonb). The upsert's row is written
- * through the table and index access methods, as the executor runs INSERT ... ON CONFLICT
- * DO UPDATE (the same locks, waits, WAL and refusals) without a statement's start-up, which
- * was most of a synced write's cost; the statement itself runs when the fence table is not as
- * the migrations left it (fence_store.c).
+ * The version fence of every synced table, in C (migration 20; doc/contract.md#compare-and-swap,
+ * "No matrix cell performs ... resurrection"): the trigger function synchro.version_fence(table_id,
+ * pk column, soft-delete column, owner column[, scope column]) that migration 2 made and migrations
+ * 4 and 16 refined in plpgsql, with the same rules, the same refusals (message, DETAIL, HINT,
+ * SQLSTATE) in the same order, and the same effects byte for byte: the same upsert of
+ * synchro.row_fences, the same transactional logical message 'synchro' (the text of the same
+ * jsonb). The upsert's row is written through the table and index access methods, as the executor
+ * runs INSERT ... ON CONFLICT DO UPDATE (the same locks, waits, WAL and refusals) without a
+ * statement's start-up, which was most of a synced write's cost; the statement itself runs when the
+ * fence table is not as the migrations left it (fence_store.c).
  *
  * The plpgsql function turned both whole rows into jsonb and read its columns back with
  * ->>. Here only the columns the fence names are converted, each through PostgreSQL's own
@@ -460,8 +459,9 @@ Datum synchro_version_fence(PG_FUNCTION_ARGS)
 			scope.after = col_text(&fc->scope, new);
 	}
 
-	/* Random, never derived from time or a sequence (PROTOCOL 2): 32 lowercase hex, the
-	 * digits of a version 4 UUID as replace(gen_random_uuid()::text, '-', '') gave them. */
+	/* Random, never derived from time or a sequence (doc/contract.md#server-versions): 32
+	 * lowercase hex, the digits of a version 4 UUID as replace(gen_random_uuid()::text, '-',
+	 * '') gave them. */
 	uint8 r[UUID_LEN];
 	char version[2 * UUID_LEN + 1];
 	strong_random_octets(r);

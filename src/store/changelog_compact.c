@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchroctl changelog compact (PROTOCOL.md §7 "older than retained history"): raises the
+ * synchroctl changelog compact (doc/contract.md#cursors): raises the
  * compaction horizon and deletes what lies at or below it, so cursors below it answer 409
  * cursor_expired and rebuild sessions bound below it go with them.
  * Layer: middle of src/store (doc/hacking.md).

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl client list / retire: the permanent retirement marker (ADR retention rules).
+/* synchroctl client list / retire: the permanent retirement marker
+ * (doc/contract.md#ledger-retention).
  * Layer: middle of src/store (doc/hacking.md). */
 #include "config.h"
 

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Clients and their irreversible retirement (ADR "Ledger retention and irreversible client
- * retirement"). */
+/* Clients and their irreversible retirement (doc/contract.md#retirement). */
 #ifndef SY_STORE_CLIENTS_H
 #define SY_STORE_CLIENTS_H
 

@@ -70,8 +70,8 @@ typedef struct {
 
 /*
  * Deletes, in one transaction, the batch and mutation ledger rows of retired clients
- * only (a client without a retirement marker keeps every row: ADR, no expiry). Row
- * fences, clients and retirement markers stay.
+ * only (a client without a retirement marker keeps every row: doc/contract.md#ledger-retention).
+ * Row fences, clients and retirement markers stay.
  */
 SY_MUST_CHECK sy_store_status sy_store_ledger_purge_retired(PGconn *c, sy_store_purged *out,
                                                             sy_error *err);

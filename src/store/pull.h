@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read side's SQL (PROTOCOL.md §7-8): /v3/pull over synchro.changelog and the current
- * source rows, /v3/rebuild sessions and pages, and synchroctl changelog compact.
+ * The read side's SQL (doc/contract.md#pull-and-rebuild): /v3/pull over synchro.changelog and the
+ * current source rows, /v3/rebuild sessions and pages, and synchroctl changelog compact.
  */
 #ifndef SY_STORE_PULL_H
 #define SY_STORE_PULL_H
@@ -52,7 +52,7 @@ SY_MUST_CHECK sy_store_pull *sy_store_pull_new(void);
 /* Accepts NULL. */
 void sy_store_pull_free(sy_store_pull *p);
 
-/* A structurally valid pull request (PROTOCOL.md §7) of the authenticated user. */
+/* A structurally valid pull request (doc/contract.md#pull-request) of the authenticated user. */
 typedef struct {
 	const char *user;
 	const char *client_id;
@@ -64,7 +64,7 @@ typedef struct {
 	int wait_ms;    /* the longest read-your-writes wait (pull_wait_ms) */
 } sy_store_pull_request;
 
-/* A structurally valid rebuild request (PROTOCOL.md §8). */
+/* A structurally valid rebuild request (doc/contract.md#rebuild). */
 typedef struct {
 	const char *user;
 	const char *client_id;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The answer of a pull or a rebuild page (PROTOCOL.md §7-8): request-level errors, the 503
- * of every operational failure, and the canonical 200 body, one change or row at a time
+ * The answer of a pull or a rebuild page (doc/contract.md#pull-and-rebuild): request-level errors,
+ * the 503 of every operational failure, and the canonical 200 body, one change or row at a time
  * (the row in wire form under the current schema, its row_checksum, the mutation_id echo).
  * Layer: middle of src/store (doc/hacking.md).
  */

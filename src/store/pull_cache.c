@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The read side's per-process state (store/pull_internal.h): the current schema manifest
- * (ADR: every change and row carries the current schema and its checksum under it) with the
- * quoted names and the statements built for it, read again when a publish changed it.
+ * (doc/contract.md#pull-changes: every change and row carries the current schema and its checksum
+ * under it) with the quoted names and the statements built for it, read again when a publish
+ * changed it.
  * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Changelog positions and the two opaque tokens a client carries between requests
- * (PROTOCOL.md §7-8): the pull cursor "c1.<lsn>.<ordinal>" and the rebuild page token
- * "r1.<hex table_id>.<hex pk>". Pure text codecs, no SQL; tests/unit/test_pull_codec.c.
+ * (doc/contract.md#pull-and-rebuild): the pull cursor "c1.<lsn>.<ordinal>" and the rebuild page
+ * token "r1.<hex table_id>.<hex pk>". Pure text codecs, no SQL; tests/unit/test_pull_codec.c.
  * Layer: base of src/store (doc/hacking.md).
  */
 #include "config.h"

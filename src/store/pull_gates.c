@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The gates of pull and rebuild (PROTOCOL.md §7 "Gates as for push (no replay step)"): the
+ * The gates of pull and rebuild (doc/contract.md#dispatch-order): the
  * gate columns every read statement starts with, read into sy_store_gates, and the decision
- * in the ADR's dispatch order.
+ * in the dispatch order (doc/contract.md#dispatch-order).
  * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/pull after the structural checks (PROTOCOL.md §7): the page statement of the
- * current manifest run (built by pull_statements.c: changelog window of the caller's read
+ * POST /v3/pull after the structural checks (doc/contract.md#pull-request): the page statement of
+ * the current manifest run (built by pull_statements.c: changelog window of the caller's read
  * scope, latest entry per row, current source rows, gates and horizon, all in one statement
- * and one snapshot), the cursor gates (rebuild_required, cursor_expired), the ADR's
- * read-your-writes wait, and the page's 200 body.
+ * and one snapshot), the cursor gates (rebuild_required, cursor_expired), the read-your-writes wait
+ * (doc/contract.md#read-your-writes), and the page's 200 body.
  * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
@@ -57,8 +57,9 @@ static sy_store_stmt epoch_stmt =
                       1);
 
 /*
- * ADR: pull waits until every push the client had accepted is materialized: polls until
- * materialized_write_epoch reaches target, or sets *timed_out after wait_ms.
+ * doc/contract.md#read-your-writes: pull waits until every push the client had accepted is
+ * materialized: polls until materialized_write_epoch reaches target, or sets *timed_out after
+ * wait_ms.
  */
 static sy_store_status wait_materialized(sy_store_read *x, const char *client_id, long long target,
                                          int wait_ms, bool *timed_out)

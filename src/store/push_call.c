@@ -30,7 +30,8 @@ static sy_store_stmt push_stmt = SY_STORE_STMT(
         "  FROM synchro.synchro_push($1, $2, $3::int4, $4::int4, $5::int4, $6::int4)",
         6);
 
-/* ADR: a deadlock or serialization failure is tried again, a bounded number of times. */
+/* doc/contract.md#operational-failures: a deadlock or serialization failure is tried again, a
+ * bounded number of times. */
 #define ATTEMPTS 3
 
 /*

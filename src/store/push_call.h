@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The push as one statement (ADR 002, migration 13): synchro.synchro_push runs every gate
- * after authentication and the protocol gate, the replay, admission and the first
+ * The push as one statement (doc/contract.md#request-path, migration 13): synchro.synchro_push runs
+ * every gate after authentication and the protocol gate, the replay, admission and the first
  * execution inside PostgreSQL; this is the adapter's side of it over libpq.
  */
 #ifndef SY_STORE_PUSH_CALL_H

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/rebuild after the structural checks (PROTOCOL.md §8): the per-table rebuild
+ * POST /v3/rebuild after the structural checks (doc/contract.md#rebuild): the per-table rebuild
  * statements of the current manifest (built by pull_statements.c), the session of (user,
- * client, rebuild_id) binding the client's accepted_write_epoch and a stream position (ADR:
- * any push accepted after it began invalidates it), and one page of rows per REPEATABLE READ
- * transaction, ordered by table_id bytes then primary key, the last carrying the cursor to
- * pull from. The first page also says how many rows the whole rebuild holds (rows_total).
+ * client, rebuild_id) binding the client's accepted_write_epoch and a stream position
+ * (doc/contract.md#rebuild-invalidation: any push accepted after it began invalidates it), and one
+ * page of rows per REPEATABLE READ transaction, ordered by table_id bytes then primary key, the
+ * last carrying the cursor to pull from. The first page also says how many rows the whole rebuild
+ * holds (rows_total).
  * Layer: middle of src/store (doc/hacking.md).
  */
 #include "config.h"
@@ -184,9 +185,10 @@ static sy_store_status rebuild_session(sy_store_read *x, const sy_store_rebuild_
 		*ok = true;
 		return SY_STORE_OK;
 	}
-	/* ADR: the session binds the accepted epoch observed now, and the stream position of
-	 * this snapshot, which is no later than the rows the pages read: the last entry whose
-	 * source is visible in it (the pages read in this snapshot too), or the horizon. */
+	/* doc/contract.md#rebuild: the session binds the accepted epoch observed now, and the
+	 * stream position of this snapshot, which is no later than the rows the pages read: the
+	 * last entry whose source is visible in it (the pages read in this snapshot too), or the
+	 * horizon. */
 	sy_store_status st;
 	x->out->statements++;
 	PGresult *vt = sy_store_exec_stmt(x->c, &visible_tail_stmt, NULL, PGRES_TUPLES_OK,

@@ -16,7 +16,8 @@
 #include "synchro/alloc.h"
 #include "synchro/buf.h"
 
-/* PROTOCOL.md §3: the PostgreSQL types (pg_catalog typname) each portable type maps to. */
+/* doc/contract.md#portable-types: the PostgreSQL types (pg_catalog typname) each portable type maps
+ * to. */
 static const struct {
 	sy_type type;
 	const char *pg[2];
@@ -383,8 +384,8 @@ static sy_store_status drop_moved_triggers(PGconn *c, const sy_manifest *m, char
 
 /*
  * Migration 13: every push write runs inside synchro.synchro_push, as synchro_owner, so
- * the owner gets the writes (and its triggers run with its authority, ADR); synchro_app,
- * the responders, only reads the table (pull, rebuild) and loses any write an earlier
+ * the owner gets the writes (and its triggers run with its authority, doc/contract.md#push-units);
+ * synchro_app, the responders, only reads the table (pull, rebuild) and loses any write an earlier
  * publish granted it.
  */
 static const struct {

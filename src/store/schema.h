@@ -10,7 +10,8 @@
  * Checks m against the catalog, inside the caller's transaction (or alone). Every table:
  * - relation exists and is an ordinary or partitioned table, and no two tables map it;
  * - the pk column is the relation's whole primary key (one column);
- * - every column exists, and its type is the one of PROTOCOL.md §3 for the declared type
+ * - every column exists, and its type is the one of doc/contract.md#portable-types for the declared
+ * type
  *   (text: text or varchar; int32: integer; int64: bigint; float64: double precision;
  *   numeric: numeric; bool: boolean; timestamp: timestamptz; date: date; uuid: uuid;
  *   bytes: bytea; json: jsonb), from pg_catalog (a domain or an array is refused);

@@ -35,7 +35,7 @@ typedef struct {
 } sy_store_connected;
 
 /*
- * PROTOCOL §6 connect: registers client_id (a canonical UUID) to user with
+ * doc/contract.md#connect: registers client_id (a canonical UUID) to user with
  * generation 1, or opens generation n+1 of the user's client, in one statement
  * (one transaction; the client row lock orders concurrent connects, so each
  * gets its own generation, and orders them against a retirement). *out tells

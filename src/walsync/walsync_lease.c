@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The single-writer lease of synchro-walsync (synchro-walsync(8) "THE WRITER LEASE";
- * ARCHITECTURE.md: nothing writes the changelog but the lease's holder, and every write is
- * fenced by its epoch and token): the SQL connection and its backoff, claiming the lease
- * as a standby, the heartbeat on a connection of its own (also between the statements of
+ * doc/contract.md#wal-alone-publishes: nothing writes the changelog but the lease's holder, and
+ * every write is fenced by its epoch and token): the SQL connection and its backoff, claiming the
+ * lease as a standby, the heartbeat on a connection of its own (also between the statements of
  * a long write), demotion when the lease is found lost, and its release on stop. The SQL
  * is src/store/lease.c.
  * Layer: middle of src/walsync (doc/hacking.md).

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The leader's stream into synchro.changelog (ADR: WAL alone creates pull-visible effects;
- * the pipeline materializes them in commit order and reuses the versions the source
- * transactions allocated): starting the stream from the slot (created when missing, its
- * continuity checked, a displaced reader stopped), reading frames until the next timer,
- * assembling complete transactions into batches, writing each batch in one fenced
+ * The leader's stream into synchro.changelog (doc/contract.md#wal-alone-publishes: WAL alone
+ * creates pull-visible effects; the pipeline materializes them in commit order and reuses the
+ * versions the source transactions allocated): starting the stream from the slot (created when
+ * missing, its continuity checked, a displaced reader stopped), reading frames until the next
+ * timer, assembling complete transactions into batches, writing each batch in one fenced
  * changelog transaction (a transaction too large to hold in pieces), and confirming to the
  * slot only positions already durable (doc/operations.md "Slot continuity", "Large
  * transactions"). The frames are decoded in walsync_decode.c; the SQL is

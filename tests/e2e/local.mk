@@ -44,8 +44,9 @@ TESTS += tests/e2e/test_web_errors.pgt
 endif
 EXTRA_DIST += tests/e2e/test_web_errors.pgt
 
-# Pull and rebuild (PROTOCOL.md §7-8) with synchro-walsync running (tests/e2e/pull_suite.py):
-# test_pull_stream: direct writes, push echoes, commit order, convergence for alice and bob,
+# Pull and rebuild (doc/contract.md#pull-and-rebuild) with synchro-walsync running
+# (tests/e2e/pull_suite.py): test_pull_stream: direct writes, push echoes, commit order, convergence
+# for alice and bob,
 #   rebuild invalidation, the gates, the read-your-writes wait, superseded and invisible entries;
 # test_pull_expiry: changelog compact, a broken table, publishes, damaged entries, a dropped slot.
 if HAVE_PG_SERVER
@@ -100,11 +101,12 @@ endif
 EXTRA_DIST += tests/e2e/failover_stack.py tests/e2e/test_failover.pgt \
 	tests/e2e/test_failover_fence.pgt
 
-# Push (ADR 002) through nginx and through Apache (tests/e2e/push_suite.py): the operation x
-# row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch), replay and
-# response loss (test_push_replay), concurrency and atomic groups (test_push_concurrency),
-# 429, 503 and schema evolution (test_push_capacity).
-# tests/e2e/push_check.py: RFC 8785 and the ADR's outcome field table (validator).
+# Push (doc/contract.md#push) through nginx and through Apache (tests/e2e/push_suite.py): the
+# operation x row-state matrix (test_push_matrix), every HTTP dispatch row (test_push_dispatch),
+# replay and response loss (test_push_replay), concurrency and atomic groups
+# (test_push_concurrency), 429, 503 and schema evolution (test_push_capacity).
+# tests/e2e/push_check.py: RFC 8785 and the field rules of doc/contract.md#outcome-field-rules
+# (validator).
 if HAVE_PG_SERVER
 TESTS += tests/e2e/test_push_matrix.pgt tests/e2e/test_push_dispatch.pgt \
 	tests/e2e/test_push_replay.pgt tests/e2e/test_push_concurrency.pgt \

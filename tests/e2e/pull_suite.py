@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The harness of the pull and rebuild end-to-end suites (tests/e2e/test_pull_*.pgt, PROTOCOL.md
-sections 7 and 8): a registered client that pulls and rebuilds and checks every body byte for byte
+"""The harness of the pull and rebuild end-to-end suites (tests/e2e/test_pull_*.pgt,
+doc/contract.md#pull-and-rebuild): a registered client that pulls and rebuilds and checks every body
+byte for byte
 against RFC 8785 and every row against its checksum, the server's rows of a user, waits until
 walsync has caught up, and the runner: one stack (nginx, synchro-fcgi, synchro-walsync) on the
 throwaway PostgreSQL of tests/integration/with-pg, the cases in order."""

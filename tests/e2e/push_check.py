@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checks of push answers for the end-to-end suites: an RFC 8785 serializer (floats too), the
-ADR 002 outcome field table and outcome partition of a 200 body, the request-level error
+doc/contract.md#outcome-field-rules and doc/contract.md#outcome-partition of a 200 body, the
+request-level error
 bodies, and small builders of push requests and clients over a synchro_e2e.Stack."""
 
 import hashlib
@@ -24,7 +25,7 @@ TERMINAL_CODES = {"policy_rejected", "validation_failed", "table_not_synced", "s
 OUTCOME_BASE = {"mutation_id", "table", "pk", "operation", "outcome_schema", "status"}
 ROW_MEMBERS = {"server_version", "server_row", "row_checksum"}
 INCOMPATIBLE_MEMBERS = {"retryable", "authored_schema", "current_schema", "incompatible_field_ids"}
-# ADR "Whole-request failures and HTTP dispatch": status -> retryable
+# doc/contract.md#error-codes: status -> retryable
 RETRYABLE = {400: False, 401: False, 409: False, 422: False, 426: False, 429: True, 503: True}
 ERROR_STATUS = {"invalid_request": 400, "auth_required": 401, "idempotency_conflict": 409,
                 "client_retired": 409, "client_generation_expired": 409, "schema_mismatch": 422,
@@ -133,7 +134,7 @@ def row_checksum(schema, table, pk_field, pk_value, row):
     return hashlib.sha256(b"synchro:v3:row-checksum:v1\x00" + jcs_bytes(pre)).hexdigest()
 
 
-# --- ADR "Canonical SHA-256 fingerprints" ------------------------------------------
+# --- doc/contract.md#fingerprints ------------------------------------------
 
 BATCH_DOMAIN = "synchro:v3:push-batch-fingerprint:v1"
 MUTATION_DOMAIN = "synchro:v3:push-mutation-fingerprint:v1"
@@ -164,7 +165,7 @@ def mutation_fingerprint(user, client_id, m):
     return hashlib.sha256(MUTATION_DOMAIN.encode() + b"\x00" + jcs_bytes(scope)).hexdigest()
 
 
-# --- portable wire values (PROTOCOL.md section 3) ----------------------------
+# --- portable wire values (doc/contract.md#portable-types) ----------------------------
 
 def wire_ok(ftype, v):
     if isinstance(v, bool) and ftype != "bool":
@@ -245,7 +246,8 @@ def check_canonical(r):
 
 
 def check_error(r, status, code):
-    """A request-level error: exact status, canonical body with exactly the ADR's members."""
+    """A request-level error: exact status, canonical body with exactly the members of
+    doc/contract.md#error-body."""
     assert r.status == status, "want HTTP %d %s, got %r" % (status, code, r)
     check_json_headers(r)
     b = check_canonical(r)

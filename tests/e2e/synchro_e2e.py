@@ -16,7 +16,8 @@ starts is stopped on every exit path: a failed start, a failed case, an exceptio
 
 Logs: Stack.stop() scans the stack's logs for crashes and sanitizer reports, Runner.finish()
 scans PostgreSQL's server log too (every suite ends with that case); assert_no_markers()
-checks that values sent in requests reach no log (the ADR forbids payloads in logs)."""
+checks that values sent in requests reach no log (doc/contract.md#no-payloads-in-logs forbids
+payloads in logs)."""
 
 import atexit
 import base64

@@ -25,8 +25,8 @@ import time
 import uuid
 
 PUSH_MAX = 1048576
-# Statuses an answer may have, and why: the protocol's (PROTOCOL.md §1), nginx's own framing
-# refusals (400 bad request line or header, 411 length required, 414 URI too long, 431/494
+# Statuses an answer may have, and why: the protocol's (doc/contract.md#error-codes), nginx's own
+# framing refusals (400 bad request line or header, 411 length required, 414 URI too long, 431/494
 # mapped by nginx to 400, 501 unsupported transfer coding), 405 for methods nginx refuses.
 ALLOWED = {200, 400, 401, 404, 405, 409, 411, 414, 422, 426, 429, 501, 503}
 ROUTES = ["/v3/push", "/v3/pull", "/v3/rebuild", "/v3/connect", "/v3/schema"]

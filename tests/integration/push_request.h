@@ -2,7 +2,8 @@
 /*
  * The push requests of the integration suites that call synchro.synchro_push (test_push.pgt
  * and test_push_units.pgt), one copy: fresh identities, the request body of a batch built
- * from its parts (PROTOCOL.md §5), and the outcomes of a 200 body as the tests check them.
+ * from its parts (doc/contract.md#push-request), and the outcomes of a 200 body as the tests check
+ * them.
  */
 #ifndef SY_PUSH_REQUEST_H
 #define SY_PUSH_REQUEST_H

@@ -1,4 +1,4 @@
-# synchro.synchro_push's push units at the SQL level (ADR 002 "Push unit constraint checks",
+# synchro.synchro_push's push units at the SQL level (doc/contract.md#push-units,
 # doc/protocol.md), against a throwaway PostgreSQL (tests/integration/with-pg):
 # 25000, trigger authority, unit modes, the row after its unit, no redo, deferred fences,
 # deferrable pks, killed backends, grants, the pk rule of schema publish, the server log, the

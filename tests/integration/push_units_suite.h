@@ -154,10 +154,10 @@ bool fails_with(PGconn *c, const char *sql, const char *state);
 void test_pending_event(void);
 
 /*
- * ADR: "After a first execution of synchro_push, every deferrable constraint of the calling
- * transaction is in IMMEDIATE mode." Seen from a caller's explicit transaction: a deferred
- * event queued after the call fires at its own statement, not at commit, also when no unit
- * of the call was released (a refusal, a conflict).
+ * doc/contract.md#push-units: after a first execution, every deferrable constraint of the calling
+ * transaction is IMMEDIATE. Seen from a caller's explicit transaction: a deferred event queued
+ * after the call fires at its own statement, not at commit, also when no unit of the call was
+ * released (a refusal, a conflict).
  */
 void test_mode_after_push(void);
 
@@ -206,8 +206,8 @@ void test_deferrable_pk(void);
  * classified from the committed state ..., the answer a read first would give"): an insert
  * over a live or deleted identity is a conflict even when its values would fail a constraint
  * or a trigger, it executes nothing (no sequence default consumed), and a row conflict is
- * always a per-mutation 200 outcome (ADR), in a non-atomic as in an atomic request.
- * (74fb4ad, reverted by efa00a0, failed cases 0, 2 and 3 of the non-atomic request and
+ * always a per-mutation 200 outcome (doc/contract.md#push-units), in a non-atomic as in an atomic
+ * request. (74fb4ad, reverted by efa00a0, failed cases 0, 2 and 3 of the non-atomic request and
  * the execution count.)
  */
 void test_conflict_before_write(void);

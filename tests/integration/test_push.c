@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* synchro.synchro_push (src/pg, migration 13) against a real PostgreSQL as the responders'
- * role: the ADR matrix on todo and item, replay, idempotency, atomic groups, terminal rules,
- * gates, races. This file: the fixture, the call and its answer as the tests read it, the
- * database state they check, and main; the tests are in test_push_matrix.c,
- * test_push_replay.c, test_push_rules.c, test_push_races.c and test_push_history.c. */
+ * role: the matrix (doc/contract.md#operation-and-row-state-matrix) on todo and item, replay,
+ * idempotency, atomic groups, terminal rules, gates, races. This file: the fixture, the call and
+ * its answer as the tests read it, the database state they check, and main; the tests are in
+ * test_push_matrix.c, test_push_replay.c, test_push_rules.c, test_push_races.c and
+ * test_push_history.c. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_push.pgt: the ADR's outcome matrix on todo (hard delete, owner policy) and item (soft
- * delete), one batch in request order, consecutive inserts, every portable type. */
+/* test_push.pgt: the matrix (doc/contract.md#operation-and-row-state-matrix) on todo (hard delete,
+ * owner policy) and item (soft delete), one batch in request order, consecutive inserts, every
+ * portable type. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_push.pgt: exact replay and batch idempotency, cross-batch mutation replay (ADR "Exact
- * replay"), and atomic groups: deferred checks, success, conflicts, terminal rejections. */
+/* test_push.pgt: exact replay and batch idempotency, cross-batch mutation replay
+ * (doc/contract.md#exact-replay), and atomic groups: deferred checks, success, conflicts, terminal
+ * rejections. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_push.pgt: the terminal rules (policy, validation, table_not_synced), the accepted write
- * epoch, the gates and their order (ADR dispatch), statements the session lost. */
+ * epoch, the gates and their order (doc/contract.md#dispatch-order), statements the session lost.
+ * */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

@@ -461,8 +461,8 @@ void test_deferrable_pk(void)
  * classified from the committed state ..., the answer a read first would give"): an insert
  * over a live or deleted identity is a conflict even when its values would fail a constraint
  * or a trigger, it executes nothing (no sequence default consumed), and a row conflict is
- * always a per-mutation 200 outcome (ADR), in a non-atomic as in an atomic request.
- * (74fb4ad, reverted by efa00a0, failed cases 0, 2 and 3 of the non-atomic request and
+ * always a per-mutation 200 outcome (doc/contract.md#push-units), in a non-atomic as in an atomic
+ * request. (74fb4ad, reverted by efa00a0, failed cases 0, 2 and 3 of the non-atomic request and
  * the execution count.)
  */
 void test_conflict_before_write(void)

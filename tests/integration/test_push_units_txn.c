@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_push_units.pgt: the calling transaction (ADR "Push unit constraint checks": no
+/* test_push_units.pgt: the calling transaction (doc/contract.md#push-units: no
  * pending deferred event, the mode after a push), the trigger's authority, and one
  * subtransaction per unit: its modes, refusals and operational failures at a unit's end. */
 #include "config.h"
@@ -140,7 +140,8 @@ void test_pending_event(void)
 	const sy_json *o = check(r, ids[0], "applied", NULL, true, true);
 	char *first = o ? strdup(version_of(o)) : NULL;
 	result_free(r);
-	/* ADR: after synchro_push every deferrable constraint of the caller is IMMEDIATE */
+	/* doc/contract.md#push-units: after synchro_push every deferrable constraint of the caller
+	 * is IMMEDIATE */
 	pgt_exec(app, "INSERT INTO u_pend_trig VALUES ('pend-6')");
 	CU_ASSERT_EQUAL(seq_value("u_fired"), fired + 1);
 	pgt_exec(app, "COMMIT");
@@ -159,10 +160,10 @@ void test_pending_event(void)
 }
 
 /*
- * ADR: "After a first execution of synchro_push, every deferrable constraint of the calling
- * transaction is in IMMEDIATE mode." Seen from a caller's explicit transaction: a deferred
- * event queued after the call fires at its own statement, not at commit, also when no unit
- * of the call was released (a refusal, a conflict).
+ * doc/contract.md#push-units: after a first execution, every deferrable constraint of the calling
+ * transaction is IMMEDIATE. Seen from a caller's explicit transaction: a deferred event queued
+ * after the call fires at its own statement, not at commit, also when no unit of the call was
+ * released (a refusal, a conflict).
  */
 void test_mode_after_push(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_sql.pgt: the version fences (ADR: every transition mints a version and moves the
- * fence), primary-key updates refused, random versions, and the logical messages that carry
- * them to walsync, committed with them, through test_decoding and pgoutput. */
+/* test_sql.pgt: the version fences (doc/contract.md#server-versions: every transition mints a
+ * version and moves the fence), primary-key updates refused, random versions, and the logical
+ * messages that carry them to walsync, committed with them, through test_decoding and pgoutput. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

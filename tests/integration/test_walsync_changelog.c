@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_walsync.pgt: what walsync materializes (the WAL alone makes pull-visible changes, ADR):
- * changelog entries against the fence transitions of direct writes, mutation ids, commit
- * order, and the materialized write epochs read-your-writes waits for. */
+/* test_walsync.pgt: what walsync materializes (the WAL alone makes pull-visible changes,
+ * doc/contract.md#wal-alone-publishes): changelog entries against the fence transitions of direct
+ * writes, mutation ids, commit order, and the materialized write epochs read-your-writes waits for.
+ * */
 #include "config.h"
 
 #include <CUnit/CUnit.h>

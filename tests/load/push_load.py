@@ -3,7 +3,8 @@
 senders share each client), each on a keep-alive connection to nginx, pushing new batches of
 inserts as fast as the server takes them. A 429 or 503 must carry Retry-After; the sender
 then sends the same bytes again (after at most `backoff` seconds: harder than a polite
-client, which waits the whole Retry-After) until a 200, as the ADR requires of a client. A
+client, which waits the whole Retry-After) until a 200, as doc/contract.md#client-retries requires
+of a client. A
 response that never comes (timeout, reset) is sent again the same way.
 
 Every batch is remembered with its mutations; Load.check() then compares with the database:

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A fake Synchro server behind libsynchro-client's transport hook, for the unit
- * suites (no network): push with the ADR matrix, exact batch replay and the
- * mutation ledger, the generation and schema gates, atomic groups; connect,
- * schema, pull and rebuild; a fake clock; and knobs that fail, drop, delay or
+ * suites (no network): push with the matrix of doc/contract.md#operation-and-row-state-matrix,
+ * exact batch replay and the mutation ledger, the generation and schema gates, atomic groups;
+ * connect, schema, pull and rebuild; a fake clock; and knobs that fail, drop, delay or
  * corrupt responses. Responses are built with the core's own outcome encoder, so
  * they pass the validator the client runs unless a knob corrupts them.
  */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# synchroctl canonicalize and fingerprint (PROTOCOL.md §9) over the golden vectors:
+# synchroctl canonicalize and fingerprint (doc/contract.md#offline-tools) over the golden vectors:
 # exit statuses, exact stdout bytes, and the one-line stderr message.
 set -u
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libsynchro-client against the fake server (client_fake.c), no network: every
- * client rule of ADR 002, each with its test.
+ * client rule of doc/contract.md#client-rules, each with its test.
  */
 #include "config.h"
 

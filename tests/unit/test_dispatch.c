@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The ADR's dispatch precedence (src/core/dispatch.c): which gate answers a request. */
+/* The dispatch order (doc/contract.md#dispatch-order) (src/core/dispatch.c): which gate answers a
+ * request. */
 #include "config.h"
 
 #include <string.h>
@@ -16,13 +17,14 @@ static sy_gate_facts all(sy_check c)
 	return f;
 }
 
-static void test_order_is_the_adr_list(void)
+static void test_order_is_the_contract_list(void)
 {
-	/* ADR 002: "authentication, protocol gate, structural validation, permanent client
-	 * retirement, batch and mutation replay lookup, first-execution client-generation
-	 * gate, first-execution schema gate, admission control"; PROTOCOL.md §5 puts the
-	 * client bound to the caller before retirement, and the current schema's existence and
-	 * primary-key rule after the replay lookup, before the generation gate. */
+	/* doc/contract.md#dispatch-order: "authentication, protocol gate, structural validation,
+	 * permanent client retirement, batch and mutation replay lookup, first-execution
+	 * client-generation gate, first-execution schema gate, admission control";
+	 * doc/contract.md#dispatch-order puts the client bound to the caller before retirement, and
+	 * the current schema's existence and primary-key rule after the replay lookup, before the
+	 * generation gate. */
 	static const char *const order[] = {"auth",       "protocol", "structure", "client",
 	                                    "retired",    "replay",   "published", "pk",
 	                                    "generation", "schema",   "admission"};
@@ -163,7 +165,7 @@ static void test_route_masks(void)
 	CU_ASSERT_EQUAL(d.gate, SY_GATE_AUTH);
 }
 
-/* The ADR's consequences, as the push meets them. */
+/* The contract's consequences (doc/contract.md#push), as the push meets them. */
 static void test_push_scenarios(void)
 {
 	/* "An exact completed replay therefore does not change because the current schema or
@@ -206,7 +208,7 @@ static void test_push_scenarios(void)
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
-	        {"order is the ADR's list", test_order_is_the_adr_list},
+	        {"order is the contract's list", test_order_is_the_contract_list},
 	        {"errcodes", test_errcodes},
 	        {"all pass goes", test_all_pass_goes},
 	        {"each gate alone refuses", test_each_gate_alone_refuses},

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The ADR's error-code -> HTTP status and retryable table. */
+/* The table of doc/contract.md#error-codes: error code -> HTTP status and retryable. */
 #include "config.h"
 
 #include <string.h>

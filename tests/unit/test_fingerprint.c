@@ -303,7 +303,7 @@ static void test_assembly_equals_jcs(void)
 	sy_test_free_names(names, n);
 }
 
-/* ADR: order and the atomic tag change only the batch fingerprint. */
+/* doc/contract.md#normalized-batch: order and the atomic tag change only the batch fingerprint. */
 static void test_order_and_atomic(void)
 {
 	static const char *const names[] = {"09-order-abc", "10-order-cab", "11-atomic"};

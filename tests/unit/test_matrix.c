@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The ADR operation x row-state matrix, the terminal-rule order and the outcome vocabulary. */
+/* The matrix (doc/contract.md#operation-and-row-state-matrix), the terminal-rule order
+ * (doc/contract.md#terminal-rules) and the outcome vocabulary. */
 #include "config.h"
 
 #include <string.h>
@@ -11,7 +12,8 @@
 #define C SY_STATUS_CONFLICT
 #define T SY_STATUS_REJECTED_TERMINAL
 
-/* The ADR table, cell by cell: 4 state/version rows x 3 operations. */
+/* The table of doc/contract.md#operation-and-row-state-matrix, cell by cell: 4 state/version rows x
+ * 3 operations. */
 static const struct {
 	sy_row_state state;
 	bool equal; /* update/delete base equals current */

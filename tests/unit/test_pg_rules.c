@@ -41,7 +41,7 @@ static void test_mapping(void)
 
 static void test_pg_type_names(void)
 {
-	/* PROTOCOL.md §3: the PostgreSQL column of each portable type. */
+	/* doc/contract.md#portable-types: the PostgreSQL column of each portable type. */
 	static const struct {
 		sy_type t;
 		const char *pg;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The scalars of PROTOCOL.md §2: UUIDs, schema references, generations, times, versions. */
+/* The scalars of doc/contract.md#scalars: UUIDs, schema references, generations, times, versions.
+ * */
 #include "config.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (PROTOCOL.md §3): canonical wire values, and the suite's shared
+/* Portable types (doc/contract.md#portable-types): canonical wire values, and the suite's shared
  * helpers (test_types.h); the PostgreSQL text forms are in test_types_pg.c. */
 #include "config.h"
 

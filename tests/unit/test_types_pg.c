@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (PROTOCOL.md §3): the PostgreSQL text forms, both ways. */
+/* Portable types (doc/contract.md#portable-types): the PostgreSQL text forms, both ways. */
 #include "config.h"
 
 #include <math.h>

@@ -486,7 +486,8 @@ def main():
                 b.use_trivial(answer_bytes=answer[batch])
                 sized[batch].append(b.replay(batch, phases[batch], trivial=True))
             # A reference, not a target: the web stack plus the one database round trip every
-            # exact replay makes (the ADR reads retirement before the replay lookup).
+            # exact replay makes (doc/contract.md#dispatch-order reads retirement before the replay
+            # lookup).
             b.use_trivial(ROUNDTRIP_SQL)
             roundtrip.append(b.replay(first, phases[first], trivial=True))
             b.use_synchro()

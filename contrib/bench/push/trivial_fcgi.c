@@ -4,13 +4,14 @@
  * third argument, each responder also runs that statement once per request on its own
  * PostgreSQL connection (libpq's environment), prepared, with the arguments after it as its
  * parameters: the web stack plus one database round trip, the least an exact replay can cost
- * (the ADR checks retirement in the database first). With TRIVIAL_ANSWER_BYTES=N in the
- * environment the answer is padded to N bytes (a reference for replays whose stored response
- * is that large: the web stack moving the same bytes). With TRIVIAL_BODY_PARAM=1 the statement's
- * parameters are instead the request body ($1) and the answer ($2): the web stack plus the
- * push's row writes and a ledger row in one round trip (a statement that fails answers 409
- * with its SQLSTATE only, and the responder goes on; a request without a body, /healthz, is
- * answered without the statement). A bench reference: it trusts the bench's bodies. */
+ * (doc/contract.md#dispatch-order checks retirement in the database first). With
+ * TRIVIAL_ANSWER_BYTES=N in the environment the answer is padded to N bytes (a reference for
+ * replays whose stored response is that large: the web stack moving the same bytes). With
+ * TRIVIAL_BODY_PARAM=1 the statement's parameters are instead the request body ($1) and the answer
+ * ($2): the web stack plus the push's row writes and a ledger row in one round trip (a statement
+ * that fails answers 409 with its SQLSTATE only, and the responder goes on; a request without a
+ * body, /healthz, is answered without the statement). A bench reference: it trusts the bench's
+ * bodies. */
 #include "config.h"
 
 #include <fcgiapp.h>

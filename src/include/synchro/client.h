@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libsynchro-client: the client half of protocol version 3 (ADR 002) over one
+ * libsynchro-client: the client half of protocol version 3 (doc/contract.md#client-rules) over one
  * SQLite file. The app writes through transactions (each write is an immutable
  * local intent with its mutation id, persisted in the same SQLite commit), reads
  * the visible state (server rows overlaid with pending intents), and drives
@@ -130,7 +130,8 @@ typedef struct {
 	sy_client_listener listener; /* may be NULL */
 	void *listener_ctx;
 	unsigned pull_limit;        /* rows a pull or rebuild page; 0: 500, a rebuild 1000 */
-	unsigned batch_max;         /* mutations per sealed batch; 0: 1000 (the ADR's limit) */
+	/* mutations per sealed batch; 0: 1000 (the limit of doc/contract.md#push-limits) */
+	unsigned batch_max;
 	unsigned poll_interval_ms;  /* idle interval between pulls; 0: 30000 */
 	unsigned request_timeout_s; /* libcurl transport; 0: 60 */
 	/* Live updates (libcurl transport): a subscription to the user's notifications
@@ -143,8 +144,8 @@ typedef struct sy_client sy_client;
 /*
  * Opens (creating when absent) the store at path: WAL journal, full synchronous
  * commits, schema upgraded to the current version. A new store gets its
- * client_id here, persisted before anything is sent (ADR: identities generated
- * once and persisted before transmission). *out is a new client the caller
+ * client_id here, persisted before anything is sent (doc/contract.md#persist-before-sending:
+ * identities generated once and persisted before transmission). *out is a new client the caller
  * closes with sy_client_close(); NULL on failure.
  */
 SY_MUST_CHECK sy_client_rc sy_client_open(const char *path, const sy_client_options *opts,
@@ -171,12 +172,11 @@ SY_MUST_CHECK sy_client_rc sy_client_begin(sy_client *c, bool atomic, sy_client_
                                            sy_client_error *err);
 /*
  * The writes. pk_json is the wire value of the primary key (e.g. "\"3f2...\"" or
- * "\"42\"" for int64); columns_json an object field_id -> wire value (PROTOCOL.md
- * §3), which update requires non-empty. Values are checked against the current
- * schema. On success mutation_id (37 bytes, may be NULL) receives the new
- * intent's id, already in the transaction. Update and delete need a visible row
- * (ENOTFOUND otherwise); insert needs an invisible one (ESTATE otherwise).
- * A failed write leaves the transaction usable.
+ * "\"42\"" for int64); columns_json an object field_id -> wire value
+ * (doc/contract.md#portable-types), which update requires non-empty. Values are checked against the
+ * current schema. On success mutation_id (37 bytes, may be NULL) receives the new intent's id,
+ * already in the transaction. Update and delete need a visible row (ENOTFOUND otherwise); insert
+ * needs an invisible one (ESTATE otherwise). A failed write leaves the transaction usable.
  */
 SY_MUST_CHECK sy_client_rc sy_client_insert(sy_client_txn *t, const char *table,
                                             const char *pk_json, const char *columns_json,

@@ -32,9 +32,8 @@
 #endif
 
 /*
- * Protocol error codes (ADR "Whole-request failures and HTTP dispatch" and
- * PROTOCOL.md). SY_ERR_NONE means success. SY_ERR_NOMEM is internal: the
- * caller answers it as an operational failure (503), never as a 400.
+ * Protocol error codes (doc/contract.md#error-codes). SY_ERR_NONE means success. SY_ERR_NOMEM is
+ * internal: the caller answers it as an operational failure (503), never as a 400.
  */
 typedef enum {
 	SY_ERR_NONE = 0,

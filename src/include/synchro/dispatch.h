@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ADR's dispatch order ("Whole-request failures and HTTP dispatch"; PROTOCOL.md §5, §7,
- * §8): which gate answers a request when several would refuse it. One pure function, used by
- * the push (src/pg/push_gates.c), by pull and rebuild (src/store/pull_gates.c) and by the
- * routes of the responder; each caller finds out the facts, the function says which counts.
+ * The dispatch order (doc/contract.md#dispatch-order): which gate answers a request when several
+ * would refuse it. One pure function, used by the push (src/pg/push_gates.c), by pull and rebuild
+ * (src/store/pull_gates.c) and by the routes of the responder; each caller finds out the facts, the
+ * function says which counts.
  */
 #ifndef SYNCHRO_DISPATCH_H
 #define SYNCHRO_DISPATCH_H
 
 #include "synchro/common.h"
 
-/* The gates, in the ADR's precedence: a refusal of an earlier gate answers the request. */
+/* The gates, in the dispatch order (doc/contract.md#dispatch-order): a refusal of an earlier gate
+ * answers the request. */
 typedef enum {
 	SY_GATE_AUTH,       /* authentication: 401 auth_required */
 	SY_GATE_PROTOCOL,   /* the protocol gate: 426 upgrade_required */
@@ -71,9 +72,10 @@ typedef struct {
 void sy_gate_facts_init(sy_gate_facts *f, unsigned gates);
 
 /*
- * The ADR's precedence over f: the first gate that is SY_CHECK_FAIL refuses, unless an
- * SY_CHECK_UNKNOWN gate precedes it (CHECK that one first: it would take precedence);
- * GO when none fails. SKIP and PASS gates are passed over. Pure: no I/O, no allocation.
+ * The dispatch order (doc/contract.md#dispatch-order) over f: the first gate that is SY_CHECK_FAIL
+ * refuses, unless an SY_CHECK_UNKNOWN gate precedes it (CHECK that one first: it would take
+ * precedence); GO when none fails. SKIP and PASS gates are passed over. Pure: no I/O, no
+ * allocation.
  */
 sy_dispatch sy_dispatch_decide(const sy_gate_facts *f);
 

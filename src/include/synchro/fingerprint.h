@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SHA-256 push fingerprints (ADR "Canonical SHA-256 fingerprints") and row
- * checksums (PROTOCOL.md §5), over the normalized arrays of push.h.
+ * SHA-256 push fingerprints (doc/contract.md#fingerprints) and row checksums
+ * (doc/contract.md#row-checksum), over the normalized arrays of push.h.
  */
 #ifndef SYNCHRO_FINGERPRINT_H
 #define SYNCHRO_FINGERPRINT_H
@@ -84,7 +84,7 @@ bool sy_fp_matches(const sy_fingerprint *fp, const char *algorithm, int version,
                    const uint8_t *digest, size_t digest_len);
 
 /*
- * row_checksum (PROTOCOL.md §5): lowercase hex SHA-256(SY_FP_ROW_DOMAIN 0x00
+ * row_checksum (doc/contract.md#row-checksum): lowercase hex SHA-256(SY_FP_ROW_DOMAIN 0x00
  * JCS(["row-v1", schema_ref(outcome_schema), table_id, [pk_field, pk_value],
  * [[field_id, wire_value], ...]])) with the fields of server_row (an object of
  * every non-pk field of the table) sorted by unsigned UTF-8 bytes of field_id.

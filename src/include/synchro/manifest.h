@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Schema manifests (PROTOCOL.md §4): parsing, validation, hash, compatibility. */
+/* Schema manifests (doc/contract.md#schema-manifest): parsing, validation, hash, compatibility. */
 #ifndef SYNCHRO_MANIFEST_H
 #define SYNCHRO_MANIFEST_H
 
@@ -75,8 +75,8 @@ typedef struct {
  */
 bool sy_manifest_name_valid(const char *s, size_t len);
 /*
- * The ADR's order of names: unsigned UTF-8 bytes (which is code point order), a
- * proper prefix first; <0, 0, >0.
+ * The order of names of doc/contract.md#normalized-mutation: unsigned UTF-8 bytes (which is code
+ * point order), a proper prefix first; <0, 0, >0.
  */
 int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t blen);
 
@@ -86,7 +86,7 @@ int sy_manifest_name_compare(const char *a, size_t alen, const char *b, size_t b
  * member path, e.g. "tables[1].fields[0].type: unknown type \"int\"", or
  * SY_ERR_NOMEM).
  *
- * Rules beyond PROTOCOL.md §4, all enforced here:
+ * Rules beyond doc/contract.md#schema-manifest, all enforced here:
  * - Every object has exactly its members; unknown members are refused.
  *   Root {tables}; table {table_id, relation, pk, fields, delete, policy};
  *   pk {field_id, column, type}; field {field_id, column, type, nullable, writable};
@@ -134,7 +134,7 @@ const sy_field *sy_table_field_by_column(const sy_table *t, const char *column, 
 bool sy_field_writable(const sy_table *t, const sy_field *f);
 
 /*
- * Historical compatibility (ADR schema_incompatible). A submitted field of
+ * Historical compatibility (doc/contract.md#schema-incompatible-intents). A submitted field of
  * table_id is incompatible when the current schema's table has no field (pk
  * included) with that field_id, or when the authored manifest has that table
  * and field and its type differs from the current one. Changes of nullability,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The pure decision logic of push (ADR "Complete operation and row-state
- * matrix", "Complete outcome partition"): outcome statuses and codes, their
- * wire names, the terminal-rule order and the operation x row-state matrix.
+ * The pure decision logic of push (doc/contract.md#operation-and-row-state-matrix, "Complete
+ * outcome partition"): outcome statuses and codes, their wire names, the terminal-rule order and
+ * the operation x row-state matrix.
  */
 #ifndef SYNCHRO_MATRIX_H
 #define SYNCHRO_MATRIX_H
@@ -67,8 +67,8 @@ typedef struct {
 } sy_matrix_result;
 
 /*
- * The ADR matrix, evaluated only after request-shape, schema, policy and value
- * validation passed. base_equals_current (byte equality of the mutation's
+ * The matrix of doc/contract.md#operation-and-row-state-matrix, evaluated only after request-shape,
+ * schema, policy and value validation passed. base_equals_current (byte equality of the mutation's
  * base_version with the row's current version) is read only for update and
  * delete of a live row. An out-of-range op or state never yields applied.
  */
@@ -83,8 +83,8 @@ enum {
 };
 
 /*
- * The code of the first applicable rule in the ADR order schema_incompatible,
- * table_not_synced, policy_rejected, validation_failed; SY_CODE_NONE when no
+ * The code of the first applicable rule in the order of doc/contract.md#terminal-rules:
+ * schema_incompatible, table_not_synced, policy_rejected, validation_failed; SY_CODE_NONE when no
  * rule applies (only then are conflicts evaluated). Unknown bits are ignored.
  */
 sy_code sy_matrix_terminal(unsigned rules);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push outcomes on the wire (ADR "Complete outcome partition", "Atomic
- * mutation groups", "Whole-request failures"; PROTOCOL.md §1 and §5):
- * encoding one outcome, the 200 body, request-level error bodies, the atomic
- * failed group, and the validator every response must pass.
+ * Push outcomes on the wire (doc/contract.md#outcome-partition,
+ * doc/contract.md#failed-atomic-group, doc/contract.md#error-body): encoding one outcome, the 200
+ * body, request-level error bodies, the atomic failed group, and the validator every response must
+ * pass.
  *
- * Contract violations found here (an outcome that breaks the ADR table, a
+ * Contract violations found here (an outcome that breaks doc/contract.md#outcome-field-rules, a
  * response that breaks the partition) are server bugs: they are reported as
  * SY_ERR_TEMPORARY_UNAVAILABLE so the caller rolls back and answers 503 rather
  * than commit a response the contract forbids. Memory exhaustion is SY_ERR_NOMEM.
@@ -59,11 +59,12 @@ typedef struct {
  * status, code, message, row and version.
  */
 void sy_outcome_init(sy_outcome *o, const sy_mutation *m, const sy_schema_ref *outcome_schema);
-/* Sets o to m's atomic_batch_rejected outcome (ADR "Atomic mutation groups"). */
+/* Sets o to m's atomic_batch_rejected outcome (doc/contract.md#atomic-batches). */
 void sy_outcome_init_atomic_rejected(sy_outcome *o, const sy_mutation *m,
                                      const sy_schema_ref *request_schema);
 
-/* Whether o satisfies the ADR field table for its status and code. */
+/* Whether o satisfies the field rules of doc/contract.md#outcome-field-rules for its status and
+ * code. */
 SY_MUST_CHECK bool sy_outcome_check(const sy_outcome *o, sy_error *err);
 
 /*
@@ -75,11 +76,10 @@ SY_MUST_CHECK sy_json *sy_outcome_to_json(sy_json_doc *doc, const sy_outcome *o,
 SY_MUST_CHECK bool sy_outcome_write(sy_buf *out, const sy_outcome *o, sy_error *err);
 
 /*
- * The failed-group outcomes of an atomic request (ADR "Atomic mutation
- * groups"): out[failing] = *failing_outcome, which must be m's own, not applied
- * and not atomic_batch_rejected (for a conflict the caller has already rebuilt
- * it from the row read after the rollback); every other out[i] is the
- * atomic_batch_rejected outcome of mutation i under the request schema.
+ * The failed-group outcomes of an atomic request (doc/contract.md#atomic-batches): out[failing] =
+ * *failing_outcome, which must be m's own, not applied and not atomic_batch_rejected (for a
+ * conflict the caller has already rebuilt it from the row read after the rollback); every other
+ * out[i] is the atomic_batch_rejected outcome of mutation i under the request schema.
  * out holds req->mutation_count outcomes, all of which go to "rejected".
  */
 SY_MUST_CHECK bool sy_outcome_atomic_failed_group(const sy_push_request *req, size_t failing,
@@ -146,9 +146,9 @@ SY_MUST_CHECK bool sy_outcome_error_body(sy_buf *out, sy_errcode code, const cha
                                          const sy_schema_ref *received, sy_error *err);
 
 /*
- * The validator the ADR requires of every response: whether response (a parsed
- * 200 body) is a complete, ordered outcome partition of req with every field
- * rule of the ADR table, the atomic group rule and, where a row is returned,
+ * The validator doc/contract.md#response-validation requires of every response: whether response (a
+ * parsed 200 body) is a complete, ordered outcome partition of req with every field
+ * rule of doc/contract.md#outcome-field-rules, the atomic group rule and, where a row is returned,
  * the row checksum. On false, *err names the first violation by member path
  * ("rejected[2].row_checksum: required with server_row").
  */

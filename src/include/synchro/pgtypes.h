@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The PostgreSQL type of each manifest type (PROTOCOL.md §3 "Portable types"), one mapping
+ * The PostgreSQL type of each manifest type (doc/contract.md#portable-types), one mapping
  * (src/core/pgtypes.c) for the server module's parameter casts and the store's rebuild
  * statements.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push requests (ADR "Exact mutation shapes", PROTOCOL.md §5): structural
- * validation of everything the ADR answers with 400 invalid_request that needs
+ * Push requests (doc/contract.md#mutation-shapes): structural
+ * validation of everything doc/contract.md#push-request answers with 400 invalid_request that needs
  * no database, and the normalized arrays the fingerprints hash.
  */
 #ifndef SYNCHRO_PUSH_H
@@ -53,7 +53,7 @@ typedef struct {
 	/* JCS bytes of the normalized pk [field_id, wire_value]: the typed pk identity */
 	char *pk_canonical;
 	size_t pk_canonical_len;
-	/* JCS bytes of normalized_mutation (ADR), NUL-terminated */
+	/* JCS bytes of normalized_mutation (doc/contract.md#normalized-mutation), NUL-terminated */
 	char *normalized;
 	size_t normalized_len;
 } sy_mutation;
@@ -70,7 +70,7 @@ typedef struct {
 } sy_push_request;
 
 /*
- * Parses and structurally validates a push body: every rule the ADR answers
+ * Parses and structurally validates a push body: every rule doc/contract.md#push-request answers
  * with 400 invalid_request that needs neither the database nor the current
  * schema, including the atomic rule that one request must not repeat a
  * (table, canonical pk) pair. body is borrowed for the call. Returns a new
@@ -83,7 +83,7 @@ SY_MUST_CHECK sy_push_request *sy_push_parse(const char *body, size_t len, sy_er
 void sy_push_request_free(sy_push_request *req);
 
 /*
- * The 400 rule that needs the current schema but no database (PROTOCOL.md §5):
+ * The 400 rule that needs the current schema but no database (doc/contract.md#push-request):
  * for every mutation whose table is in `current`, the pk field must be the
  * table's pk field and its value a canonical wire value of the pk's type.
  * Tables absent from `current` are left to per-mutation classification.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Validators for the scalars of PROTOCOL.md §2. Pure functions, no allocation. */
+/* Validators for the scalars of doc/contract.md#scalars. Pure functions, no allocation. */
 #ifndef SYNCHRO_SCALAR_H
 #define SYNCHRO_SCALAR_H
 
@@ -63,7 +63,7 @@ bool sy_generation_parse(const sy_json *v, uint64_t *out);
 bool sy_client_version_valid(const char *s, size_t len);
 /*
  * Opaque version (base_version, server_version): 1..128 bytes of printable
- * ASCII 0x20..0x7e. PROTOCOL.md says "ASCII"; control characters are refused
+ * ASCII 0x20..0x7e. doc/contract.md#scalars says "ASCII"; control characters are refused
  * because the server never mints them and a token may end up quoted in a
  * diagnostic message. The space is allowed: the server never parses a token.
  */

@@ -2,9 +2,8 @@
 /*
  * The SQLSTATEs Synchro acts on, one table (src/core/sqlstate.c) for the server module
  * (src/pg) and the store (src/store): which failures are tried again in a new transaction
- * (ADR: "Database deadlocks, serialization exhaustion ... are whole-request operational
- * failures"; the adapter runs synchro_push again), and which say that what a statement
- * names no longer fits (doc/operations.md "DDL between publishes").
+ * (doc/contract.md#operational-failures; the adapter runs synchro_push again), and which say that
+ * what a statement names no longer fits (doc/operations.md "DDL between publishes").
  */
 #ifndef SYNCHRO_SQLSTATE_H
 #define SYNCHRO_SQLSTATE_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The portable types of PROTOCOL.md §3 and their canonical wire values. */
+/* The portable types of doc/contract.md#portable-types and their canonical wire values. */
 #ifndef SYNCHRO_TYPES_H
 #define SYNCHRO_TYPES_H
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """How the push golden vectors were derived, independently of the C code.
 
-Each vector is a hand-written request body and, written by hand beside it, the
-ADR's normalized arrays for it (normalized_mutation, the batch prefix). Nothing
+Each vector is a hand-written request body and, written by hand beside it, the normalized arrays of
+doc/contract.md#normalized-mutation for it (normalized_mutation, the batch prefix). Nothing
 here derives a normalized form from the request: a normalization bug in
 src/core cannot agree with these files by construction. This script only
 serializes the hand-written arrays (a small RFC 8785 writer below), hashes
@@ -96,7 +96,7 @@ def prefix(tag="batch-v1", user="alice", gen="12", schema=S8):
 
 
 def nm(mid, table, pk, schema, op, base, cv, columns):
-    """normalized_mutation, exactly the ADR's element order."""
+    """normalized_mutation, exactly the element order of doc/contract.md#normalized-mutation."""
     return ["mutation-v1", mid, table, pk, schema, op, base, cv, columns]
 
 
@@ -315,7 +315,7 @@ vector("14-user-and-escapes", r"""{"client_id":"%s","client_generation":90071992
                schema=["9007199254740991", H8]),
     user="Zo\u00eb \U0001f642")
 
-# --- row checksums (PROTOCOL.md §5) ------------------------------------------
+# --- row checksums (doc/contract.md#row-checksum) ------------------------------------------
 
 ROWS = [
     ("01-todo",
