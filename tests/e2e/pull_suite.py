@@ -197,7 +197,8 @@ def server_rows(stack, user):
         d = json.loads(line)
         r = d["r"]
         out[("todo", json.dumps(r["id"]))] = (d["v"], {"title": r["title"], "done": r["done"],
-                                                       "note": r["note"], "owner": r["owner"]})
+                                                       "note": r["note"], "owner": r["owner"],
+                                                       "list_id": r["list_id"]})
     q = ("SELECT json_build_object('v', f.version, 'r', row_to_json(t), 'price', t.price::text,"
          " 'tags', t.tags::text)::text FROM item t"
          " JOIN synchro.row_fences f ON f.table_id = 'item' AND f.pk = t.id::text")

@@ -219,10 +219,20 @@ void test_schema_history(void)
 	CU_ASSERT_STRING_EQUAL(after, vi);
 
 	/* v4: todo written by all but read by its owner: bob still cannot see alice's todo */
-	char *v4text = strdup(v3text);
-	char *w = strstr(v4text, "\"write\": \"owner\"");
+	static const char members[] = "\"policy\": {\"owner_field\": \"owner\", \"read\": \"members\"";
+	static const char v4policy[] =
+	        "\"policy\": {\"owner_field\": \"owner\", \"read\": \"owner\", \"write\": \"all\"}";
+	char *w = strstr(v3text, members);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
-	memcpy(w, "\"write\": \"all\"  ", strlen("\"write\": \"owner\""));
+	char *w_end = strstr(w, "}}");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w_end);
+	w_end += 2;
+	size_t head = (size_t)(w - v3text), tail = strlen(w_end);
+	char *v4text = malloc(head + sizeof v4policy + tail);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v4text);
+	memcpy(v4text, v3text, head);
+	memcpy(v4text + head, v4policy, sizeof v4policy - 1);
+	memcpy(v4text + head + sizeof v4policy - 1, w_end, tail + 1);
 	sy_schema_ref v4;
 	CU_ASSERT_TRUE_FATAL(publish(v4text, &v4));
 	cur = v4;

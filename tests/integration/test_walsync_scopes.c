@@ -51,7 +51,8 @@ static const char manifest_tail[] =
         "\"key\":\"id\"},{\"column\":\"team_id\",\"relation\":\"public.teams\",\"key\":\"id\"}],"
         "\"relation\":\"public.team_members\",\"match\":\"team_id\",\"user\":\"user_id\"}}}]}";
 
-/* The example manifest with the two members-scoped tables, published by synchroctl. */
+/* The example manifest (itself with two members-scoped tables) with two more, published
+ * by synchroctl. */
 static void publish(void)
 {
 	char path[4096];
@@ -189,7 +190,7 @@ void test_scope_effects(void)
 	         "INSERT INTO public.tasks VALUES (1, 1, 'a'), (2, 1, 'b')");
 	pid_t s1 = start_walsync("S1", NULL, NULL);
 	CU_ASSERT_FATAL(wait_leader("S1") > 0);
-	CU_ASSERT(wait_log("S1", "scope mirror: 2 members-scoped tables", WAIT_ROWS));
+	CU_ASSERT(wait_log("S1", "scope mirror: 4 members-scoped tables", WAIT_ROWS));
 
 	/* alice shares L1 with bob: L1's rows at their current versions, for bob. */
 	step("INSERT INTO public.list_members VALUES ('" L1 "', 'bob')",
@@ -230,7 +231,7 @@ void test_scope_effects(void)
 	CU_ASSERT_EQUAL(stop_walsync(s1), 0);
 	pid_t s2 = start_walsync("S2", NULL, NULL);
 	CU_ASSERT_FATAL(wait_leader("S2") > 0);
-	CU_ASSERT(wait_log("S2", "scope mirror: 2 members-scoped tables, 6 memberships, 1 links",
+	CU_ASSERT(wait_log("S2", "scope mirror: 4 members-scoped tables, 6 memberships, 1 links",
 	                   WAIT_ROWS));
 	step("UPDATE public.ltodo SET title = 'one' WHERE id = 't1';"
 	     "UPDATE public.tasks SET title = 'B' WHERE id = 2",

@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 /* Computed outside the code under test: see tests/vectors/manifests/README. */
-#define EXAMPLE_HASH "bfd0c440d604ec3534501e9964fdc3f3d0d79417c95e29891cc5c1861da621e3"
+#define EXAMPLE_HASH "c277bbc9ff8765f63f5a8b541d2e6fd3ea3ec7420d49027de9b3977a2197063a"
 #define INTL_HASH    "59dc1ef1c2ad30edca921332886a599948069290fa03d19c1e5a67eefb4e8422"
 
 static char *read_vector(const char *name, size_t *len)
@@ -82,7 +82,7 @@ static void test_example(void)
 	CU_ASSERT(m->canonical_len == jcs_len && memcmp(m->canonical, jcs, jcs_len) == 0);
 	free(jcs);
 
-	CU_ASSERT_EQUAL_FATAL(m->table_count, 2);
+	CU_ASSERT_EQUAL_FATAL(m->table_count, 4);
 	const sy_table *todo = &m->tables[0], *item = &m->tables[1];
 	CU_ASSERT_PTR_EQUAL(sy_manifest_table(m, "todo", 4), todo);
 	CU_ASSERT_PTR_EQUAL(sy_manifest_table(m, "item", 4), item);
@@ -93,16 +93,20 @@ static void test_example(void)
 	CU_ASSERT_STRING_EQUAL(todo->table_id, "todo");
 	CU_ASSERT_STRING_EQUAL(todo->relation, "public.todo");
 	check_field(&todo->pk, "id", "id", SY_TYPE_UUID, false, false);
-	CU_ASSERT_EQUAL_FATAL(todo->field_count, 4);
+	CU_ASSERT_EQUAL_FATAL(todo->field_count, 5);
 	check_field(&todo->fields[0], "title", "title", SY_TYPE_TEXT, false, true);
 	check_field(&todo->fields[1], "done", "done", SY_TYPE_BOOL, false, true);
 	check_field(&todo->fields[2], "note", "note", SY_TYPE_TEXT, true, true);
 	check_field(&todo->fields[3], "owner", "owner", SY_TYPE_TEXT, false, false);
+	check_field(&todo->fields[4], "list_id", "list_id", SY_TYPE_UUID, true, true);
 	CU_ASSERT_EQUAL(todo->delete_mode, SY_DELETE_HARD);
 	CU_ASSERT_PTR_NULL(todo->delete_column);
 	CU_ASSERT_STRING_EQUAL(todo->owner_field, "owner");
-	CU_ASSERT_EQUAL(todo->read, SY_POLICY_OWNER);
-	CU_ASSERT_EQUAL(todo->write, SY_POLICY_OWNER);
+	CU_ASSERT_EQUAL(todo->read, SY_POLICY_MEMBERS);
+	CU_ASSERT_EQUAL(todo->write, SY_POLICY_MEMBERS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(todo->members);
+	CU_ASSERT_EQUAL(todo->members->hop_count, 1);
+	CU_ASSERT_STRING_EQUAL(todo->members->relation, "list_member");
 
 	CU_ASSERT_STRING_EQUAL(item->relation, "public.item");
 	check_field(&item->pk, "id", "id", SY_TYPE_INT64, false, false);

@@ -67,6 +67,9 @@ function screen() {
       online: navigator.onLine,
       count: $("count").hidden ? null : text($("count")),
       pageText: $("pager").hidden ? null : text($("page-text")),
+      lists: [...$("list-picker").options].map((o) => o.textContent),
+      list: $("list-picker").selectedOptions[0]?.textContent ?? null,
+      shares: $("sharing").hidden ? null : [...$("shares").children].map((li) => li.dataset.user),
     };
   });
 }
@@ -85,7 +88,11 @@ async function until(want) {
       (want.present ?? []).every((t) => todo(t)) &&
       (want.synced ?? []).every((t) => todo(t)?.state === "synced") &&
       (want.absent ?? []).every((t) => !todo(t)) &&
-      (want.done ?? []).every((t) => todo(t)?.done === true);
+      (want.done ?? []).every((t) => todo(t)?.done === true) &&
+      (want.lists ?? []).every((l) => s.lists.includes(l)) &&
+      (want.noLists ?? []).every((l) => !s.lists.includes(l)) &&
+      (want.list === undefined || s.list === want.list) &&
+      (want.shares === undefined || JSON.stringify(s.shares) === JSON.stringify(want.shares));
     if (ok) return s;
     if (Date.now() > deadline) throw new Error("the screen never showed " + JSON.stringify(want) + ": " + JSON.stringify(s));
     await page.waitForTimeout(150);
@@ -182,6 +189,24 @@ const steps = {
   async remove({ title }) {
     await page.getByRole("button", { name: "Delete \u201c" + title + "\u201d", exact: true }).click();
     return until({ absent: [title] });
+  },
+  async newList({ name }) {
+    await page.getByLabel("New list name").fill(name);
+    await page.getByRole("button", { name: "New list", exact: true }).click();
+    return until({ lists: [name], list: name });
+  },
+  async pickList({ name }) {
+    await page.getByLabel("List", { exact: true }).selectOption({ label: name });
+    return until({ list: name });
+  },
+  async shareWith({ user }) {
+    await page.getByLabel("Share with").fill(user);
+    await page.getByRole("button", { name: "Share", exact: true }).click();
+    return screen();
+  },
+  async unshare({ user }) {
+    await page.getByRole("button", { name: "Stop sharing with " + user, exact: true }).click();
+    return screen();
   },
   async offline({ on }) {
     await offline(on);

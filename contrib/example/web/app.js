@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The example to-do app's screen: sign in, the live list, add, edit, complete, delete, the
+// The example to-do app's screen: sign in, the lists and who shares them, the live to-dos
+// of the list shown, add, edit, complete, delete, the
 // offline banner, the count of changes waiting to be sent, sync, and the changes that need
 // the user (a conflict with the server's row beside mine and a choice; a rejected or blocked
 // write with the client's explanation). All it knows of Synchro is in todos.js.
-import { signIn, PAGE_SIZE, watchTodos, watchCount, addTodo, renameTodo, setDone, deleteTodo, attention, settle } from "./todos.js";
+import {
+  signIn, PAGE_SIZE, watchLists, watchShares, watchTodos, watchCount, addTodo, renameTodo, setDone, deleteTodo,
+  addList, share, unshare, attention, settle,
+} from "./todos.js";
 
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
@@ -12,6 +16,10 @@ const SYNC_TIMEOUT_MS = 15000;
 let store = null; // the open Synchro
 let stopWatching = null;
 let stopCounting = null;
+let stopLists = null;
+let stopSharing = null;
+let list = null; // the list shown (null: the to-dos in no list)
+let lists = []; // the lists this device sees: { id, name }
 let page = 0; // the page of the list shown
 let total = 0; // how many to-dos there are
 let statusTimer = null;
@@ -121,14 +129,12 @@ $("sign-in-form").addEventListener("submit", async (e) => {
     $("sign-in").hidden = true;
     $("who").hidden = false;
     $("app").hidden = false;
-    page = 0;
-    stopCounting = await watchCount(store, (n, err) => {
-      if (err) return showMessage("The list could not be counted: " + err.message);
-      total = n;
-      if (page > 0 && page * PAGE_SIZE >= total) void showPage(Math.max(0, Math.ceil(total / PAGE_SIZE) - 1));
-      renderPager();
+    stopLists = await watchLists(store, (result, err) => {
+      if (err) return showMessage("The lists could not be read: " + err.message);
+      lists = result;
+      renderLists();
     });
-    await showPage(0);
+    await showList(null);
     statusTimer = setInterval(refresh, STATUS_EVERY_MS);
     document.body.dataset.state = "signed-in";
     $("new-title").focus();
@@ -142,6 +148,73 @@ $("sign-in-form").addEventListener("submit", async (e) => {
   }
 });
 
+/** Shows list id (null: the to-dos in no list): its count, its first page, who shares it. */
+async function showList(id) {
+  stopCounting?.();
+  stopSharing?.();
+  stopCounting = stopSharing = null;
+  list = id;
+  page = 0;
+  total = 0;
+  $("list-picker").value = id ?? "";
+  $("sharing").hidden = id === null;
+  $("shares").replaceChildren();
+  stopCounting = await watchCount(store, id, (n, err) => {
+    if (err) return showMessage("The list could not be counted: " + err.message);
+    total = n;
+    if (page > 0 && page * PAGE_SIZE >= total) void showPage(Math.max(0, Math.ceil(total / PAGE_SIZE) - 1));
+    renderPager();
+  });
+  if (id !== null)
+    stopSharing = await watchShares(store, id, (result, err) => {
+      if (err) return showMessage("The list's shares could not be read: " + err.message);
+      renderShares(result);
+    });
+  await showPage(0);
+}
+
+/** The list picker; a list that left this device (its share removed) leaves the screen. */
+function renderLists() {
+  const picker = $("list-picker");
+  picker.replaceChildren(el("option", { value: "" }, "My to-dos"),
+    ...lists.map((l) => el("option", { value: l.id }, String(l.name))));
+  if (list !== null && !lists.some((l) => l.id === list)) void showList(null);
+  else picker.value = list ?? "";
+}
+
+function renderShares(result) {
+  $("shares").replaceChildren(...result.map((r) => el("li", { className: "share", dataset: { user: r.user_id } },
+    el("span", {}, String(r.user_id)),
+    r.owner === $("user-name").textContent
+      ? el("button", { type: "button", className: "small", ariaLabel: "Stop sharing with " + r.user_id,
+        onclick: () => act(() => unshare(store, r.id)) }, "Remove")
+      : null)));
+}
+
+$("list-picker").addEventListener("change", (e) => void showList(e.target.value || null));
+
+$("new-list-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const name = $("new-list").value.trim();
+  if (!name) return;
+  $("new-list").value = "";
+  void act(async () => {
+    const id = await addList(store, name);
+    lists = [...lists.filter((l) => l.id !== id), { id, name }];
+    renderLists();
+    await showList(id);
+  });
+});
+
+$("share-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const user = $("share-user").value.trim();
+  const name = lists.find((l) => l.id === list)?.name;
+  if (!user || list === null || name === undefined) return;
+  $("share-user").value = "";
+  void act(() => share(store, list, String(name), user));
+});
+
 /** Watches page p of the list (the one shown) instead of the one before. */
 async function showPage(p) {
   const stop = stopWatching;
@@ -149,7 +222,7 @@ async function showPage(p) {
   stop?.();
   page = p;
   renderPager();
-  stopWatching = await watchTodos(store, p, (result, err) => {
+  stopWatching = await watchTodos(store, list, p, (result, err) => {
     if (err) {
       showMessage("The list could not be read: " + err.message);
       return;
@@ -179,8 +252,12 @@ $("sign-out").addEventListener("click", async () => {
   clearInterval(statusTimer);
   stopWatching?.();
   stopCounting?.();
-  stopWatching = stopCounting = null;
+  stopLists?.();
+  stopSharing?.();
+  stopWatching = stopCounting = stopLists = stopSharing = null;
   total = 0;
+  list = null;
+  lists = [];
   const s = store;
   store = null;
   rows = [];
@@ -273,7 +350,7 @@ $("add-form").addEventListener("submit", (e) => {
   const title = $("new-title").value.trim();
   if (!title) return;
   $("new-title").value = "";
-  void act(() => addTodo(store, title));
+  void act(() => addTodo(store, list, title));
 });
 
 // --- status, banner, what needs the user --------------------------------------------------

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The example to-do app's data layer: everything it asks of the browser client, on the
-// example schema's todo table (contrib/example). app.js draws it. doc/client.md ("In the
+// example schema's tables (contrib/example): to-dos, lists, shares. app.js draws it. doc/client.md ("In the
 // browser") quotes this file whole, and tests/web/test_web_app.pgt checks that it does.
 import { Synchro } from "./dist/synchro.js";
 
@@ -12,26 +12,50 @@ export function signIn(user, password) {
 /** The to-dos shown on one screen, and how many there are: a device may hold 100,000. */
 export const PAGE_SIZE = 50;
 
-/** One page of the to-dos as this device sees them, open ones first (page 0 the first):
- *  onChange(rows) runs at once, then after every change, local or synced. An index on the
- *  sort order makes each run cost the page, not the table. Resolves to the function that
- *  stops watching. */
-export async function watchTodos(s, page, onChange) {
-  await s.index("todo", ["done", "title", "id"]);
-  return s.live("SELECT id, title, done, _state FROM todo ORDER BY done, title, id LIMIT ? OFFSET ?",
-    [PAGE_SIZE, page * PAGE_SIZE], onChange);
+/** The lists this device sees, by name: the user's own, and those others share with the
+ *  user (a share carries its list's name). onChange(rows) as watchTodos. */
+export const watchLists = (s, onChange) =>
+  s.live("SELECT id, name FROM todo_list UNION SELECT list_id, list_name FROM list_share ORDER BY 2, 1",
+    [], onChange);
+
+/** Who a list is shared with: onChange(rows of id, user_id, owner). */
+export const watchShares = (s, list, onChange) =>
+  s.live("SELECT id, user_id, owner FROM list_share WHERE list_id = ? ORDER BY user_id", [list], onChange);
+
+/** One page of a list's to-dos (list null: the user's to-dos in no list) as this device
+ *  sees them, open ones first (page 0 the first): onChange(rows) runs at once, then after
+ *  every change, local or synced. An index on the sort order makes each run cost the page,
+ *  not the table. Resolves to the function that stops watching. */
+export async function watchTodos(s, list, page, onChange) {
+  await s.index("todo", ["list_id", "done", "title", "id"]);
+  return s.live("SELECT id, title, done, _state FROM todo WHERE list_id IS ? ORDER BY done, title, id" +
+    " LIMIT ? OFFSET ?", [list, PAGE_SIZE, page * PAGE_SIZE], onChange);
 }
 
-/** How many to-dos this device sees: onChange(n), as watchTodos. */
-export const watchCount = (s, onChange) =>
-  s.live("SELECT count(*) AS n FROM todo", [], (rows, err) => onChange(rows?.[0]?.n ?? 0, err));
+/** How many to-dos a list has on this device: onChange(n), as watchTodos. */
+export const watchCount = (s, list, onChange) =>
+  s.live("SELECT count(*) AS n FROM todo WHERE list_id IS ?", [list],
+    (rows, err) => onChange(rows?.[0]?.n ?? 0, err));
 
 // Each write is one durable local transaction (offline too); the client sends it when it can.
-export const addTodo = (s, title) =>
-  s.transaction((tx) => tx.insert("todo", crypto.randomUUID(), { title, done: false }));
+export const addTodo = (s, list, title) =>
+  s.transaction((tx) => tx.insert("todo", crypto.randomUUID(), { title, done: false, list_id: list }));
 export const renameTodo = (s, id, title) => s.transaction((tx) => tx.update("todo", id, { title }));
 export const setDone = (s, id, done) => s.transaction((tx) => tx.update("todo", id, { done }));
 export const deleteTodo = (s, id) => s.transaction((tx) => tx.delete("todo", id));
+
+/** A new list of the user's; resolves to its id. The server makes the user its first member. */
+export async function addList(s, name) {
+  const id = crypto.randomUUID();
+  await s.transaction((tx) => tx.insert("todo_list", id, { name }));
+  return id;
+}
+
+/** Shares a list with another user by name: the server makes them a member once the share
+ *  and the list reached it; they then see and edit its to-dos. */
+export const share = (s, list, name, user) =>
+  s.transaction((tx) => tx.insert("list_share", crypto.randomUUID(), { list_id: list, user_id: user, list_name: name }));
+export const unshare = (s, id) => s.transaction((tx) => tx.delete("list_share", id));
 
 const ON_ITS_WAY = ["pending", "waiting", "sealed"];
 
