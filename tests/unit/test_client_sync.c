@@ -188,8 +188,8 @@ static void listener(void *ctx, sy_client_event_kind kind, const char *table, co
 		h->intents++;
 }
 
-/* A rebuild in pages: status() tells the rows received so far and the server's total. */
-static void test_rebuild_progress(void)
+/* Five server rows and a store opened to rebuild them in pages of two. */
+static void rebuild_in_pages(void)
 {
 	start();
 	for (int k = 0; k < 5; k++) {
@@ -203,6 +203,12 @@ static void test_rebuild_progress(void)
 	o.pull_limit = 2;
 	OK(sy_client_open(path, &o, &C, &E));
 	fake_require_rebuild(F);
+}
+
+/* A rebuild in pages: status() tells the rows received so far and the server's total. */
+static void test_rebuild_progress(void)
+{
+	rebuild_in_pages();
 	uint64_t seen[8];
 	int nseen = 0;
 	sy_client_status s;
@@ -229,23 +235,6 @@ static void test_rebuild_progress(void)
 	OK(sy_client_get(C, "todo", "\"r4\"", &row, NULL, &E));
 	sy_free(row);
 	stop();
-}
-
-/* Five server rows and a store opened to rebuild them in pages of two. */
-static void rebuild_in_pages(void)
-{
-	start();
-	for (int k = 0; k < 5; k++) {
-		char pk[8];
-		snprintf(pk, sizeof pk, "\"r%d\"", k);
-		fake_direct_write(F, "todo", pk, "{\"done\":false,\"note\":null,\"title\":\"t\"}");
-	}
-	sy_client_close(C);
-	sy_client_options o;
-	fake_options(F, &o);
-	o.pull_limit = 2;
-	OK(sy_client_open(path, &o, &C, &E));
-	fake_require_rebuild(F);
 }
 
 /* Steps until the rebuild has staged rows (its first page applied); the step's rc. */
