@@ -170,14 +170,16 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 			else
 				sy_buf_puts(&b, ", NULL::text");
 		}
-		sy_buf_printf(
-		        &b,
-		        " FROM pick p"
-		        " LEFT JOIN synchro.row_fences f ON f.table_id = p.table_id AND f.pk = p.pk"
-		        " LEFT JOIN %s r ON r.%s = ",
-		        x->rel, x->pk);
+		/* Each entry's fence and row are looked up by their keys (LATERAL, OFFSET 0: see
+		 * put_fence_lateral), whatever the plan thinks of the tables' sizes. */
+		sy_buf_printf(&b,
+		              " FROM pick p"
+		              " LEFT JOIN LATERAL (SELECT f.version FROM synchro.row_fences f"
+		              " WHERE f.table_id = %s AND f.pk = p.pk OFFSET 0) f ON true"
+		              " LEFT JOIN LATERAL (SELECT * FROM %s r WHERE r.%s = ",
+		              x->lit, x->rel, x->pk);
 		put_entry_key(&b, x->t->pk.type);
-		sy_buf_printf(&b, " WHERE p.table_id = %s", x->lit);
+		sy_buf_printf(&b, " OFFSET 0) r ON true WHERE p.table_id = %s", x->lit);
 	}
 	if (first) {
 		/* Every table is broken: a branch of the same shape and no row. */
