@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (doc/contract.md#portable-types): canonical wire values and PostgreSQL text forms.
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * types.c: the portable types. It writes their canonical wire values and their PostgreSQL
+ * text forms.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#portable-types (the types and their forms).
+ */
 #include "config.h"
 
 #include <math.h>
