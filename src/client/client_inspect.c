@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Inspection: intents with their state and links, sealed batches with their
- * exact bytes and every attempt, the one-paragraph explanation of an intent's
- * state, and the store's self-check (verify).
+ * client_inspect.c: inspection of the store. It lists intents with their state and links,
+ * and sealed batches with their exact bytes and every attempt.
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Notes: It also writes the one-paragraph explanation of an intent's state, and runs the
+ * store's self-check (verify).
  */
 #include "config.h"
 
