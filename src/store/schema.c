@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl schema publish / show: manifests checked against the catalog, fences installed
- * (and the scope triggers, schema_scopes.c), versions kept.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * schema.c: synchroctl schema publish and show.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#schema-versions (versions are kept).
+ * Notes: Manifests are checked against the catalog. Publish installs the fences and the
+ * scope triggers (schema_scopes.c). Each version is kept.
+ */
 #include "config.h"
 
 #include <stdio.h>
