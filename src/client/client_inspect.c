@@ -4,8 +4,11 @@
  * and sealed batches with their exact bytes and every attempt.
  *
  * Layer: middle of src/client (doc/hacking.md).
- * Notes: It also writes the one-paragraph explanation of an intent's state, and runs the
- * store's self-check (verify).
+ * Interface:
+ *   sy_client_intents(), sy_client_intent_get()  intents with their state and links
+ *   sy_client_batch_get()                        a sealed batch, its bytes and attempts
+ *   sy_client_explain()                          why an intent is in its state
+ *   sy_client_verify()                           the store's self-check
  */
 #include "config.h"
 

@@ -4,6 +4,11 @@
  * sy_client_query and live queries.
  *
  * Layer: middle of src/client (doc/hacking.md).
+ * Interface:
+ *   sy_client_query()   runs the app's SQL, a row at a time to a callback
+ *   sy_client_live()    a live query, run again when a table it reads changes
+ *   sy_cl_query_json()  the same query's answer as JSON, for the browser API
+ *   sy_cl_live_run()    runs again the live queries whose tables changed
  * Notes: The statements run on a second connection to the store's file. It opens read-only
  * on the first query. So no statement can write there, and it sees committed state only.
  * On it, each visible table "visible:t" has a TEMP view named t. So the app's SQL says t.

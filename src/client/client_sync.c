@@ -7,6 +7,12 @@
  * Layer: middle of src/client (doc/hacking.md).
  * Rules: doc/contract.md#successor-batches (after 409 or 422 on a batch),
  * doc/contract.md#client-retries (what is sent again, and when).
+ * Interface:
+ *   sy_client_step()        does what is due, without blocking; says when to call again
+ *   sy_client_wait()        waits for the request in flight or a live notification
+ *   sy_client_sync()        steps until the work is done, the queue freezes or time runs out
+ *   sy_cl_retry_after()     the Retry-After header's value (every transport parses it here)
+ *   sy_client_phase_name()  a phase's name
  * Notes: Each step does the first of these that is due, with one request in flight at most:
  *
  *   connect   when there is no generation, or after 409 client_generation_expired

@@ -5,6 +5,12 @@
  * They are real SQLite tables, and the app queries them in place (client_query.c).
  *
  * Layer: middle of src/client (doc/hacking.md).
+ * Interface:
+ *   sy_cl_visible_open()    sets the maintenance up; builds the tables when not current
+ *   sy_cl_visible_ident()   a visible table's physical name, quoted for SQL
+ *   sy_cl_visible_verify()  every visible table against the overlay computed from scratch
+ *   sy_cl_changed_clear()   clears the list of changed tables
+ *   sy_client_index()       an index the app asks for
  * Notes: Names. Each manifest table t has one physical table named "visible:t" in the
  * store's main database. It has the pk field (the PRIMARY KEY), every manifest field in
  * manifest order, then _state ('synced', 'pending', 'conflict', 'blocked'). A manifest name

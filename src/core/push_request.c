@@ -7,6 +7,11 @@
  * Rules: doc/contract.md#push-request (what answers 400 invalid_request),
  * doc/contract.md#mutation-shapes (the shape of each mutation),
  * doc/contract.md#normalized-mutation (the bytes the fingerprints hash).
+ * Interface:
+ *   sy_push_parse()             the body, checked against every structural rule
+ *   sy_push_check_schema()      the request against the current schema
+ *   sy_push_check_pk()          one mutation's pk against its table
+ *   sy_push_write_schema_ref()  a normalized schema_ref as JCS bytes
  * Notes: The checks cover members, types and limits. An atomic request names each
  * (table, pk) once. The current schema's pk rule is checked here too.
  */

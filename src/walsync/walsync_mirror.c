@@ -5,6 +5,12 @@
  * Layer: middle of src/walsync (doc/hacking.md).
  * Rules: doc/contract.md#wal-alone-publishes (the WAL drives every change),
  * doc/contract.md#read-scope (who reads a row).
+ * Interface:
+ *   sy_ws_mirror_start()     loads the mirror when the stream starts
+ *   sy_ws_mirror_readers()   the readers of a change, before and after
+ *   sy_ws_mirror_scope()     a membership or link message: the mirror and its entries
+ *   sy_ws_mirror_to_batch()  the mirror's changed rows, into the batch before its write
+ *   sy_ws_mirror_written()   after a changelog write; sy_ws_mirror_pending()
  * Notes: The scope mirror is loaded when the stream starts, under the lease, with the
  * members-scoped tables of the published manifest. Each change of such a table tells its
  * readers before and after. A membership that comes or goes, or a link that moves, is

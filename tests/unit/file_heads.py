@@ -9,7 +9,8 @@
 - "Layer: top|middle|base of src/DIR (doc/hacking.md)." in every .c and .ts file of its
   directory DIR, and in no header (a header takes the layer of the file that defines it);
 - "Rules:" cites at least one page of doc/ with an anchor (tests/unit/citations.sh checks
-  that the anchor exists).
+  that the anchor exists);
+- every function "Interface:" names as name() is defined in the file, at the start of a line.
 
 The checker first runs on broken heads of its own and fails when it passes one of them, so
 that it cannot pass by reading nothing. Then it reads the tree and prints a FAIL line for each
@@ -99,9 +100,15 @@ def problems(path, text):
         if not m or m.group(2) != room:
             out.append("the Layer line is not \"Layer: top|middle|base of %s (doc/hacking.md).\""
                        % room)
+    code = text.split("\n */\n", 1)[-1] if not path.endswith(".ts") else text
     for label, body in sections:
         if label == "Rules" and not CITE.search(body):
             out.append("the Rules section cites no page of doc/ with an anchor")
+        if label == "Interface":
+            for name in sorted(set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)", body))):
+                if not re.search(r"^\S.*\b%s\(" % re.escape(name), code, re.M):
+                    out.append("the Interface section names %s(), which the file does not "
+                               "define" % name)
     return out
 
 
@@ -111,9 +118,13 @@ GOOD = """/* SPDX-License-Identifier: BSD-2-Clause */
  *
  * Layer: base of src/core (doc/hacking.md).
  * Rules: doc/contract.md#fingerprints (what it carries).
+ * Interface: good_one() returns one.
  * Notes: A note.
  */
-int x;
+int good_one(void)
+{
+	return 1;
+}
 """
 
 BROKEN = {
@@ -127,6 +138,7 @@ BROKEN = {
     "no blank line before the sections": GOOD.replace("template.\n *\n", "template.\n"),
     "Rules without a citation": GOOD.replace("doc/contract.md#fingerprints", "the contract"),
     "no head comment": "/* SPDX-License-Identifier: BSD-2-Clause */\nint x;\n",
+    "an Interface name the file does not define": GOOD.replace("int good_one(", "int good_two("),
     "a one-line head": GOOD.replace("/*\n * good.c: a file that follows the template.\n",
                                     "/* good.c: a file that follows the template.\n"),
 }
