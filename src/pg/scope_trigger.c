@@ -1,24 +1,30 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The scope trigger (migration 22): synchro.scope_trigger, AFTER INSERT OR UPDATE OR DELETE
- * FOR EACH ROW on every membership relation and every hop relation of a two-hop path that a
- * published manifest names (synchro.install_scope_trigger). Its arguments come in fours, one
- * group per scope or link the relation serves: 'member', the scope (relation(match,user) as
- * the manifest writes it), the match column, the user column; or 'link', the link
- * (relation.key->column), the key column, the column the hop reads.
+ * scope_trigger.c: the scope trigger (migration 22), synchro.scope_trigger.
  *
- * Each group's change is one transactional logical message 'synchro', the fence's prefix, in
- * the order of the row writes, so walsync keeps its mirror of memberships and links in commit
- * order (doc/protocol.md, the manifest's members policy):
+ * Layer: top of src/pg (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes (the members policy and its mirror).
+ * Notes: It runs AFTER INSERT OR UPDATE OR DELETE, FOR EACH ROW. It sits on every
+ * membership relation and every hop relation of a two-hop path that a published manifest
+ * names (synchro.install_scope_trigger). Its arguments come in fours, one group per scope
+ * or link the relation serves. A scope gives 'member', the scope (relation(match,user) as
+ * the manifest writes it), the match column and the user column. A link gives 'link', the
+ * link (relation.key->column), the key column and the column the hop reads.
+ *
+ * Each group's change is one transactional logical message, with the fence's prefix
+ * 'synchro'. The messages follow the order of the row writes. So walsync keeps its mirror
+ * of memberships and links in commit order. The messages are:
+ *
  *   {"kind": "member", "scope": S, "key_before", "user_before", "key_after", "user_after"}
  *   {"kind": "link", "scope": L, "key_before", "to_before", "key_after", "to_after"}
- * the columns' values as text (their type's output function), null when the column is null
- * or there is no old or new row. An update that changes neither column emits nothing.
- * The message is jsonb's text, as the fence's: keys shorter first, then by octets.
  *
- * SECURITY DEFINER (it runs as synchro_owner), as the version fence: it reads only the row
- * the trigger hands it, and runs no statement.
- * Layer: top of src/pg (doc/hacking.md).
+ * The columns' values are text, from their type's output function. A value is null when
+ * the column is null, or when there is no old or new row. An update that changes neither
+ * column emits nothing. The message is jsonb's text, as the fence's is: shorter keys first,
+ * then by octets.
+ *
+ * The function is SECURITY DEFINER, as the version fence is: it runs as synchro_owner. It
+ * reads only the row the trigger hands it, and runs no statement.
  */
 #include "postgres.h"
 

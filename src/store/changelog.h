@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The writer side of synchro.changelog (synchro-walsync only): batched inserts fenced by the
- * writer lease in the same statement, materialized write epochs, and the checks of the
- * pipeline's source (replication slot, publication, migrations). */
+/*
+ * changelog.h: the writer side of synchro.changelog, for synchro-walsync only.
+ *
+ * Notes: It holds batched inserts, fenced by the writer lease in the same statement, and
+ * materialized write epochs. It also checks the pipeline's source: the replication slot,
+ * the publication and the migrations.
+ */
 #ifndef SY_STORE_CHANGELOG_H
 #define SY_STORE_CHANGELOG_H
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once.
+/*
+ * migrate.c: synchroctl init and migrate: the contract's roles, and the numbered
+ * migrations, each applied once.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#database-roles (the roles).
  */
 #include "config.h"
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read side's statement text, built from a manifest's tables (store/pull_internal.h):
- * the page statement of POST /v3/pull, the two rebuild statements of each table, and the
- * helpers every statement builder of the read side shares (names no earlier statement had, a
- * column as text), called by pull_cache.c, pull_page.c, pull_broken.c and rebuild.c.
+ * pull_statements.c: the read side's statement text, built from a manifest's tables
+ * (store/pull_internal.h).
+ *
  * Layer: base of src/store (doc/hacking.md).
+ * Notes: It builds the page statement of POST /v3/pull and the two rebuild statements of
+ * each table. It holds the helpers every statement builder of the read side shares: names
+ * no earlier statement had, and a column as text. pull_cache.c, pull_page.c, pull_broken.c
+ * and rebuild.c call it.
  */
 #include "config.h"
 

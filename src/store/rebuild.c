@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/rebuild after the structural checks (doc/contract.md#rebuild): the per-table rebuild
- * statements of the current manifest (built by pull_statements.c), the session of (user,
- * client, rebuild_id) binding the client's accepted_write_epoch and a stream position
- * (doc/contract.md#rebuild-invalidation: any push accepted after it began invalidates it), and one
- * page of rows per REPEATABLE READ transaction, ordered by table_id bytes then primary key, the
- * last carrying the cursor to pull from. The first page also says how many rows the whole rebuild
- * holds (rows_total).
+ * rebuild.c: POST /v3/rebuild after the structural checks.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#rebuild (the route), doc/contract.md#rebuild-invalidation (any push
+ * accepted after the session began invalidates it).
+ * Notes: It runs the per-table rebuild statements of the current manifest. pull_statements.c
+ * builds them. A session of (user, client, rebuild_id) binds the client's
+ * accepted_write_epoch and a stream position. Each page of rows is one REPEATABLE READ
+ * transaction. Rows are ordered by table_id bytes, then by primary key. The last page
+ * carries the cursor to pull from. The first page also says how many rows the whole rebuild
+ * holds (rows_total).
  */
 #include "config.h"
 

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Membership scopes at publish (store/schema_scopes.h): each membership path checked against
- * the catalog, the scope triggers of the membership and hop relations, and the seeding of
- * the mirror walsync keeps from then on in commit order.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * schema_scopes.c: membership scopes at publish (store/schema_scopes.h).
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes (paths, triggers and the mirror).
+ * Interface:
+ *   sy_store_scopes_check()    a table's membership path against the catalog
+ *   sy_store_scopes_install()  the scope triggers, and the mirror seeded
+ *   sy_store_scope_name(), sy_store_link_name()  the names walsync uses too
+ * Notes: It checks each membership path against the catalog. It installs the scope
+ * triggers of the membership and hop relations. It seeds the mirror. From then on walsync
+ * keeps the mirror, in commit order.
+ */
 #include "config.h"
 
 #include <stdio.h>

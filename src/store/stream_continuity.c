@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity: synchro.stream_position, synchro.stream_break() and synchro.stream_breaks
- * (migration 14). Every write is guarded by the writer lease in its own statement.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * stream_continuity.c: slot continuity: synchro.stream_position, synchro.stream_break()
+ * and synchro.stream_breaks (migration 14).
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Notes: The writer lease guards every write, in the write's own statement.
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity (migration 14, doc/operations.md "Slot continuity"): the stream position
- * walsync materialized up to, whether a database has stream history, and the resolution of a
- * break (a slot that no longer covers that position). synchro-walsync and synchroctl only. */
+/*
+ * stream_continuity.h: slot continuity (migration 14), for synchro-walsync and synchroctl
+ * only.
+ *
+ * Rules: doc/operations.md#slot-continuity (what a break is and how it is resolved).
+ * Notes: It gives the stream position walsync materialized up to, and whether a database
+ * has stream history. It resolves a break: a slot that no longer covers that position.
+ */
 #ifndef SY_STORE_STREAM_CONTINUITY_H
 #define SY_STORE_STREAM_CONTINUITY_H
 

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The state of one synchro-walsync process and the functions its files share, top to
- * bottom: walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer
- * lease), walsync_materialize.c (the stream into changelog transactions), walsync_decode.c
- * (the frames and messages of the stream), walsync_stats.c (the lag log), walsync_session.c
- * (the stop flag, and what a failure does to the connections: every file above calls it),
- * walsync_mirror.c (membership scopes: the mirror, readers, scope changes), walsync_metrics.c
- * (the metrics file), walsync_notify.c (live notifications).
+ * walsync.h: the state of one synchro-walsync process, and the functions its files share.
+ *
+ * Notes: The files, top to bottom:
+ *
+ *   walsync_main.c         options, signals, the loop
+ *   walsync_lease.c        the single-writer lease
+ *   walsync_materialize.c  the stream into changelog transactions
+ *   walsync_decode.c       the frames and messages of the stream
+ *   walsync_stats.c        the lag log
+ *   walsync_session.c      the stop flag, and what a failure does to the connections
+ *                          (every file above calls it)
+ *   walsync_mirror.c       membership scopes: the mirror, readers, scope changes
+ *   walsync_metrics.c      the metrics file
+ *   walsync_notify.c       live notifications
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
- * and accepted-epoch messages into the batch, membership and link messages to the scope
- * mirror, and the check of every version-fence message
- * against the fence transitions of its own transaction (doc/operations.md "Forged
- * messages").
- * Layer: middle of src/walsync (doc/hacking.md). */
+/*
+ * walsync_decode.c: the frames and messages of synchro-walsync's stream.
+ *
+ * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/operations.md#forged-messages (which version-fence messages are Synchro's).
+ * Notes: It reads transaction boundaries. It puts version-fence and accepted-epoch messages
+ * into the batch. It hands membership and link messages to the scope mirror. It checks
+ * every version-fence message against the fence transitions of its own transaction.
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The transaction's fence transitions: an open-addressing table keyed by version (random,
- * so the hash spreads), each entry one allocation holding its strings.
- * Layer: base of src/walsync (doc/hacking.md). */
+/*
+ * walsync_fences.c: the transaction's fence transitions.
+ *
+ * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: They sit in an open-addressing table keyed by version. Versions are random, so the
+ * hash spreads. Each entry is one allocation that holds its strings.
+ */
 #include "config.h"
 
 #include <string.h>

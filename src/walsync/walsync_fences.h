@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The fence transitions of the transaction being decoded (rows of synchro.row_fences that
- * pgoutput streams since migration 15), against which every version-fence message of that
- * transaction is checked: only a message naming a transition its own transaction made is
- * Synchro's (doc/operations.md "Forged messages"). Pure: no I/O. */
+/*
+ * walsync_fences.h: the fence transitions of the transaction being decoded. Every
+ * version-fence message of that transaction is checked against them.
+ *
+ * Rules: doc/operations.md#forged-messages (only a message naming a transition its own
+ * transaction made is Synchro's).
+ * Notes: The transitions are rows of synchro.row_fences, which pgoutput streams since
+ * migration 15. The table is pure: no I/O.
+ */
 #ifndef SY_WALSYNC_FENCES_H
 #define SY_WALSYNC_FENCES_H
 

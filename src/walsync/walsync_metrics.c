@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-walsync's metrics file (walsync_metrics.h): one statement reads the primary's
- * flush position, the slot's confirmed position and the lease's epoch; the counters come
- * from walsync_stats.h; the text is written to <file>.tmp and renamed over <file>, so
- * node_exporter never reads half a file. No row value, no credential: counters, positions,
- * the writer id and the slot name.
+ * walsync_metrics.c: synchro-walsync's metrics file (walsync_metrics.h).
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Notes: One statement reads the primary's flush position, the slot's confirmed position
+ * and the lease's epoch. The counters come from walsync_stats.h. The text goes to
+ * <file>.tmp, which is renamed over <file>. So node_exporter never reads half a file. The
+ * file holds counters, positions, the writer id and the slot name. It holds no row value
+ * and no credential.
  */
 #include "config.h"
 
