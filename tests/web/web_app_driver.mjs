@@ -211,9 +211,10 @@ const steps = {
     await page.getByRole("button", { name: "Share", exact: true }).click();
     return screen();
   },
-  async renameList({ name }) {
+  async renameList({ name, screenshot }) {
     await page.getByRole("button", { name: "Rename", exact: true }).click();
     await page.getByLabel("New name of the list", { exact: true }).fill(name);
+    if (screenshot) await page.screenshot({ path: logDir + "/" + screenshot, fullPage: true });
     await page.getByRole("button", { name: "Save", exact: true }).click();
     return until({ lists: [name], list: name, listTitle: name });
   },
