@@ -169,9 +169,9 @@ sy_store_status sy_store_scopes_check(PGconn *c, const sy_table *t, const char *
 		if ((st = find_column(c, t, sub, from_oid, from_rel, hop->column, &col, err)) !=
 		    SY_STORE_OK)
 			return st;
-		/* An insert that leaves hop 1's column out would put the row into a scope key the
-		 * push never saw (doc/protocol.md "Membership scopes in a push"). */
-		if (h == 0 && col.filled[0])
+		/* A pushed insert that leaves hop 1's column out would put the row into a scope
+		 * key the push never saw (doc/protocol.md "Membership scopes in a push"). */
+		if (h == 0 && col.filled[0] && t->write != SY_POLICY_NONE)
 			return sy_store_fail(err, SY_STORE_INVALID,
 			                     "table \"%s\": %s: column \"%s\" of %s %s: an insert "
 			                     "that leaves it "
