@@ -324,9 +324,11 @@ static void answer_columns(const sp_push *x, TupleDesc desc, Datum *values, bool
  * correct but slow forever; migration 20: synchro.version_fence names this module's
  * synchro_version_fence; migration 21: synchro.row_fences's CHECK names this module's
  * synchro_row_fence_rules; migration 22: synchro.scope_trigger names this module's
- * synchro_scope_trigger). This module also serves a database not yet migrated to 19, 20, 21
- * or 22 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place). */
-#define MODULE_ABI 22
+ * synchro_scope_trigger; migration 23: the scope trigger writes synchro.scope_changes instead
+ * of its messages). This module also serves a database not yet migrated to 19, 20, 21, 22 or
+ * 23 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place; at 22 the
+ * scope trigger emits its messages). */
+#define MODULE_ABI 23
 
 PG_FUNCTION_INFO_V1(synchro_module_abi);
 

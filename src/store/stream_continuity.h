@@ -66,6 +66,11 @@ SY_MUST_CHECK sy_store_status sy_store_stream_break(PGconn *c, const sy_store_le
 SY_MUST_CHECK sy_store_status sy_store_messages_verified_from(PGconn *c, bool *verify,
                                                               uint64_t *from, sy_error *err);
 
+/* Migration 23: whether membership and link messages are refused, and for transactions
+ * committed after which position (*verify false: none is). */
+SY_MUST_CHECK sy_store_status sy_store_scope_messages_verified_from(PGconn *c, bool *verify,
+                                                                    uint64_t *from, sy_error *err);
+
 /* The last recorded break, for synchroctl lease status. */
 typedef struct {
 	bool found;

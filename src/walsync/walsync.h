@@ -120,6 +120,12 @@ typedef struct walsync {
 	bool fences_known;      /* the RELATION of synchro.row_fences was seen */
 	uint32_t fences_oid;
 	sy_ws_fence_cols fence_cols;
+	/* membership and link changes as rows of synchro.scope_changes (migration 23) */
+	bool scope_verify;            /* membership and link messages are checked */
+	uint64_t scope_verified_from; /* those of transactions committed after it are refused */
+	bool scope_rows_known;        /* the RELATION of synchro.scope_changes was seen */
+	uint32_t scope_rows_oid;
+	sy_ws_scope_cols scope_cols;
 
 	/* membership scopes (walsync_mirror.c; migration 22) */
 	bool scopes_db;       /* the database has migration 22 */

@@ -42,6 +42,10 @@ bool sy_ws_db_open(walsync *w)
 	w->verify = false;
 	if (st == SY_STORE_OK && migration >= SY_STORE_VERIFY_MIGRATION)
 		st = sy_store_messages_verified_from(w->db, &w->verify, &w->verified_from, &err);
+	w->scope_verify = false;
+	if (st == SY_STORE_OK && migration >= SY_STORE_SCOPE_VERIFY_MIGRATION)
+		st = sy_store_scope_messages_verified_from(w->db, &w->scope_verify,
+		                                           &w->scope_verified_from, &err);
 	if (st != SY_STORE_OK) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		sy_ws_db_close(w);

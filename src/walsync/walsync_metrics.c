@@ -176,7 +176,8 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	metric(&b, id, "counter", "synchro_walsync_bad_messages_total",
 	       "Malformed logical messages skipped.", (double)s->bad_messages);
 	metric(&b, id, "counter", "synchro_walsync_forged_messages_total",
-	       "Version-fence messages no fence transition vouched for (refused).",
+	       "Version-fence messages no fence transition vouched for, and membership or link "
+	       "messages after migration 23 (refused).",
 	       (double)s->forged_messages);
 	if (sy_ws_notify_enabled(w->notify)) {
 		metric(&b, id, "counter", "synchro_walsync_notify_published_total",

@@ -52,6 +52,7 @@ void sy_ws_stream_reset(walsync *w)
 	w->batch_newest_time = 0;
 	w->idle_lsn = 0;
 	w->fences_known = false; /* a new stream sends its RELATION messages again */
+	w->scope_rows_known = false;
 	sy_ws_fences_clear(w->fences);
 	sy_ws_notify_forget(w->notify);
 }

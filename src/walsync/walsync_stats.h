@@ -23,7 +23,7 @@ typedef struct {
 	long long last_lag_ms;     /* commit to changelog, of the last write; the heartbeat's */
 	int64_t next_log_ms;       /* sy_clock_ms() when the lag log is next due */
 	long long bad_messages;    /* malformed logical messages skipped */
-	long long forged_messages; /* version-fence messages no fence transition vouched for */
+	long long forged_messages; /* refused: unvouched version-fence and scope messages */
 	/* Since start, for the metrics file (walsync_metrics.c): */
 	long long entries_total;   /* changelog entries written */
 	long long txns_total;      /* source transactions materialized */
