@@ -273,7 +273,8 @@ def uptime():
 
 def explain_pages(stack, n):
     """BENCH_EXPLAIN=1: EXPLAIN (ANALYZE, BUFFERS) of the rebuild's page statement for alice
-    (as src/store/pull_statements.c builds it for todo, under its generic plan) at the start,
+    (as src/store/pull_statements.c builds it for todo, a table read by members, under its
+    generic plan) at the start,
     the middle and the end of her N rows, and of the first page's count of them."""
     tid = stack.psql("SELECT table_id FROM synchro.row_fences LIMIT 1")
     keys = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
@@ -281,23 +282,25 @@ def explain_pages(stack, n):
     last = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
                       " OFFSET %d LIMIT 1" % max(0, n - 1001)).strip()
     page = ("SELECT r.id::text, f.version, CASE WHEN f.client_id = $1::uuid THEN f.mutation_id END,"
-            " r.title::text, left(r.done::text, 1), r.owner::text FROM public.todo r"
-            " JOIN synchro.row_fences f ON f.table_id = '%s' AND f.pk = r.id::text"
-            " WHERE r.id > $3::uuid AND r.owner = $4::text ORDER BY r.id LIMIT $2::integer" % tid)
+            " r.title::text, left(r.done::text, 1), r.note::text, r.owner::text, r.list_id::text"
+            " FROM public.todo r JOIN LATERAL (SELECT f.version, f.client_id, f.mutation_id"
+            " FROM synchro.row_fences f WHERE f.table_id = '%s' AND f.pk = r.id::text OFFSET 0) f ON true"
+            " WHERE r.id > $3::uuid AND (r.owner = $4::text OR EXISTS (SELECT 1 FROM public.todo_list h"
+            " JOIN public.list_member m ON m.list_id = h.id WHERE h.id = r.list_id AND m.user_id = $4::text))"
+            " ORDER BY r.id LIMIT $2::integer" % tid)
     count = ("SELECT count(*) FROM public.todo r JOIN synchro.row_fences f"
-             " ON f.table_id = '%s' AND f.pk = r.id::text WHERE r.owner = 'alice'" % tid)
+             " ON f.table_id = '%s' AND f.pk = r.id::text WHERE (r.owner = 'alice' OR EXISTS (SELECT 1"
+             " FROM public.todo_list h JOIN public.list_member m ON m.list_id = h.id WHERE h.id = r.list_id"
+             " AND m.user_id = 'alice'))" % tid)
     for name, after in (("a page at the start", "00000000-0000-0000-0000-000000000000"),
                         ("a page in the middle", keys), ("the last page", last)):
-        out = stack.psql("SET plan_cache_mode = force_generic_plan; PREPARE p(uuid, integer, uuid, text) AS %s;"
+        # the server's settings: its sessions' (jit off), its rebuild pages' (src/store/rebuild.c)
+        out = stack.psql("SET jit = off; SET plan_cache_mode = force_generic_plan;"
+                         " SET max_parallel_workers_per_gather = 0; PREPARE p(uuid, integer, uuid, text) AS %s;"
                          " EXPLAIN (ANALYZE, BUFFERS) EXECUTE p(gen_random_uuid(), 1001, '%s', 'alice')"
                          % (page, after))
         print("EXPLAIN ANALYZE, %s (rows after %s):\n  %s" % (name, after, out.replace("\n", "\n  ")))
-    # the middle page again, as the server would plan it without parallel workers
-    out = stack.psql("SET plan_cache_mode = force_generic_plan; SET max_parallel_workers_per_gather = 0;"
-                     " PREPARE p(uuid, integer, uuid, text) AS %s; EXPLAIN (ANALYZE, BUFFERS) EXECUTE"
-                     " p(gen_random_uuid(), 1001, '%s', 'alice')" % (page, keys))
-    print("EXPLAIN ANALYZE, the middle page without parallel workers:\n  %s" % out.replace("\n", "\n  "))
-    out = stack.psql("EXPLAIN (ANALYZE, BUFFERS) " + count)
+    out = stack.psql("SET jit = off; EXPLAIN (ANALYZE, BUFFERS) " + count)
     print("EXPLAIN ANALYZE, the first page's count:\n  %s" % out.replace("\n", "\n  "))
     # The server's pages alone: a client of the stack asking for them in turn and doing nothing
     # else (what a device waits for when it applies nothing), each page timed.
