@@ -38,7 +38,8 @@ them. Targets: >= 50,000 rows/s; a point query's median <= 1 ms. BENCH_CLIENT_BE
 this one's in turn, BENCH_PAIRS times (default 1): before and after in one run.
 BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size and
 the time of its pages alone; BENCH_PG_SET=name=value[,...] sets the server's settings first
-(ALTER SYSTEM), for a what-if run."""
+(ALTER SYSTEM; the server restarts for those that need it, such as shared_buffers), for a
+what-if run."""
 
 import base64
 import http.client
@@ -355,6 +356,11 @@ def main_rows(counts):
             name, value = setting.split("=", 1)
             stack.psql("ALTER SYSTEM SET %s = '%s'" % (name, value))
             stack.psql("SELECT pg_reload_conf()")
+            if stack.psql("SELECT pending_restart FROM pg_settings WHERE name = '%s'" % name) == "t":
+                # shared_buffers and the like: the server restarts, the responders reconnect
+                stack.pg_stop()
+                stack.pg_start()
+                stack.restart_fcgi()
             print("the server's %s = %s" % (name, stack.psql("SHOW " + name)), flush=True)
         stack.start_walsync()
         url = "http://127.0.0.1:%d" % stack.port
