@@ -36,8 +36,9 @@ for bob's rows beside them and, at the end, its local commits' latency with no s
 them. Targets: >= 50,000 rows/s; a point query's median <= 1 ms. BENCH_CLIENT_BEFORE=EXE
 (a bench_client built from another tree) syncs the same rows with that build's device and
 this one's in turn, BENCH_PAIRS times (default 1): before and after in one run.
-BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size and
-the time of its pages alone; BENCH_PG_SET=name=value[,...] sets the server's settings first
+BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size, and
+the time of its pages alone with the server's CPU for them (its PostgreSQL sessions, responders
+and nginx, by process); BENCH_PG_SET=name=value[,...] sets the server's settings first
 (ALTER SYSTEM; the server restarts for those that need it, such as shared_buffers), for a
 what-if run."""
 
@@ -272,6 +273,37 @@ def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def proc_cpu(pid):
+    """CPU seconds (user and system) of a process so far, 0 when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def server_cpu(stack):
+    """The CPU so far of the stack's responders, of their PostgreSQL sessions and of its nginx,
+    by process: what the server spends on requests, whatever else the machine runs."""
+    children = {}
+    for line in subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.splitlines():
+        pid, ppid = map(int, line.split())
+        children.setdefault(ppid, []).append(pid)
+
+    def tree(root):
+        out, todo = [], [root]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo.extend(children.get(p, []))
+        return out
+    sessions = stack.psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'synchro-fcgi'").split()
+    groups = {"postgres": [int(p) for p in sessions], "fcgi": tree(stack.procs["fcgi"].pid),
+              "nginx": tree(stack.procs["nginx"].pid) if "nginx" in stack.procs else []}
+    return {k: {pid: proc_cpu(pid) for pid in pids} for k, pids in groups.items()}
+
+
 def explain_pages(stack, n):
     """BENCH_EXPLAIN=1: EXPLAIN (ANALYZE, BUFFERS) of the rebuild's page statement for alice
     (as src/store/pull_statements.c builds it for todo, a table read by members, under its
@@ -310,8 +342,10 @@ def explain_pages(stack, n):
             "page_token": None, "rebuild_id": str(uuid.uuid4()), "schema": conn["schema"]}
     hc = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
     auth = "Basic " + base64.b64encode(("alice:%s" % e2e.USERS["alice"]).encode()).decode()
-    times, got, t00 = [], 0, time.monotonic()
+    times, got, t00, cpu0 = [], 0, time.monotonic(), None
     while True:
+        if len(times) == 1:
+            cpu0 = server_cpu(stack)  # the pages after the first, as a device's steady state
         t0 = time.monotonic()
         hc.request("POST", "/v3/rebuild", body=json.dumps(body).encode(),
                    headers={"Authorization": auth, "Synchro-Protocol": "3", "Content-Type": "application/json"})
@@ -330,6 +364,11 @@ def explain_pages(stack, n):
           % (len(times), got, time.monotonic() - t00, got / (time.monotonic() - t00), 1000 * times[0],
              1000 * statistics.median(times[1:] or [0]), 1000 * percentile(times[1:] or [0], 90),
              1000 * max(times[1:] or [0])))
+    if cpu0 is not None:
+        cpu1, n = server_cpu(stack), len(times) - 1
+        used = {k: sum(c - cpu0[k].get(pid, 0.0) for pid, c in cpu1[k].items()) for k in cpu1}
+        print("the server's CPU for the %d pages after the first: PostgreSQL %.2f ms a page, synchro-fcgi %.2f ms,"
+              " nginx %.2f ms" % (n, 1000 * used["postgres"] / n, 1000 * used["fcgi"] / n, 1000 * used["nginx"] / n))
 
 
 def main_rows(counts):

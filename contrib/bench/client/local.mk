@@ -8,6 +8,16 @@ CLEANFILES += contrib/bench/client/bench_client
 EXTRA_DIST += contrib/bench/client/run contrib/bench/client/bench.py \
 	contrib/bench/client/web_bench.mjs contrib/bench/client/web_bench.html \
 	contrib/bench/results/client-rows-1m.txt
+# Dated runs of bench-client-rows, linked from doc/performance.md.
+EXTRA_DIST += contrib/bench/results/2026-12-07-2342-client-rows-100k-main-1.txt \
+	contrib/bench/results/2026-12-07-2342-client-rows-100k-1.txt \
+	contrib/bench/results/2026-12-07-2342-client-rows-100k-2.txt \
+	contrib/bench/results/2026-12-07-2343-client-rows-100k-main-2.txt \
+	contrib/bench/results/2026-12-07-2343-client-rows-1m-main.txt \
+	contrib/bench/results/2026-12-07-2348-client-rows-1m.txt \
+	contrib/bench/results/2026-12-07-2352-client-rows-1m-shared-buffers.txt \
+	contrib/bench/results/2026-12-07-2357-rebuild-pages-cpu-1m.md \
+	contrib/bench/results/2026-12-08-0002-client-rows-100k-explain.txt
 bench-client: contrib/bench/client/bench_client
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir)
 # the browser client beside it (configure --enable-web, Chromium): bench.py --web
