@@ -91,6 +91,8 @@ async function until(want) {
       (want.pending === undefined || s.pending === want.pending) &&
       (want.banner === undefined || (s.banner !== null) === want.banner) &&
       (want.problems === undefined || s.problems.length === want.problems) &&
+      (want.problemsLeft === undefined ||
+        (s.problems.length > 0 && s.problems.every((p) => p.left) === want.problemsLeft)) &&
       (want.present ?? []).every((t) => todo(t)) &&
       (want.synced ?? []).every((t) => todo(t)?.state === "synced") &&
       (want.absent ?? []).every((t) => !todo(t)) &&
