@@ -90,6 +90,7 @@ EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/l
 EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/results/2026-12-07-1838-live.md \
 	contrib/bench/results/2026-12-08-0031-live-share.md \
 	contrib/bench/results/2026-12-08-0035-scopes.md \
+	contrib/bench/results/2026-12-08-0032-client-rows.md \
 	contrib/bench/results/2026-12-07-2123-scopes.md \
 	contrib/bench/results/2026-12-07-2135-scopes.md \
 	contrib/bench/results/2026-12-07-2347-scopes-breakdown.md \
