@@ -563,3 +563,13 @@ sy_store_status sy_store_scopes_install(PGconn *c, const sy_manifest *m, sy_stor
 	groups_free(&l);
 	return st;
 }
+
+sy_store_status sy_store_scopes_reseed(PGconn *c, const sy_manifest *m, sy_error *err)
+{
+	group_list l = {0};
+	sy_store_status st = collect(c, m, &l, err);
+	for (size_t i = 0; st == SY_STORE_OK && i < l.n; i++)
+		st = seed(c, &l.g[i], NULL, NULL, err);
+	groups_free(&l);
+	return st;
+}
