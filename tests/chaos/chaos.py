@@ -4,8 +4,9 @@
 synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
 libsynchro-client store driven through synchro-cli (and, by default, one a store of the
 browser client in Chromium, tests/chaos/chaos_browser.py), for several users, writing at random
-offline and online while faults are injected at random moments; then a final sync and the
-checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
+offline and online while memberships churn (shares, removals and moves between lists,
+tests/chaos/chaos_churn.py) and faults are injected at random moments; then a final sync and
+the checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
 Run inside a throwaway PostgreSQL: contrib/chaos [--topology NAME] [--seed N] [--minutes M]
@@ -105,6 +106,9 @@ SABOTAGE = {
     # a user shared a list behind the devices' backs (walsync delivers its rows at the next
     # pull, which never comes): the devices lack rows of their user's scope
     "scope_share": (None, "in its user's scope) diverges"),
+    # a pull answered cursor_expired to a cursor nothing expired (as a share that made a
+    # device rebuild would), recorded as the fault proxy records every pull
+    "expire_ahead": (None, "at or past the horizon"),
 }
 
 
@@ -148,6 +152,9 @@ def sabotage(stack, kinds, proxy, churn=None, devices=()):
             if churn is None or not scope_sabotage(k, stack, proxy, churn, devices):
                 print("chaos: sabotage %s: no list to break it with; not expected" % k, flush=True)
                 continue
+        elif k == "expire_ahead":
+            cid, _, answered = proxy.pulls[-1]
+            proxy.expired.append((cid, answered))
         elif sql is None:
             cid, _, answered = proxy.pulls[-1]
             proxy.pulls.append((cid, answered, "c1.0000000000000000.00000000"))

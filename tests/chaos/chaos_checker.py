@@ -37,8 +37,11 @@ scope      with membership churn (chaos_churn.py): every to-do upsert a pull or 
            actor never wrote must be the user's own, in no list. Scope entries (walsync's
            entries of a share, a removal or a move, ordinals from 2^30) are not transitions:
            the chain rule skips them, and an actor's direct write is a transition without a
-           mutation id. In a run without faults, no pull was answered 409 and each device
-           rebuilt once, to start: a share never makes a device rebuild.
+           mutation id. A pull answered cursor_expired sent a cursor below the compaction
+           horizon the run ended with (only a compaction, a publish that changes what pull
+           delivers or a stream break moves it). In a run without faults, no pull was
+           answered 409 and each device rebuilt once, to start: a share never makes a device
+           rebuild.
 pulls      no pull answered 200 with a cursor older than the one its device sent (a read
            replica behind the client, or any other server state older than what it had seen).
 topology   the topology's own checks (chaos_topology.py: a standby's changelog and fences are
@@ -445,8 +448,23 @@ class Checker:
         self.stats["scope_rows_checked"] = checked
 
     def check_no_rebuild(self):
-        """Without faults nothing expires a cursor: no pull answered 409, and each device
-        rebuilt once (its first sync), whatever the shares, removals and moves."""
+        """Only what moves the compaction horizon expires a cursor (a compaction, a publish
+        that changes what pull delivers, a stream break): every pull answered 409
+        cursor_expired sent a cursor below the horizon the run ended with. Without faults
+        nothing expires one: no pull answered 409, and each device rebuilt once (its first
+        sync), whatever the shares, removals and moves."""
+        (h_lsn, h_ord), = self.rows("SELECT commit_lsn::text, ordinal FROM synchro.changelog_horizon")
+        hi, lo = h_lsn.split("/")
+        horizon = ((int(hi, 16) << 32) | int(lo, 16), h_ord)
+        for cid, cursor in self.proxy.expired:
+            try:
+                pos = (int(cursor.split(".")[1], 16), int(cursor.split(".")[2], 16))
+            except (AttributeError, IndexError, ValueError):
+                continue  # a rebuild's first pull (no cursor) is not expired
+            if pos >= horizon:
+                self.v("client %s: a pull answered cursor_expired to cursor %s, at or past the horizon %s/%d"
+                       % (cid, cursor, h_lsn, h_ord))
+        self.stats["cursors_expired"] = len(self.proxy.expired)
         if self.faults or self.churn is None:
             return
         expired = self.proxy.routes.get(("/v3/pull", 409), 0)

@@ -68,6 +68,7 @@ class FaultProxy:
         self.delivered_table = "todo"
         self.deliveries = []
         self.rebuilds = {}          # client_id -> rebuilds begun (first pages answered 200)
+        self.expired = []           # (client_id, cursor sent) of each pull answered 409 cursor_expired
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.retry_after = {}       # Retry-After of the 429 and 503 answers (None: absent) -> count
         self.by_upstream = {}       # (upstream index, status) -> count
@@ -197,6 +198,8 @@ class FaultProxy:
                 self._record_push(body, resp)
             elif status == 200 and lines[0].startswith(b"POST /v3/pull"):
                 self._record_pull(body, resp, before, after)
+            elif status == 409 and lines[0].startswith(b"POST /v3/pull"):
+                self._record_expired(body, resp)
             elif status == 200 and lines[0].startswith(b"POST /v3/rebuild"):
                 self._record_rebuild(body)
                 if reads:
@@ -254,6 +257,14 @@ class FaultProxy:
             return
         if before is not None:
             self._record_delivery(req_body, resp, before, after)
+
+    def _record_expired(self, req_body, resp):
+        try:
+            if json.loads(self._body(resp))["error"]["code"] == "cursor_expired":
+                req = json.loads(req_body)
+                self.expired.append((req["client_id"], req["cursor"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # the checker judges 409s by their codes elsewhere
 
     def _record_rebuild(self, req_body):
         try:
