@@ -12,4 +12,5 @@ EXTRA_DIST += tests/chaos/test_chaos.pgt tests/chaos/test_chaos_checker.pgt test
 	tests/chaos/results/2026-12-01-histories.md \
 	tests/chaos/results/2026-12-06-soaks.md \
 	tests/chaos/results/2026-12-06-topologies.md \
-	tests/chaos/results/2026-12-07-db-disk-full.md
+	tests/chaos/results/2026-12-07-db-disk-full.md \
+	tests/chaos/results/2026-12-08-membership-churn.md
