@@ -258,13 +258,21 @@ class Churn(threading.Thread):
             self.db.commit()
             committed = True
         except psycopg2.Error:
-            # Not committed, or committed with its answer lost: read which, once connected.
+            # Not committed, or committed with its answer lost: read which, once connected
+            # (again if the server goes away once more meanwhile).
             xid = None
-            self.connect()
-            with self.db.cursor() as cur:
-                cur.execute(took)
-                committed = bool(cur.fetchone()[0])
-            self.db.commit()
+            for attempt in range(10):
+                self.connect()
+                try:
+                    with self.db.cursor() as cur:
+                        cur.execute(took)
+                        committed = bool(cur.fetchone()[0])
+                    self.db.commit()
+                    break
+                except psycopg2.Error:
+                    if attempt == 9:
+                        raise
+                    time.sleep(1)
             self.uncertain["kept" if committed else "dropped"] += 1
         if not committed:
             for key, _ in sets:
