@@ -90,6 +90,7 @@ EXTRA_DIST += contrib/bench/live/run contrib/bench/live/bench.py contrib/bench/l
 EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/results/2026-12-07-1838-live.md \
 	contrib/bench/results/2026-12-07-2123-scopes.md \
 	contrib/bench/results/2026-12-07-2135-scopes.md \
+	contrib/bench/results/2026-12-07-2347-scopes-breakdown.md \
 	contrib/bench/results/2026-12-07-1824-push-runs-1-to-4.md \
 	contrib/bench/results/2026-12-07-1811-app-writes.md \
 	contrib/bench/results/2026-12-07-1908-live-traces.md \

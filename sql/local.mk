@@ -23,7 +23,8 @@ SQL_MIGRATIONS = \
 	sql/migrations/0019_request_digest.sql \
 	sql/migrations/0020_version_fence_in_c.sql \
 	sql/migrations/0021_fence_rules_in_module.sql \
-	sql/migrations/0022_scopes.sql
+	sql/migrations/0022_scopes.sql \
+	sql/migrations/0023_verified_scope_changes.sql
 
 # Link (as nodist_*_SOURCES) into whatever runs the migrations.
 SQL_MIGRATIONS_C = src/store/sql_migrations.c

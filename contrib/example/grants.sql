@@ -14,13 +14,15 @@ GRANT USAGE ON SCHEMA public TO synchro_app, synchro_owner;
 
 -- the responders read (list_member too: pull reads who shares a list)
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE
-	ON public.todo, public.item, public.todo_list, public.list_share, public.list_member
+	ON public.todo, public.item, public.todo_list, public.list_share, public.list_member,
+	   public.list_leave
 	FROM synchro_app;
-GRANT SELECT ON public.todo, public.item, public.todo_list, public.list_share, public.list_member
-	TO synchro_app;
+GRANT SELECT ON public.todo, public.item, public.todo_list, public.list_share, public.list_member,
+	public.list_leave TO synchro_app;
 
--- the owner writes, inside synchro_push; the triggers of todo_list and list_share keep
--- list_member (contrib/example/schema.sql) with its authority
+-- the owner writes, inside synchro_push; the triggers of todo_list, list_share and
+-- list_leave keep list_member, the shares' names and the requests to leave
+-- (contrib/example/schema.sql) with its authority
 GRANT SELECT, INSERT, UPDATE, DELETE
-	ON public.todo, public.item, public.todo_list, public.list_share TO synchro_owner;
+	ON public.todo, public.item, public.todo_list, public.list_share, public.list_leave TO synchro_owner;
 GRANT SELECT, INSERT, DELETE ON public.list_member TO synchro_owner;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-cli: libsynchro-client on the command line, for people and tests.
- * Every command opens the store, does one thing, and closes it; exit codes are
- * in synchro-cli(1). Credentials come from files, the environment or a prompt, never from
- * argv (where every user of the host reads them); they are never printed or stored.
+ * cli.c: synchro-cli, libsynchro-client on the command line, for people and tests.
+ *
  * Layer: top of src/client (doc/hacking.md).
+ * Notes: Every command opens the store, does one thing and closes it. synchro-cli(1) lists
+ * the exit codes. Credentials come from files, the environment or a prompt. They never
+ * come from argv, where every user of the host can read them. They are never printed or
+ * stored.
  */
 #include "config.h"
 

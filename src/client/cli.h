@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro-cli's parts: exit codes (synchro-cli(1)), argument helpers (cli.c), read commands
- * (cli_read.c, below cli.c: cli.c calls it, never the other way). */
+/*
+ * cli.h: synchro-cli's parts: exit codes (synchro-cli(1)), argument helpers (cli.c) and
+ * read commands (cli_read.c).
+ *
+ * Notes: cli_read.c sits below cli.c. cli.c calls it, never the other way.
+ */
 #ifndef SYNCHRO_CLI_H
 #define SYNCHRO_CLI_H
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro-cli's read commands: status, pending, show, explain, batch, rows, verify.
- * Layer: middle of src/client (doc/hacking.md). */
+/*
+ * cli_read.c: synchro-cli's read commands: status, pending, show, explain, batch, rows and
+ * verify.
+ *
+ * Layer: middle of src/client (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

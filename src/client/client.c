@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libsynchro-client: opening and closing a client, names, status.
- * Layer: middle of src/client (doc/hacking.md). */
+/*
+ * client.c: libsynchro-client's client: opening and closing it, names and status.
+ *
+ * Layer: middle of src/client (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The options every libcurl handle of the native client takes, the transport's
- * (client_transport.c) and the live subscription's (client_live.c): basic credentials,
- * the body and header callbacks, the transfer's timeout, no signals, HTTP and HTTPS only.
- * Credentials go to libcurl only; nothing here logs.
+ * client_curl.c: the options every libcurl handle of the native client takes. The
+ * transport (client_transport.c) and the live subscription (client_live.c) use them.
+ *
  * Layer: base of src/client (doc/hacking.md).
+ * Notes: The options set basic credentials, the body and header callbacks and the
+ * transfer's timeout. They turn off signals and allow HTTP and HTTPS only. Credentials go to
+ * libcurl only. Nothing here logs.
  */
 #include "config.h"
 

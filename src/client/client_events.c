@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What a change of the store tells the rest: the application's listener (intent, row and
- * phase events, synchro/client.h) and the sync's schedule (sy_client_kick: a local write or
- * a sync call makes the next step due now, unless a server's Retry-After stands).
+ * client_events.c: what a change of the store tells the rest. It tells the application's
+ * listener (intent, row and phase events, synchro/client.h) and the sync's schedule.
+ *
  * Layer: base of src/client (doc/hacking.md).
+ * Notes: sy_client_kick makes the next step due now after a local write or a sync call.
+ * A server's Retry-After still stands.
  */
 #include "config.h"
 

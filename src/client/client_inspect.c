@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Inspection: intents with their state and links, sealed batches with their
- * exact bytes and every attempt, the one-paragraph explanation of an intent's
- * state, and the store's self-check (verify).
+ * client_inspect.c: inspection of the store. It lists intents with their state and links,
+ * and sealed batches with their exact bytes and every attempt.
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Interface:
+ *   sy_client_intents(), sy_client_intent_get()  intents with their state and links
+ *   sy_client_batch_get()                        a sealed batch, its bytes and attempts
+ *   sy_client_explain()                          why an intent is in its state
+ *   sy_client_verify()                           the store's self-check
  */
 #include "config.h"
 

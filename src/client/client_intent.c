@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Local intents and the visible state: write transactions (insert, update,
- * delete, each an immutable intent with its mutation id in the same SQLite
- * commit) and reads (server rows overlaid with the intents not yet settled).
+ * client_intent.c: local intents and the visible state. Write transactions insert, update
+ * or delete. Reads show server rows overlaid with the intents not yet settled.
  *
- * NOTES
- * doc/contract.md#identity-is-immutable: the mutation id is generated here, once, and
- * committed with the intent before any batch can carry it.
- * An update or delete authored while another intent of the row is outstanding
- * has no usable server base: it gets none (base NULL) and is either folded into
- * the unsealed chain at sealing or, behind a sealed predecessor, waits for that
- * predecessor's accepted version (client_reconcile.c).
  * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#identity-is-immutable (the mutation id is made here, once).
+ * Notes: Each write is an immutable intent. Its mutation id is made here and committed with
+ * it, in the same SQLite commit, before any batch can carry it.
+ *
+ * An update or delete may be written while another intent of the row is outstanding. Then
+ * it has no usable server base, so it gets none (base NULL). Sealing folds it into the
+ * unsealed chain. Behind a sealed predecessor, it waits for that predecessor's accepted
+ * version (client_reconcile.c).
  */
 #include "config.h"
 

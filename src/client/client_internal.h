@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The inside of libsynchro-client: the sy_client object and the helpers its
- * files share. Not installed. Names: sy_cl_* (internal), sy_client_* (public).
+ * client_internal.h: the inside of libsynchro-client: the sy_client object and the helpers
+ * its files share. It is not installed.
+ *
+ * Notes: Internal names are sy_cl_*. Public names are sy_client_*.
  */
 #ifndef SYNCHRO_CLIENT_INTERNAL_H
 #define SYNCHRO_CLIENT_INTERNAL_H

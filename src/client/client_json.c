@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The JSON forms of the client's records: status and intent, as synchro-cli prints them
- * with --json and the browser API (src/web) returns them, so both show the same phases,
- * counts and names. Small writers over sy_buf (a failed append marks the buffer failed).
+ * client_json.c: the JSON forms of the client's records, status and intent.
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Notes: synchro-cli prints them with --json. The browser API (src/web) returns them. So
+ * both show the same phases, counts and names. The writers are small and write to an
+ * sy_buf. A failed append marks the buffer failed.
  */
 #include "config.h"
 

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The JSON forms synchro-cli --json and the browser API share (client_json.c). */
+/*
+ * client_json.h: the JSON forms that synchro-cli --json and the browser API share
+ * (client_json.c).
+ */
 #ifndef SY_CLIENT_JSON_H
 #define SY_CLIENT_JSON_H
 

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Live updates of the native library: a long-poll subscription to the user's channel
- * (GET /v3/live, nginx's nchan module) on a libcurl handle of its own, beside the
- * transport's request, driven from sy_client_step and sy_client_wait. A notification
- * names a cursor; one past the store's makes a pull due now. Anything else in a
- * notification (malformed, hostile) only makes a pull due. A failed subscription is
- * tried again later; the poll interval stays the safety net. Credentials go to libcurl
- * only; nothing here logs.
+ * client_live.c: live updates of the native library. It holds a long-poll subscription to
+ * the user's channel (GET /v3/live, nginx's nchan module).
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#live-notifications (what a notification says).
+ * Notes: The subscription has a libcurl handle of its own, beside the transport's request.
+ * sy_client_step and sy_client_wait drive it. A notification names a cursor. A cursor past
+ * the store's makes a pull due now. Anything else in a notification, malformed or hostile,
+ * only makes a pull due. A failed subscription is tried again later. The poll interval
+ * stays the safety net. Credentials go to libcurl only. Nothing here logs.
  */
 #include "config.h"
 

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The same-row normalizations before sealing (doc/contract.md#normalization), as a pure decision
- * over a chain of unsealed intents of one row:
+ * client_normalize.c: the same-row normalizations before sealing. They are a pure decision
+ * over a chain of unsealed intents of one row.
+ *
+ * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#normalization (the table below).
+ * Notes: The chains and what they become:
  *
  *   insert, update...          -> one insert with the final authored fields
  *   insert, update..., delete  -> no server effect (cancelled_before_send)
@@ -11,8 +15,7 @@
  *                                 normalized (protocol version 3 has no resurrection)
  *
  * The records folded away become superseded_before_send or cancelled_before_send
- * (client_seal.c); they are never deleted.
- * Layer: middle of src/client (doc/hacking.md).
+ * (client_seal.c). They are never deleted.
  */
 #include "config.h"
 

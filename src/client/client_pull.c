@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Pull and rebuild (doc/contract.md#pull-and-rebuild): request bodies and the application of
- * pages.
+ * client_pull.c: pull and rebuild. It writes their request bodies and applies their pages.
  *
- * NOTES
- * Each pull page is applied with its cursor in one SQLite transaction, so a
- * crash never saves a checkpoint before its data (nor data without its
- * checkpoint). Every row is checked against its row_checksum under the schema it
- * names before anything of the page is applied. The echo of an own mutation
- * (mutation_id present) only refreshes the row: it creates no intent and
- * changes none. A rebuild stages its pages and swaps the staged rows in with
- * the final cursor in one transaction; the intents table is never touched, so
- * every unsettled intent survives rebuild_required, cursor_expired and
- * rebuild_invalidated. A rebuild page applies only when it answers the page token
- * the store holds, so pages apply in order even when the next one was asked for
- * before the last one was applied (client_sync.c).
  * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#pull-and-rebuild (pages, cursors and rebuild).
+ * Notes: Each pull page is applied with its cursor in one SQLite transaction. So a crash
+ * never saves a checkpoint without its data, nor data without its checkpoint. Every row is
+ * checked against its row_checksum, under the schema it names, before anything of the page
+ * is applied. The echo of an own mutation (mutation_id present) only refreshes the row. It
+ * creates no intent and changes none.
+ *
+ * A rebuild stages its pages. It swaps the staged rows in with the final cursor in one
+ * transaction. The intents table is never touched, so every unsettled intent survives
+ * rebuild_required, cursor_expired and rebuild_invalidated. A rebuild page applies only
+ * when it answers the page token the store holds. So pages apply in order, even when the
+ * next one was asked for before the last one was applied (client_sync.c).
  */
 #include "config.h"
 

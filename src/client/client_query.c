@@ -1,25 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The app's SQL over the visible tables (client_visible.c): sy_client_query, live queries.
+ * client_query.c: the app's SQL over the visible tables (client_visible.c):
+ * sy_client_query and live queries.
  *
- * NOTES
- * The statements run on a second connection to the store's file, opened read-only on the
- * first query: a write cannot happen there whatever the statement, and it sees committed
- * state only. On it each visible table "visible:t" has a TEMP view named t, so the app's
- * SQL says t, and a manifest table named like one of the store's own (rows, meta) means
- * the view (temp names come first). The authorizer, installed for the connection's life
- * (so that a statement prepared again after a schema change is checked again), allows
- * SELECT, functions, recursive queries, reads of those views and of the visible tables,
- * and nothing else: a read of the store's own tables (main.rows, sqlite_master), ATTACH,
- * PRAGMA, any write or transaction statement is refused at prepare time. Besides it,
- * sqlite3_stmt_readonly must hold and nothing but spaces and semicolons may follow the
- * statement. The views are made again when the visible tables were built for another
- * schema (meta visible_schema), checked before each run.
- * Live queries keep their prepared statement and the visible tables it reads (from the
- * authorizer). client_visible.c lists the tables whose rows changed in each commit; the
- * events after a commit (client_events.c) and every sy_client_step call live_hook, which
- * re-runs the live queries reading one of them and clears the list.
  * Layer: middle of src/client (doc/hacking.md).
+ * Interface:
+ *   sy_client_query()   runs the app's SQL, a row at a time to a callback
+ *   sy_client_live()    a live query, run again when a table it reads changes
+ *   sy_cl_query_json()  the same query's answer as JSON, for the browser API
+ *   sy_cl_live_run()    runs again the live queries whose tables changed
+ * Notes: The statements run on a second connection to the store's file. It opens read-only
+ * on the first query. So no statement can write there, and it sees committed state only.
+ * On it, each visible table "visible:t" has a TEMP view named t. So the app's SQL says t.
+ * A manifest table named like one of the store's own (rows, meta) means the view, because
+ * temp names come first.
+ *
+ * An authorizer stays installed for the connection's life, so a statement prepared again
+ * after a schema change is checked again. It allows SELECT, functions, recursive queries,
+ * and reads of those views and of the visible tables. It allows nothing else. A read of the
+ * store's own tables (main.rows, sqlite_master), ATTACH, PRAGMA, and any write or
+ * transaction statement are refused at prepare time. Besides, sqlite3_stmt_readonly must
+ * hold, and only spaces and semicolons may follow the statement. The views are made again
+ * when the visible tables were built for another schema (meta visible_schema). This is
+ * checked before each run.
+ *
+ * Live queries keep their prepared statement and the visible tables it reads (from the
+ * authorizer). client_visible.c lists the tables whose rows changed in each commit. The
+ * events after a commit (client_events.c) and every sy_client_step call live_hook. It runs
+ * again the live queries that read one of those tables, and clears the list.
  */
 #include "config.h"
 

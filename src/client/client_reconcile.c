@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Reconciliation of a push response with its sealed batch.
+ * client_reconcile.c: reconciliation of a push response with its sealed batch.
  *
- * NOTES
- * doc/contract.md#response-validation: every response is checked before anything is applied: the
- * core's validator (the complete partition of exactly the sealed batch's mutation ids,
- * every field rule, each row_checksum under its outcome_schema). Then the
- * outcomes, the rows they carry, the dependents they unblock or block and the
- * batch's completion commit in one SQLite transaction, so a crash leaves either
- * the sealed batch (resent, answered by exact replay) or the completed one.
- * An outcome's row replaces the stored row only when the store still holds the
- * version the mutation was based on: otherwise a pull already delivered a later
- * state (a replay answers with the state of the first execution), and the pull
- * stream, not a push response, orders the rows.
  * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#response-validation (every response is checked first).
+ * Notes: Nothing applies before the core's validator passes the response. It checks the
+ * complete partition of exactly the sealed batch's mutation ids, every field rule, and each
+ * row_checksum under its outcome_schema. Then one SQLite transaction commits the outcomes,
+ * the rows they carry, the dependents they unblock or block, and the batch's completion. So
+ * a crash leaves either the sealed batch or the completed one. A sealed batch is sent again
+ * and answered by exact replay.
+ *
+ * An outcome's row replaces the stored row only when the store still holds the version the
+ * mutation was based on. Otherwise a pull already delivered a later state: a replay answers
+ * with the state of the first execution. The pull stream orders the rows, not a push
+ * response.
  */
 #include "config.h"
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A sealed batch's request: its exact bytes written as JCS text (the envelope and each wire
- * mutation), the push limits of one mutation checked by the core's own parser, and the parsed
- * requests of the two batches just sealed (the one in flight and the one sealed ahead), so
- * reconciling a response does not parse its request again. Sealing (client_seal.c) decides
- * what goes in; this file only writes and keeps it.
+ * client_request.c: a sealed batch's request. It writes the exact bytes as JCS text: the
+ * envelope and each wire mutation.
+ *
  * Layer: base of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#push-limits (checked by the core's own parser).
+ * Notes: It checks the push limits of one mutation with the core's own parser. It keeps the
+ * parsed requests of the two batches just sealed: the one in flight and the one sealed
+ * ahead. So reconciling a response does not parse its request again. Sealing
+ * (client_seal.c) decides what goes in. This file only writes and keeps it.
  */
 #include "config.h"
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Explicit resolution. Nothing here rewrites history: the settled intent keeps
- * its id, payload and outcome, becomes "resolved" with how, and a rebase or
- * remap is a new intent with a new mutation id linked from it
- * (doc/contract.md#schema-incompatible-intents: only the app or the user makes a replacement, as a
- * new mutation with a new id).
+ * client_resolve.c: explicit resolution of a settled intent.
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#schema-incompatible-intents (only the app or the user makes a
+ * replacement, as a new mutation with a new id).
+ * Notes: Nothing here rewrites history. The settled intent keeps its id, payload and
+ * outcome. It becomes "resolved", with how. A rebase or remap is a new intent with a new
+ * mutation id, linked from it.
  */
 #include "config.h"
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The server's rows as the store keeps them (table rows, and rebuild_rows while a rebuild
- * fills): a row's server_version, a row or tombstone written, a row removed, a row that left
- * the user's scope (scope_exits, kept while the row has unsettled intents). Pull, push
- * reconciliation, local writes and resolution all read and write rows through these.
+ * client_rows.c: the server's rows as the store keeps them, in the table rows, and in
+ * rebuild_rows while a rebuild fills.
+ *
  * Layer: base of src/client (doc/hacking.md).
+ * Notes: It reads a row's server_version. It writes a row or tombstone, removes a row, and
+ * records a row that left the user's scope (scope_exits). A scope exit is kept while the row
+ * has unsettled intents. Pull, push reconciliation, local writes and resolution all read
+ * and write rows through these calls.
  */
 #include "config.h"
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Sealing: pending intents become one immutable batch (its exact request bytes,
- * their SHA-256, batch_id, generation and schema), committed before the first
- * transmission (doc/contract.md#sealing).
+ * client_seal.c: sealing. Pending intents become one immutable batch: its exact request
+ * bytes, their SHA-256, batch_id, generation and schema. The batch is committed before it
+ * is first sent.
  *
- * INTERFACE ROUTINES
+ * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#sealing (the batch is immutable once sealed).
+ * Interface:
  *   sy_cl_seal_next       the next batch: same-row chains normalized, push limits
  *                         enforced (an over-limit intent is blocked here, never a
  *                         400 loop), an atomic transaction as one atomic batch
@@ -12,7 +14,6 @@
  *                         a new batch id under the current generation and schema
  *                         carrying the very same mutation objects
  *   sy_cl_push_due        whether a batch is sealed or intents wait to be sealed
- * Layer: middle of src/client (doc/hacking.md).
  */
 #include "config.h"
 

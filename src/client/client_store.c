@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The client's SQLite store: the versioned schema and its upgrades, the meta
- * values (client identity, generation, schema, cursor, flags), statement helpers.
+ * client_store.c: the client's SQLite store: the versioned schema and its upgrades, the
+ * meta values and statement helpers.
  *
- * NOTES
- * Durability: WAL with synchronous=FULL, so a commit that returned survives a
- * SIGKILL or a power cut; every state transition of the protocol is one commit.
- * Two triggers make the immutability of doc/contract.md#sealing a property of the file, not only of
- * the code: a sealed batch's bytes never change, and an intent's fingerprinted
- * content never changes (only the server-owned base of an unsealed one may).
  * Layer: base of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#sealing (two triggers keep sealed content immutable).
+ * Notes: The meta values are the client identity, generation, schema, cursor and flags.
+ *
+ * The store runs WAL with synchronous=FULL. So a commit that returned survives a SIGKILL or
+ * a power cut. Every state transition of the protocol is one commit.
+ *
+ * Two triggers make immutability a property of the file, not only of the code. A sealed
+ * batch's bytes never change. An intent's fingerprinted content never changes. Only the
+ * server-owned base of an unsealed intent may change.
  */
 #include "config.h"
 

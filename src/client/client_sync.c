@@ -1,26 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The synchronization state machine: sy_client_step decides what is due, starts
- * one request on the transport, and later applies its response; the blocking
+ * client_sync.c: the synchronization state machine. sy_client_step decides what is due,
+ * starts one request on the transport, and later applies its response. The blocking
  * sy_client_sync loops over it.
  *
- * Order of work in each step (one request in flight at most):
+ * Layer: middle of src/client (doc/hacking.md).
+ * Rules: doc/contract.md#successor-batches (after 409 or 422 on a batch),
+ * doc/contract.md#client-retries (what is sent again, and when).
+ * Interface:
+ *   sy_client_step()        does what is due, without blocking; says when to call again
+ *   sy_client_wait()        waits for the request in flight or a live notification
+ *   sy_client_sync()        steps until the work is done, the queue freezes or time runs out
+ *   sy_cl_retry_after()     the Retry-After header's value (every transport parses it here)
+ *   sy_client_phase_name()  a phase's name
+ * Notes: Each step does the first of these that is due, with one request in flight at most:
+ *
  *   connect   when there is no generation, or after 409 client_generation_expired
  *   schema    when there is no manifest, or after 422 schema_mismatch
  *   push      the unsettled sealed batch (its exact bytes), else a newly sealed one;
- *             after 409/422 on a batch, first its successor (doc/contract.md#successor-batches)
+ *             after 409/422 on a batch, first its successor
  *   rebuild   when there is no cursor, or after rebuild_required, cursor_expired,
  *             rebuild_invalidated; each next page asked for while the last is applied
  *   pull      until has_more is false
  *   idle      until the poll interval passes
  *
- * NOTES
- * doc/contract.md#client-retries: 429 and 503 (and a response that never arrived) are retried after
- * the delay with the same sealed bytes; idempotency_conflict and 400 freeze the
- * queue (a client bug: nothing more is sent, nothing is dropped); client_retired
- * makes the store read-only. Responses are applied in the caller's thread, inside
- * this call; logs never see bodies.
- * Layer: middle of src/client (doc/hacking.md).
+ * A 429 or 503, or a response that never arrived, is retried after the delay with the same
+ * sealed bytes. idempotency_conflict and 400 freeze the queue: they mean a client bug, so
+ * nothing more is sent and nothing is dropped. client_retired makes the store read-only.
+ * Responses are applied in the caller's thread, inside this call. Logs never see bodies.
  */
 #include "config.h"
 

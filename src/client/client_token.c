@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The bearer token a client sends: checked (printable ASCII, no space: what an
- * Authorization header carries), kept in memory only, and wiped when replaced or freed.
+ * client_token.c: the bearer token a client sends.
+ *
  * Layer: base of src/client (doc/hacking.md).
+ * Notes: The token must be printable ASCII with no space, as an Authorization header
+ * carries it. It is kept in memory only. It is wiped when replaced or freed.
  */
 #include "config.h"
 

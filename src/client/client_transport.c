@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The default transport: libcurl's multi interface, one easy handle reused for
- * every request (keep-alive), driven only from sy_client_step/sy_client_wait
- * (curl_multi_perform, curl_multi_poll): no thread, no signal handler.
- * Credentials (basic, or the request's bearer token) go to libcurl only; nothing here logs.
+ * client_transport.c: the default transport, over libcurl's multi interface.
+ *
  * Layer: middle of src/client (doc/hacking.md).
+ * Notes: One easy handle serves every request, so the connection is kept alive. Only
+ * sy_client_step and sy_client_wait drive it (curl_multi_perform, curl_multi_poll). There
+ * is no thread and no signal handler. Credentials (basic, or the request's bearer token) go
+ * to libcurl only. Nothing here logs.
  */
 #include "config.h"
 

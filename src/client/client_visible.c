@@ -1,47 +1,54 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The visible tables: what the device sees of each manifest table (the server's rows with
- * the device's unsettled intents laid over them, and _state), kept as real SQLite tables
- * that the app queries in place (client_query.c).
+ * client_visible.c: the visible tables. They hold what the device sees of each manifest
+ * table: the server's rows with the device's unsettled intents laid over them, and _state.
+ * They are real SQLite tables, and the app queries them in place (client_query.c).
  *
- * NOTES
- * Names. Each manifest table t has one physical table named "visible:t" in the store's
- * main database: its pk field (the PRIMARY KEY), every manifest field in manifest order,
- * then _state ('synced', 'pending', 'conflict', 'blocked'). A manifest name is any UTF-8
- * without control characters, so it may be "rows" or "meta", a table of the store's own;
- * the prefix keeps every physical name apart from the store's tables (none starts with
- * it) and from the other manifest tables'. The app never writes the prefix: natively its
- * SQL runs on a second, read-only connection where each table has a TEMP view under the
- * app's name (client_query.c); temp names come first in SQLite's lookup there, and the
- * store's own connection has no such views, so its own statements always mean its own
- * tables. In the browser, whose store has one connection, the views are on it, except
- * for a name the store uses itself.
- * Types. int32, int64 and bool are INTEGER (true is 1), float64 REAL, every other type
- * TEXT in its wire form (numeric as its exact decimal, timestamps, dates and uuids as
- * text, bytes as base64, json as its JSON text). A field absent from a row is NULL. SQLite
- * ignores ASCII case in names: a field named as the pk, _state or an earlier field but for
- * case has no column (has_column).
- * Maintenance. Temporary triggers on this connection's rows and intents tables record
- * each (table, pk) whose inputs a statement touched in temp.visible_dirty, in the
- * statement's own transaction (a rolled-back savepoint forgets them too). Just before
- * every COMMIT of the store (sy_cl_commit calls c->before_commit) the dirty rows'
- * overlays are computed (sy_cl_overlay_compute, the same code sy_client_get reads with)
- * and written (a row the overlay no longer shows deleted): so the tables change in the
- * same SQLite transaction as the local commit, reconciled answer, pull or rebuild page,
- * resolve or schema change that changed their inputs, whichever code path did it, and a
- * crash leaves both or neither. A row whose
- * visible form did not change is not written (the upsert's WHERE), and only tables with
- * a real change go on the changed list that live queries read. When the current schema
- * version differs from the one the tables were built for (meta visible_schema), the
- * tables are dropped and built again from scratch for the new manifest in that same
- * commit; opening a store whose tables are not current (a store from before they
- * existed) builds them in a transaction of its own. A rebuild's last page, which replaces
- * every server row, deletes visible_schema in its transaction: the triggers record nothing
- * while it is absent (their WHEN), and its commit builds the tables from scratch, so a
- * million-row swap is not a million-entry dirty list. Reads never build or fix anything.
- * Indexes the app asked for (sy_client_index) are kept in visible_indexes and made again
- * with the tables.
  * Layer: middle of src/client (doc/hacking.md).
+ * Interface:
+ *   sy_cl_visible_open()    sets the maintenance up; builds the tables when not current
+ *   sy_cl_visible_ident()   a visible table's physical name, quoted for SQL
+ *   sy_cl_visible_verify()  every visible table against the overlay computed from scratch
+ *   sy_cl_changed_clear()   clears the list of changed tables
+ *   sy_client_index()       an index the app asks for
+ * Notes: Names. Each manifest table t has one physical table named "visible:t" in the
+ * store's main database. It has the pk field (the PRIMARY KEY), every manifest field in
+ * manifest order, then _state ('synced', 'pending', 'conflict', 'blocked'). A manifest name
+ * is any UTF-8 without control characters. So it may be "rows" or "meta", a table of the
+ * store's own. The prefix keeps every physical name apart from the store's tables (none
+ * starts with it) and from the other manifest tables. The app never writes the prefix.
+ * Natively its SQL runs on a second, read-only connection, where each table has a TEMP
+ * view under the app's name (client_query.c). Temp names come first in SQLite's lookup
+ * there. The store's own connection has no such views, so its own statements always mean
+ * its own tables. In the browser, the store has one connection. The views are on it,
+ * except for a name the store uses itself.
+ *
+ * Types. int32, int64 and bool are INTEGER (true is 1). float64 is REAL. Every other type
+ * is TEXT in its wire form: numeric as its exact decimal, timestamps, dates and uuids as
+ * text, bytes as base64, json as its JSON text. A field absent from a row is NULL. SQLite
+ * ignores ASCII case in names. So a field named as the pk, _state or an earlier field, but
+ * for case, has no column (has_column).
+ *
+ * Maintenance. Temporary triggers on this connection's rows and intents tables record each
+ * (table, pk) whose inputs a statement touched. They write it to temp.visible_dirty, in the
+ * statement's own transaction, so a rolled-back savepoint forgets it too. Just before every
+ * COMMIT of the store, sy_cl_commit calls c->before_commit. It computes the dirty rows'
+ * overlays (sy_cl_overlay_compute, the code sy_client_get reads with) and writes them. A
+ * row the overlay no longer shows is deleted. So the tables change in the same SQLite
+ * transaction as the change of their inputs, whichever code path made it: a local commit,
+ * a reconciled answer, a pull or rebuild page, a resolve or a schema change. A crash leaves
+ * both or neither. A row whose visible form did not change is not written (the upsert's
+ * WHERE). Only tables with a real change go on the changed list that live queries read.
+ *
+ * When the current schema version differs from the one the tables were built for (meta
+ * visible_schema), the tables are dropped and built again for the new manifest, in that
+ * same commit. A store whose tables are not current, such as a store from before they
+ * existed, builds them at opening, in a transaction of its own. A rebuild's last page
+ * replaces every server row. It deletes visible_schema in its transaction. The triggers
+ * record nothing while it is absent (their WHEN), and the commit builds the tables from
+ * scratch. So a million-row swap is not a million-entry dirty list. Reads never build or
+ * fix anything. The indexes the app asked for (sy_client_index) are kept in visible_indexes
+ * and made again with the tables.
  */
 #include "config.h"
 

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The one monotonic clock of the programs (see clock.h).
- * Layer: base of src/common (doc/hacking.md). */
+/*
+ * clock.c: the one monotonic clock of the programs (clock.h).
+ *
+ * Layer: base of src/common (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <time.h>

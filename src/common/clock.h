@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The one monotonic clock of the programs (CLOCK_MONOTONIC): deadlines, backoffs, timers
- * and durations. Never a date: wall-clock time (log lines, the replication stream's
- * timestamps) is CLOCK_REALTIME where it is used.
+ * clock.h: the one monotonic clock of the programs (CLOCK_MONOTONIC).
+ *
+ * Notes: It serves deadlines, backoffs, timers and durations. It never gives a date. Where
+ * wall-clock time is used (log lines, the replication stream's timestamps), it is
+ * CLOCK_REALTIME.
  */
 #ifndef SY_COMMON_CLOCK_H
 #define SY_COMMON_CLOCK_H

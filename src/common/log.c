@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Process logging to stderr or syslog (log.h). doc/contract.md#no-payloads-in-logs: never a request
- * payload, row, credential or ledger body; callers pass identifiers, counts and SQLSTATEs.
- * Layer: base of src/common (doc/hacking.md). */
+/*
+ * log.c: process logging, to stderr or syslog (log.h).
+ *
+ * Layer: base of src/common (doc/hacking.md).
+ * Rules: doc/contract.md#no-payloads-in-logs (never a request payload, row, credential or
+ * ledger body).
+ * Notes: Callers pass identifiers, counts and SQLSTATEs.
+ */
 #include "config.h"
 
 #include <stdarg.h>

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Process logging to stderr or syslog. Never log request bodies, rows,
- * credentials or ledger responses: callers pass identifiers and counts only.
+ * log.h: process logging, to stderr or syslog.
+ *
+ * Rules: doc/contract.md#no-payloads-in-logs (what never goes to a log).
+ * Notes: Never log request bodies, rows, credentials or ledger responses. Callers pass
+ * identifiers and counts only.
  */
 #ifndef SY_LOG_H
 #define SY_LOG_H

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The one allocator of libsynchro, replaceable so tests can fail each allocation.
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * alloc.c: the one allocator of libsynchro.
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ * Notes: Tests replace it to fail each allocation in turn.
+ */
 #include "config.h"
 
 #include <stdint.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The growable byte buffer (buf.h) every writer of wire bytes appends to (the JCS
- * writer, response and error bodies): NUL-terminated, with a sticky failure flag.
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * buf.c: the growable byte buffer of buf.h. Every writer of wire bytes appends to it: the
+ * JCS writer, response bodies and error bodies.
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ * Notes: The bytes stay NUL-terminated. A failed append sets a flag that stays set.
+ */
 #include "config.h"
 
 #include <assert.h>

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Decimal <-> binary64 conversion, one implementation for the JSON reader and
- * the RFC 8785 writer (decimal.h says which rule each serves): the tables of
- * powers of ten, the exact 128-bit paths that spare most numbers printf and
- * strtod, and the shortest round-trip digits of RFC 8785 section 3.2.2.3
- * (ECMA-262 Number::toString). Every product is overflow-checked; a value out
- * of reach falls back to the C library.
+ * decimal.c: conversion between decimal text and binary64. The JSON reader and the RFC 8785
+ * writer share this one implementation. decimal.h says which rule each call serves.
+ *
  * Layer: base of src/core (doc/hacking.md).
+ * Notes: The file holds the tables of powers of ten. Exact 128-bit paths spare most numbers
+ * printf and strtod. It gives the shortest round-trip digits of RFC 8785 section 3.2.2.3
+ * (ECMA-262 Number::toString). Every product is checked for overflow. A value out of reach
+ * falls back to the C library.
  */
 #include "config.h"
 

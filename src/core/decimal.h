@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Decimal <-> binary64 arithmetic shared by the JSON reader (json_parse.c: a
- * literal's nearest double, RFC 8259 section 6 read as strtod in the C locale
- * would) and the RFC 8785 writer (jcs.c: the shortest round-trip digits of
- * ECMAScript's Number::toString, RFC 8785 section 3.2.2.3). Private to the core.
+ * decimal.h: decimal and binary64 arithmetic, private to the core.
+ *
+ * Notes: The JSON reader (json_parse.c) takes each literal's nearest double. It reads
+ * RFC 8259 section 6 as strtod does in the C locale. The RFC 8785 writer (jcs.c) takes the
+ * shortest round-trip digits of ECMAScript's Number::toString (RFC 8785 section 3.2.2.3).
  */
 #ifndef SY_CORE_DECIMAL_H
 #define SY_CORE_DECIMAL_H

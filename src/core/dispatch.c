@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The dispatch order (doc/contract.md#dispatch-order) (synchro/dispatch.h): "authentication,
- * protocol gate, structural validation, permanent client retirement, batch and mutation replay
- * lookup, first-execution client-generation gate, first-execution schema gate, admission control,
- * then transactional execution" (doc/contract.md#dispatch-order). Its one implementation.
+ * dispatch.c: the one implementation of the dispatch order (synchro/dispatch.h).
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#dispatch-order (the order of the steps).
+ * Notes: The steps run in this order. Authentication comes first, then the protocol gate
+ * and structural validation. Then come permanent client retirement and the batch and
+ * mutation replay lookup. The client-generation gate, the schema gate and admission control
+ * follow, for a first execution only. Transactional execution comes last.
  */
 #include "config.h"
 

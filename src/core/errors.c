@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Error reporting and the table of doc/contract.md#error-codes: error code -> HTTP status and
- * retryable.
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * errors.c: error reporting, and the table of error codes. Each code has its HTTP status
+ * and says whether it is retryable.
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#error-codes (the table).
+ */
 #include "config.h"
 
 #include <stdarg.h>

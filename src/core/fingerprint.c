@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* SHA-256 batch and mutation fingerprints (doc/contract.md#fingerprints) and row checksums
- * (doc/contract.md#row-checksum).
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * fingerprint.c: the SHA-256 fingerprints of batches and mutations, and row checksums.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#fingerprints (batch and mutation fingerprints),
+ * doc/contract.md#row-checksum (the checksum of a row).
+ */
 #include "config.h"
 
 #include <inttypes.h>

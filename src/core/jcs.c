@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The RFC 8785 (JCS) canonical writer, the bytes every fingerprint and ledger
- * response of doc/contract.md#fingerprints is computed over: numbers in ECMAScript form (section
- * 3.2.2.3; the digits come from decimal.c, the layout is here), the JCS string
- * escapes (3.2.2.2), object members ordered by UTF-16 code units (3.2.3).
+ * jcs.c: the canonical JSON writer (RFC 8785, JCS). Every fingerprint and stored ledger
+ * response is computed over its bytes.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#fingerprints (the bytes each fingerprint hashes).
+ * Notes: Numbers take ECMAScript form (RFC 8785 section 3.2.2.3). decimal.c gives the
+ * digits; this file lays them out. Strings take the JCS escapes (section 3.2.2.2). Object
+ * members sort by UTF-16 code units (section 3.2.3).
  */
 #include "config.h"
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The document arena (json_arena.h): chunks that double up to 1 MiB, big
- * requests in chunks of their own, and the public document calls of json.h
- * (new, free, root, alloc). One free releases every value of the document.
+ * json_arena.c: the document arena of json_arena.h, and the document calls of json.h (new,
+ * free, root, alloc).
+ *
  * Layer: base of src/core (doc/hacking.md).
+ * Notes: Chunks double in size up to 1 MiB. A big request gets a chunk of its own. One free
+ * releases every value of the document.
  */
 #include "config.h"
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The document arena every JSON value lives in (json.h: "values live in a
- * document arena and are freed together with it"), shared by the reader
- * (json_parse.c) and the builders (json_build.c). Private to the core: the
- * bump allocation is inline, the rest is in json_arena.c.
+ * json_arena.h: the document arena every JSON value lives in, private to the core.
+ *
+ * Notes: json.h promises that values are freed together with their document. The reader
+ * (json_parse.c) and the builders (json_build.c) share the arena. The bump allocation is
+ * inline here; the rest is in json_arena.c.
  */
 #ifndef SY_CORE_JSON_ARENA_H
 #define SY_CORE_JSON_ARENA_H

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Values by hand (json.h): member lookup, the builders the server's responses
- * and the normalized arrays of doc/contract.md#normalized-mutation are made with, and the deep
- * copy. All allocate in the document arena (json_arena.h); a NULL argument gives NULL,
- * so a chain of builders needs one check at its end.
+ * json_build.c: JSON values by hand (json.h): member lookup, the builders and the deep copy.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#normalized-mutation (the normalized arrays are built here).
+ * Notes: The server's responses are built with these calls too. Every value lives in the
+ * document arena (json_arena.h). A NULL argument gives NULL, so a chain of builders needs
+ * one check at its end.
  */
 #include "config.h"
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The strict JSON reader (json.h; doc/contract.md#request-bodies: every request body is RFC 8259
- * exactly): UTF-8 validated (RFC 3629), escaped lone surrogates refused,
- * duplicate member names refused at every depth (doc/contract.md#mutation-shapes), nesting at most
- * SY_JSON_MAX_DEPTH, nothing but whitespace after the value, every number's literal kept beside its
- * nearest double (decimal.c).
+ * json_parse.c: the strict JSON reader (json.h). Every request body is exactly RFC 8259.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#request-bodies (strict JSON), doc/contract.md#mutation-shapes
+ * (duplicate member names are refused).
+ * Notes: The reader validates UTF-8 (RFC 3629) and refuses escaped lone surrogates. It
+ * refuses duplicate member names at every depth. Nesting goes at most SY_JSON_MAX_DEPTH
+ * deep. Only whitespace may follow the value. Each number keeps its literal beside its
+ * nearest double (decimal.c).
  */
 #include "config.h"
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The byte scanner of JSON string text, one implementation for the reader
- * (json_parse.c: RFC 8259 section 7, where a quote, a backslash, a control
- * character or a non-ASCII byte needs a look) and the RFC 8785 writer (jcs.c:
- * section 3.2.2.2, where only the first three need an escape). Private to the
- * core. Eight bytes at a time (bit tricks from "Bit Twiddling Hacks": a borrow
- * only runs past a byte that is a real match), sixteen with SSE2.
+ * json_scan.h: the byte scanner of JSON string text, private to the core.
+ *
+ * Notes: The reader (json_parse.c) and the RFC 8785 writer (jcs.c) share it. The reader
+ * looks at a quote, a backslash, a control character or a non-ASCII byte (RFC 8259
+ * section 7). The writer escapes only the first three (RFC 8785 section 3.2.2.2). The scan
+ * takes eight bytes at a time, or sixteen with SSE2. Its bit tricks come from "Bit
+ * Twiddling Hacks": a borrow only runs past a byte that is a real match.
  */
 #ifndef SY_CORE_JSON_SCAN_H
 #define SY_CORE_JSON_SCAN_H

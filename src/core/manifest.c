@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Schema manifests (doc/contract.md#schema-manifest): strict validation, canonical bytes and hash,
- * and the historical compatibility rule behind the schema_incompatible outcome.
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * manifest.c: schema manifests. It validates them strictly, writes their canonical bytes
+ * and hash, and holds the historical compatibility rule.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#schema-manifest (the manifest),
+ * doc/contract.md#schema-hash (its hash).
+ * Notes: The compatibility rule decides the schema_incompatible outcome.
+ */
 #include "config.h"
 
 #include <stdio.h>

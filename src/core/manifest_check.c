@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The checks every part of a manifest shares: exact members, strings and SQL names, and the
- * messages that name the member path.
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * manifest_check.c: the checks every part of a manifest shares. They check exact members,
+ * strings and SQL names, and write messages that name the member's path.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdarg.h>

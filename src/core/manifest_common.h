@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the manifest files share (manifest.c: tables, fields, hash, compatibility;
- * manifest_policy.c: the policy and its membership path; manifest_check.c: the checks of
- * members, names and messages). Private to the core.
+ * manifest_common.h: what the manifest files share, private to the core.
+ *
+ * Notes: manifest.c holds tables, fields, the hash and compatibility. manifest_policy.c
+ * holds the policy and its membership path. manifest_check.c holds the checks of members
+ * and names, and their messages.
  */
 #ifndef SY_CORE_MANIFEST_COMMON_H
 #define SY_CORE_MANIFEST_COMMON_H

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A manifest table's policy: who reads and writes its rows (owner, all, none, members), the
- * owner field, and the membership path to the relation naming each scope's users
- * (doc/protocol.md "Membership scopes").
+ * manifest_policy.c: a manifest table's policy. It says who reads and writes the table's
+ * rows: owner, all, none or members.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#policies (the policies),
+ * doc/protocol.md#membership-scopes (the membership path).
+ * Notes: The policy also names the owner field. For members, it names the path to the
+ * relation that lists each scope's users.
  */
 #include "config.h"
 

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The matrix (doc/contract.md#operation-and-row-state-matrix), terminal-rule order
- * (doc/contract.md#terminal-rules) and outcome vocabulary.
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * matrix.c: the operation and row-state matrix, the order of the terminal rules, and the
+ * outcome vocabulary.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#operation-and-row-state-matrix (the matrix),
+ * doc/contract.md#terminal-rules (their order).
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One push outcome (doc/contract.md#outcome-field-rules): its check, its JSON and JCS bytes with
- * the row checksum bound to outcome_schema, and the atomic failed group
- * (doc/contract.md#atomic-batches: one failure, every other mutation atomic_batch_rejected).
+ * outcome.c: one push outcome. It checks the outcome and writes its JSON and JCS bytes. It
+ * also builds the failed group of an atomic batch.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#outcome-field-rules (the members of an outcome),
+ * doc/contract.md#atomic-batches (one failure, every other mutation atomic_batch_rejected).
+ * Notes: The row checksum is bound to outcome_schema.
  */
 #include "config.h"
 

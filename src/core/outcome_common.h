@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the three outcome files share (outcome.c: one outcome; outcome_response.c:
- * the 200 and error bodies; outcome_validate.c: the response validator). Private
- * to the core.
+ * outcome_common.h: what the three outcome files share, private to the core.
+ *
+ * Notes: outcome.c holds one outcome. outcome_response.c holds the 200 and error bodies.
+ * outcome_validate.c holds the response validator.
  */
 #ifndef SY_CORE_OUTCOME_COMMON_H
 #define SY_CORE_OUTCOME_COMMON_H

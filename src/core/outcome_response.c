@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push response bodies (doc/contract.md#outcome-partition, doc/contract.md#error-body): the 200
- * body, built as a tree for the validator and as JCS bytes written once per outcome, and the
- * request-level error body {"error": {code, message, retryable[, current_schema,
- * received_schema]}}.
+ * outcome_response.c: the bodies of push responses. It writes the 200 body and the
+ * request-level error body.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#outcome-partition (the 200 body), doc/contract.md#error-body (the
+ * error body).
+ * Notes: The 200 body is built twice: as a tree for the validator, and as JCS bytes written
+ * once per outcome. The error body is {"error": {code, message, retryable[, current_schema,
+ * received_schema]}}.
  */
 #include "config.h"
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The validator every push response passes before it is committed
- * (doc/contract.md#outcome-partition: every mutation exactly once, in request order, under its
- * status's array, with exactly the members its code allows; "Atomic mutation groups": all applied,
- * or one failure and the rest atomic_batch_rejected; the row checksum bound to outcome_schema).
+ * outcome_validate.c: the validator every push response passes before it is committed.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#outcome-partition (each mutation once, in order, under its
+ * status), doc/contract.md#outcome-members (the members each code allows),
+ * doc/contract.md#atomic-batches (all applied, or one failure and the rest
+ * atomic_batch_rejected).
+ * Notes: The row checksum is bound to outcome_schema.
  */
 #include "config.h"
 

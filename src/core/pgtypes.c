@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The PostgreSQL type of each manifest type (synchro/pgtypes.h).
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * pgtypes.c: the PostgreSQL type of each manifest type (synchro/pgtypes.h).
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ */
 #include "config.h"
 
 #include "synchro/pgtypes.h"

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The push request (push.h; doc/contract.md#push-request, doc/contract.md#mutation-shapes): the
- * body parsed and checked against every structural rule doc/contract.md#push-request answers with
- * 400 invalid_request (members, types, limits, one (table, pk) per atomic
- * request), the current schema's pk rule, and the normalized mutation bytes
- * (JCS) the fingerprints hash.
+ * push_request.c: the push request (push.h). It parses the body and checks every
+ * structural rule. It also writes the normalized mutation bytes (JCS) the fingerprints hash.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#push-request (what answers 400 invalid_request),
+ * doc/contract.md#mutation-shapes (the shape of each mutation),
+ * doc/contract.md#normalized-mutation (the bytes the fingerprints hash).
+ * Interface:
+ *   sy_push_parse()             the body, checked against every structural rule
+ *   sy_push_check_schema()      the request against the current schema
+ *   sy_push_check_pk()          one mutation's pk against its table
+ *   sy_push_write_schema_ref()  a normalized schema_ref as JCS bytes
+ * Notes: The checks cover members, types and limits. An atomic request names each
+ * (table, pk) once. The current schema's pk rule is checked here too.
  */
 #include "config.h"
 

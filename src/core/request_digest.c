@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The exact request octets as a replay key (request_digest.h): their digest, and the
- * client_id and batch_id peeked from the top-level object without building a tree. The
- * peek is a hint for finding the batch row: the digest comparison decides, so any answer
- * the peek gets wrong can only lose the short way, never answer a request wrongly.
+ * request_digest.c: the exact request octets as a replay key (request_digest.h). It
+ * computes their digest. It peeks at the client_id and batch_id of the top-level object
+ * without building a tree.
+ *
  * Layer: middle of src/core (doc/hacking.md).
+ * Notes: The peek is only a hint for finding the batch row. The digest comparison decides.
+ * A wrong peek can only lose the short way. It never answers a request wrongly.
  */
 #include "config.h"
 

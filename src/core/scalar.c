@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The scalars of doc/contract.md#scalars: identities, schema references, generations, times.
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * scalar.c: the scalars: identities, schema references, generations and times.
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#scalars (their forms).
+ */
 #include "config.h"
 
 #include <string.h>

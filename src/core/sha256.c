@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SHA-256 (synchro/sha256.h): a portable FIPS 180-4 implementation, and the digest the
- * build selected over it: OpenSSL's EVP natively (fetched once per process), the
- * portable one with SY_SHA256_PORTABLE (the WebAssembly build: no OpenSSL there).
+ * sha256.c: SHA-256 (synchro/sha256.h). It holds a portable FIPS 180-4 implementation and
+ * the digest the build selects.
+ *
  * Layer: base of src/core (doc/hacking.md).
+ * Notes: A native build uses OpenSSL's EVP, fetched once per process. SY_SHA256_PORTABLE
+ * selects the portable one. The WebAssembly build uses it, since it has no OpenSSL.
  */
 #include "config.h"
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The SQLSTATEs Synchro acts on (synchro/sqlstate.h): one table, prefixes of classes or codes.
- * Layer: base of src/core (doc/hacking.md). */
+/*
+ * sqlstate.c: the SQLSTATEs Synchro acts on (synchro/sqlstate.h). One table holds them, as
+ * prefixes of classes or of codes.
+ *
+ * Layer: base of src/core (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Portable types (doc/contract.md#portable-types): canonical wire values and PostgreSQL text forms.
- * Layer: middle of src/core (doc/hacking.md). */
+/*
+ * types.c: the portable types. It writes their canonical wire values and their PostgreSQL
+ * text forms.
+ *
+ * Layer: middle of src/core (doc/hacking.md).
+ * Rules: doc/contract.md#portable-types (the types and their forms).
+ * Interface:
+ *   sy_wire_check(), sy_wire_valid()  a wire value against its type
+ *   sy_wire_to_pg_text()              a wire value as PostgreSQL text
+ *   sy_wire_decode_pg_text(), sy_wire_from_pg_text()  PostgreSQL text as a wire value
+ *   sy_type_name(), sy_type_from_name()  type names
+ */
 #include "config.h"
 
 #include <math.h>

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchroctl's database commands (synchroctl(1)) over the store: init and migrate, schema
- * publish / show (doc/contract.md#schema-manifest), client list / retire
- * (doc/contract.md#retirement), ledger inspect / purge-retired, lease status and changelog compact
- * (doc/contract.md#cursors); status is src/ctl/status.c.
+ * admin.c: synchroctl's database commands (synchroctl(1)) over the store.
+ *
  * Layer: middle of src/ctl (doc/hacking.md).
+ * Rules: doc/contract.md#schema-manifest (schema publish and show),
+ * doc/contract.md#retirement (client list and retire), doc/contract.md#cursors (changelog
+ * compact).
+ * Notes: The commands are init and migrate, schema publish and show, client list and
+ * retire, ledger inspect and purge-retired, lease status and changelog compact. status is
+ * in src/ctl/status.c.
  */
 #include "config.h"
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The commands of synchroctl; each returns the process exit status. */
+/*
+ * commands.h: the commands of synchroctl. Each returns the process exit status.
+ */
 #ifndef SY_CTL_COMMANDS_H
 #define SY_CTL_COMMANDS_H
 

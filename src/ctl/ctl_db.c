@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchroctl's connection to the database, as [database] conninfo says, for every database
- * command (admin.c and status.c).
+ * ctl_db.c: synchroctl's connection to the database, as [database] conninfo says. Every
+ * database command uses it (admin.c and status.c).
+ *
  * Layer: base of src/ctl (doc/hacking.md).
  */
 #include "config.h"

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl's command line: -c, the usage, and the dispatch to the offline tools (offline.c,
- * doc/contract.md#offline-tools) or the database administration (admin.c, status.c).
- * Layer: top of src/ctl (doc/hacking.md). */
+/*
+ * ctl_main.c: synchroctl's command line: -c, the usage, and the dispatch of commands.
+ *
+ * Layer: top of src/ctl (doc/hacking.md).
+ * Rules: doc/contract.md#offline-tools (the offline commands).
+ * Notes: It sends the offline tools to offline.c, and the database administration to
+ * admin.c and status.c.
+ */
 #include "config.h"
 
 #include <stdio.h>

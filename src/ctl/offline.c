@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl canonicalize and fingerprint (doc/contract.md#offline-tools): offline, no database.
- * Layer: middle of src/ctl (doc/hacking.md). */
+/*
+ * offline.c: synchroctl canonicalize and fingerprint. They run offline, with no database.
+ *
+ * Layer: middle of src/ctl (doc/hacking.md).
+ * Rules: doc/contract.md#offline-tools (what the two commands print).
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchroctl status (synchroctl(1) "STATUS"): the one screen a sysadmin reads first, from the
- * facts of store/overview.c; --json prints the same facts as one object built with the core's
- * JSON builder and written in RFC 8785 form. The exit status says healthy (0), needs attention
- * (5, with the reasons named), or facts unread (1).
+ * status.c: synchroctl status (synchroctl(1), "STATUS"), the one screen a sysadmin reads
+ * first.
+ *
  * Layer: middle of src/ctl (doc/hacking.md).
+ * Notes: The facts come from store/overview.c. --json prints the same facts as one object.
+ * It is built with the core's JSON builder and written in RFC 8785 form. The exit status
+ * says healthy (0), needs attention (5, with the reasons named), or facts unread (1).
  */
 #include "config.h"
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The accept loop of one responder: waits for a FastCGI connection on the shared
- * listening socket (one waiter woken where the system can), answers its request through
- * the router, closes it without libfcgi's graceful wait when nothing is left to drain,
- * and stops after the request in flight on SIGTERM, or after max_requests.
+ * accept_loop.c: the accept loop of one responder.
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Notes: It waits for a FastCGI connection on the shared listening socket. Where the system
+ * can, it wakes one waiter only. It answers the request through the router. It closes the
+ * connection without libfcgi's graceful wait when nothing is left to drain. On SIGTERM it
+ * stops after the request in flight. It also stops after max_requests.
  */
 #include "config.h"
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The accept loop of one responder (accept_loop.c). */
+/*
+ * accept_loop.h: the accept loop of one responder (accept_loop.c).
+ */
 #ifndef SY_FCGI_ACCEPT_LOOP_H
 #define SY_FCGI_ACCEPT_LOOP_H
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-fcgi's program (synchro-fcgi(8)): the command line, synchro.conf and its SIGHUP
- * reload, the listening socket (bound from [fcgi] listen, passed by systemd, or inherited
- * on fd 0 from spawn-fcgi or mod_fcgid), the shared counters, and then either the
- * preforked master (prefork.c) or one responder on the inherited socket.
+ * fcgi_main.c: synchro-fcgi's program (synchro-fcgi(8)).
+ *
  * Layer: top of src/fcgi (doc/hacking.md).
+ * Notes: It reads the command line and synchro.conf, and reloads it on SIGHUP. It gets the
+ * listening socket: bound from [fcgi] listen, passed by systemd, or inherited on fd 0 from
+ * spawn-fcgi or mod_fcgid. It sets up the shared counters. Then it runs either the
+ * preforked master (prefork.c) or one responder on the inherited socket.
  */
 #include "config.h"
 

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One FastCGI request as HTTP (http.h): the path and parameters, the body read whole within
- * a limit (doc/contract.md#request-bodies: CONTENT_LENGTH above it refused before a byte is read),
- * and the one response, written straight to the socket in FastCGI records when it can be; the body
- * read within a deadline (SIGALRM interrupts the read, answered 408 by the router); error
- * bodies are the core's (doc/contract.md#error-codes; doc/contract.md#retry-after on
- * 429 and 503).
+ * http.c: one FastCGI request as HTTP (http.h): the path and parameters, the body, and the
+ * one response.
+ *
  * Layer: base of src/fcgi (doc/hacking.md).
+ * Rules: doc/contract.md#request-bodies (the body limit), doc/contract.md#error-codes (the
+ * error bodies), doc/contract.md#retry-after (on 429 and 503).
+ * Notes: The body is read whole, within a limit. A CONTENT_LENGTH above the limit is refused
+ * before a byte is read. The body is read within a deadline too. SIGALRM interrupts the
+ * read, and the router answers 408. The response goes straight to the socket in FastCGI
+ * records when it can. Error bodies are the core's.
  */
 #include "config.h"
 

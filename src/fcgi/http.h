@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* One FastCGI request as HTTP: parameters, the capped body, and the response. */
+/*
+ * http.h: one FastCGI request as HTTP: parameters, the capped body and the response.
+ */
 #ifndef SY_FCGI_HTTP_H
 #define SY_FCGI_HTTP_H
 

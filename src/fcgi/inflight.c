@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The gauge of pushes in flight on this host (inflight.h): one shared flag per responder,
- * a cache line each. Only a gauge for /metrics; admission is synchro_push's (src/pg).
- * Layer: base of src/fcgi (doc/hacking.md). */
+/*
+ * inflight.c: the gauge of pushes in flight on this host (inflight.h).
+ *
+ * Layer: base of src/fcgi (doc/hacking.md).
+ * Notes: Each responder has one shared flag, on a cache line of its own. It is only a gauge
+ * for /metrics. Admission belongs to synchro_push (src/pg).
+ */
 #include "config.h"
 
 #include <stdatomic.h>

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Pushes in flight on this host, for /metrics (synchro_push_inflight): shared memory the
- * master creates before it forks, one flag per responder (each serves one request at a
- * time), cleared by the master when it reaps a responder. Only a gauge: the admission caps
- * (max_inflight, max_inflight_per_client) are slots synchro.synchro_push holds in the
- * database, across every responder of every host.
+ * inflight.h: pushes in flight on this host, for /metrics (synchro_push_inflight).
+ *
+ * Notes: The master creates the shared memory before it forks. It holds one flag per
+ * responder, since each serves one request at a time. The master clears a responder's flag
+ * when it reaps it. This is only a gauge. The admission caps (max_inflight,
+ * max_inflight_per_client) are slots that synchro.synchro_push holds in the database,
+ * across every responder of every host.
  */
 #ifndef SY_FCGI_INFLIGHT_H
 #define SY_FCGI_INFLIGHT_H

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Shared request counters (metrics.h: per route and status, latency histograms, process
- * events; the protocol's counters are metrics_push.c) in one shared mapping, and their
- * Prometheus text exposition for /metrics (it appends metrics_push.c's).
- * Layer: middle of src/fcgi (doc/hacking.md). */
+/*
+ * metrics.c: the shared request counters (metrics.h) and their Prometheus text for
+ * /metrics.
+ *
+ * Layer: middle of src/fcgi (doc/hacking.md).
+ * Notes: The counters are per route and status, latency histograms and process events. They
+ * live in one shared mapping. The protocol's counters are in metrics_push.c. The text
+ * exposition appends metrics_push.c's.
+ */
 #include "config.h"
 
 #include <stdatomic.h>

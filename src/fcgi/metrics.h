@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Request counters shared by every responder (a MAP_SHARED mapping the master
- * creates before it forks) and their Prometheus text exposition for /metrics.
+ * metrics.h: the request counters every responder shares, and their Prometheus text for
+ * /metrics.
+ *
+ * Notes: The master creates the MAP_SHARED mapping before it forks.
  */
 #ifndef SY_FCGI_METRICS_H
 #define SY_FCGI_METRICS_H

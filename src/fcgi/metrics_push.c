@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The protocol's counters of /metrics (metrics_push.h): what synchro_push decided (its
- * counts column, migration 18: no body is parsed to count), request-level errors by the
- * protocol's code, database errors by SQLSTATE class, lock failures and rebuilds, and their
- * Prometheus text. doc/operations.md "Metrics" explains each.
+ * metrics_push.c: the protocol's counters of /metrics (metrics_push.h), and their
+ * Prometheus text.
+ *
  * Layer: base of src/fcgi (doc/hacking.md).
+ * Notes: They count what synchro_push decided, from its counts column (migration 18). No
+ * body is parsed to count. They also count request-level errors by the protocol's code,
+ * database errors by SQLSTATE class, lock failures and rebuilds. doc/operations.md#metrics
+ * explains each.
  */
 #include "config.h"
 

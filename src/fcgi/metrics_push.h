@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The protocol's counters of /metrics (private to metrics.c and metrics_push.c): push
- * outcomes by status and code, replays, admission refusals, request-level errors by the
- * protocol's error code, database errors by SQLSTATE class, lock failures, rebuilds. Every
- * label set is one of the protocol's or PostgreSQL's enumerations; no user or client id.
- * The counters live inside sy_metrics' shared mapping; every update is a relaxed atomic add.
+ * metrics_push.h: the protocol's counters of /metrics, private to metrics.c and
+ * metrics_push.c.
+ *
+ * Notes: They count push outcomes by status and code, replays and admission refusals. They
+ * count request-level errors by the protocol's error code, database errors by SQLSTATE
+ * class, lock failures and rebuilds. Every label set is one of the protocol's or
+ * PostgreSQL's enumerations. No label holds a user or client id. The counters live inside
+ * sy_metrics' shared mapping. Every update is a relaxed atomic add.
  */
 #ifndef SY_FCGI_METRICS_PUSH_H
 #define SY_FCGI_METRICS_PUSH_H

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The synchro-fcgi master (prefork.h): binds the listening socket, forks responders,
- * replaces those that die, starts a new generation on SIGHUP and drains on SIGTERM; and the
- * signal handling of both master and responder (STYLE: sigaction without SA_RESTART).
- * Layer: base of src/fcgi (doc/hacking.md). */
+/*
+ * prefork.c: the synchro-fcgi master (prefork.h), and the signal handling of master and
+ * responder.
+ *
+ * Layer: base of src/fcgi (doc/hacking.md).
+ * Notes: The master binds the listening socket and forks responders. It replaces those
+ * that die. On SIGHUP it starts a new generation. On SIGTERM it drains. Signals are set
+ * with sigaction, without SA_RESTART.
+ */
 #include "config.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The synchro-fcgi master: listening sockets, preforked responders (replaced when they die,
- * a new generation on SIGHUP, drained on SIGTERM), and the signals of master and responder. */
+/*
+ * prefork.h: the synchro-fcgi master: listening sockets, preforked responders, and the
+ * signals of master and responder.
+ *
+ * Notes: A responder that dies is replaced. SIGHUP starts a new generation. SIGTERM drains.
+ */
 #ifndef SY_FCGI_PREFORK_H
 #define SY_FCGI_PREFORK_H
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One responder's state (responder.h): its settings, its lazily opened PostgreSQL
- * connection with the reconnect backoff (a lost connection is a whole-request 503 and a
- * reconnect, never a crash), and the request-level error answer with its Retry-After.
- * The accept loop is accept_loop.c, the routes router.c.
+ * responder.c: one responder's state (responder.h): its settings, its PostgreSQL
+ * connection, and the request-level error answer with its Retry-After.
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Notes: The connection opens lazily and reconnects with a backoff. A lost connection is a
+ * whole-request 503 and a reconnect, never a crash. The accept loop is in accept_loop.c.
+ * The routes are in router.c.
  */
 #include "config.h"
 

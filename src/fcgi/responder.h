@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One responder process: its configuration, its lazily opened PostgreSQL connection, the
- * shared counters it reports to, and the request-level error answer. Its accept loop is
- * accept_loop.h, its routes router.h.
+ * responder.h: one responder process: its configuration, its lazily opened PostgreSQL
+ * connection, the shared counters it reports to, and the request-level error answer.
+ *
+ * Notes: Its accept loop is in accept_loop.h. Its routes are in router.h.
  */
 #ifndef SY_FCGI_RESPONDER_H
 #define SY_FCGI_RESPONDER_H

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The routes of a client's registration and of the schema: POST /v3/connect and
- * POST /v3/retire (doc/contract.md#connect: {"client_id"} bound to the authenticated user, a
- * generation per connect, retirement permanent) and GET /v3/schema (doc/contract.md#schema-route:
- * the current manifest as its stored JCS bytes). The router ran their gates (router.c); the SQL is
- * src/store/clients.c and src/store/session.c.
+ * route_clients.c: the routes of a client's registration and of the schema. They are
+ * POST /v3/connect, POST /v3/retire and GET /v3/schema.
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Rules: doc/contract.md#connect ({"client_id"} bound to the authenticated user, a
+ * generation per connect, retirement permanent), doc/contract.md#schema-route (the current
+ * manifest as its stored JCS bytes).
+ * Notes: The router ran their gates (router.c). The SQL is in src/store/clients.c and
+ * src/store/session.c.
  */
 #include "config.h"
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The operational routes, outside the protocol and without its gates: GET /healthz (200
- * when this responder reaches PostgreSQL, else 503 with Retry-After) and GET /metrics (the
- * shared counters and the pushes in flight, Prometheus text format 0.0.4).
+ * route_ops.c: the operational routes. They sit outside the protocol and without its gates.
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Notes: GET /healthz answers 200 when this responder reaches PostgreSQL. Otherwise it
+ * answers 503 with Retry-After. GET /metrics gives the shared counters and the pushes in
+ * flight, in Prometheus text format 0.0.4.
  */
 #include "config.h"
 

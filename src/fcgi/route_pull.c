@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* POST /v3/pull and POST /v3/rebuild (doc/contract.md#pull-and-rebuild): after the router's gates
- * (router.c), the structural checks of the request body here, and where the request reads
- * (the primary, or the replica of [database] pull_conninfo: store/read_target.h); the gates
- * that need the database and the SQL are src/store/pull*.c and rebuild.c.
- * Layer: middle of src/fcgi (doc/hacking.md). */
+/*
+ * route_pull.c: POST /v3/pull and POST /v3/rebuild.
+ *
+ * Layer: middle of src/fcgi (doc/hacking.md).
+ * Rules: doc/contract.md#pull-and-rebuild (the two routes).
+ * Notes: The router's gates run first (router.c). This file checks the structure of the
+ * request body. It picks where the request reads: the primary, or the replica of
+ * [database] pull_conninfo (store/read_target.h). The gates that need the database, and
+ * the SQL, are in src/store/pull*.c and rebuild.c.
+ */
 #include "config.h"
 
 #include <string.h>

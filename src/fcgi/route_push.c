@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/push (doc/contract.md#push-request): the thin adapter of the dispatch order
- * (doc/contract.md#dispatch-order). Authentication, the protocol gate and the body limit ran in the
- * router (router.c); everything after them (structural validation, the gates that need the
- * database, replay, admission and the first execution) is the one statement synchro.synchro_push
- * (src/pg), whose answer is sent as it came.
+ * route_push.c: POST /v3/push, the thin adapter of the dispatch order.
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Rules: doc/contract.md#push-request (the route), doc/contract.md#dispatch-order (the
+ * order of its steps).
+ * Notes: Authentication, the protocol gate and the body limit ran in the router
+ * (router.c). Everything after them is one statement, synchro.synchro_push (src/pg):
+ * structural validation, the gates that need the database, replay, admission and the first
+ * execution. Its answer is sent as it came.
  */
 #include "config.h"
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The route table of synchro-fcgi and its dispatch (router.h): path, then method (404,
- * 405), then the route's gates that need no database, in the dispatch order
- * (doc/contract.md#dispatch-order) as sy_dispatch_decide() (src/core/dispatch.c) gives it, then the
- * handler; every request is answered once, timed and counted, and a transaction a handler left open
- * is rolled back.
+ * router.c: the route table of synchro-fcgi and its dispatch (router.h).
+ *
  * Layer: middle of src/fcgi (doc/hacking.md).
+ * Rules: doc/contract.md#dispatch-order (the gates run in its order).
+ * Notes: The router matches the path, then the method (404, 405). It runs the route's gates
+ * that need no database, in the order sy_dispatch_decide() (src/core/dispatch.c) gives.
+ * Then it calls the handler. Every request is answered once, timed and counted. A
+ * transaction that a handler left open is rolled back.
  */
 #include "config.h"
 

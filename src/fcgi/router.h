@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The routes of synchro-fcgi as one table (router.c): for each path its method, the label
- * it is counted by, the gates it runs (a mask of synchro/dispatch.h: SY_GATES_PUSH,
- * SY_GATES_READ, SY_GATES_CLIENT, SY_GATES_FRONT) and its handler. The router runs, once and
- * in the order sy_dispatch_decide() gives (doc/contract.md#dispatch-order), the gates that
- * need no database: authentication (doc/contract.md#user-identity: the parameter the web server
- * sets), the protocol gate, and of structural validation the body read within the route's limit. A
- * handler starts where those end; the rest of its gates are its own (the structure of the
- * body) or the database's (src/store, and synchro.synchro_push in src/pg for push).
+ * router.h: the routes of synchro-fcgi as one table (router.c). Each path has its method,
+ * the label it is counted by, the gates it runs, and its handler.
+ *
+ * Rules: doc/contract.md#dispatch-order (the order of the gates),
+ * doc/contract.md#user-identity (the parameter the web server sets).
+ * Notes: The gates are a mask of synchro/dispatch.h: SY_GATES_PUSH, SY_GATES_READ,
+ * SY_GATES_CLIENT, SY_GATES_FRONT. The router runs the gates that need no database, once,
+ * in the order sy_dispatch_decide() gives. They are authentication, the protocol gate, and
+ * the part of structural validation that reads the body within the route's limit. A
+ * handler starts where those end. Its other gates are its own (the structure of the body)
+ * or the database's (src/store, and synchro.synchro_push in src/pg for push).
  */
 #ifndef SY_FCGI_ROUTER_H
 #define SY_FCGI_ROUTER_H

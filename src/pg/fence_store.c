@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The version fence's row of synchro.row_fences written through the table and index access
- * methods (version_fence.c calls it for each row write of a synced table): the upsert
- * statement's effects without the statement, whose executor start-up, arbiter check and
- * CHECK read back from its text were most of a synced write's cost (doc/hacking.md "The
- * version fence's cost"). Used only while the fence table is as the migrations left it;
- * otherwise the fence runs the statement.
+ * fence_store.c: the version fence's row of synchro.row_fences, written through the table
+ * and index access methods. version_fence.c calls it for each row write of a synced table.
+ *
  * Layer: base of src/pg (doc/hacking.md).
+ * Notes: It has the upsert statement's effects, without the statement. The statement's
+ * executor start-up, arbiter check and CHECK read back from its text were most of a synced
+ * write's cost (doc/hacking.md#the-version-fences-cost). It is used only while the fence
+ * table is as the migrations left it. Otherwise the fence runs the statement.
  */
 #include "postgres.h"
 

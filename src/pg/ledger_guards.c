@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ledger's own guards, in C (migration 17; doc/contract.md#ledgers-and-retirement,
- * "Retirement"): the row rules of synchro.batches and synchro.mutations, and the triggers
- * every push fires on them and on synchro.clients.
+ * ledger_guards.c: the ledger's own guards, in C (migration 17): the row rules of
+ * synchro.batches and synchro.mutations, and the triggers every push fires on them and on
+ * synchro.clients.
  *
- * - Row rules: one CHECK per ledger table, calling synchro.batch_row_rules or
- *   synchro.mutation_row_rules, holds exactly the rules the 25 CHECK constraints of
- *   migrations 1 and 8 held, each still named in its refusal (SQLSTATE 23514). PostgreSQL
- *   reads every CHECK's expression tree back from text for each statement that writes the
- *   table; for a one-mutation push that was about a tenth of the backend's CPU.
- * - Triggers: a retired client writes no batch (SY004); a mutation ledger row names a batch
- *   of its client (23503, once per statement); a client's identity never changes and its
- *   generation and write epochs never decrease (SY002), nor advance once it is retired
- *   (SY004); every accepted-write epoch is announced to walsync in the WAL (the logical
- *   message "synchro-epoch"). They replace plpgsql functions with the same names and
- *   messages (migrations 1, 5 and 12).
- *
- * The functions are SECURITY DEFINER (synchro_owner reads the ledger whoever writes it) but
- * pin no search_path, which would cost a GUC save and restore per row: every statement here
- * names its schema and its operators, so no search_path can change what it reads.
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#ledgers-and-retirement (the ledgers),
+ * doc/contract.md#retirement (a retired client writes nothing).
+ * Notes: Row rules. Each ledger table has one CHECK, which calls synchro.batch_row_rules or
+ * synchro.mutation_row_rules. It holds exactly the rules of the 25 CHECK constraints of
+ * migrations 1 and 8. Its refusal still names each of them (SQLSTATE 23514). PostgreSQL
+ * reads every CHECK's expression tree back from text for each statement that writes the
+ * table. For a one-mutation push, that was about a tenth of the backend's CPU.
+ *
+ * Triggers. A retired client writes no batch (SY004). A mutation ledger row names a batch
+ * of its client (23503, once per statement). A client's identity never changes. Its
+ * generation and write epochs never decrease (SY002), and do not advance once it is retired
+ * (SY004). Every accepted-write epoch is announced to walsync in the WAL, as the logical
+ * message "synchro-epoch". These triggers replace plpgsql functions with the same names and
+ * messages (migrations 1, 5 and 12).
+ *
+ * The functions are SECURITY DEFINER: synchro_owner reads the ledger, whoever writes it.
+ * But they pin no search_path, which would cost a GUC save and restore per row. Every
+ * statement here names its schema and its operators. So no search_path can change what it
+ * reads.
  */
 #include "postgres.h"
 

@@ -1,31 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ledger rows of a first execution written through the table and index access methods,
- * without an INSERT or UPDATE statement (doc/contract.md#ledgers-and-retirement). An SPI INSERT of
- * one ledger row paid executor start-up, the CHECK's expression read back from its text, and the
- * row and statement triggers: about a quarter of a one-mutation push's backend CPU
- * (doc/performance.md). The rules those guards hold stay on the tables for every other
- * writer; for its own rows the push applies them directly (push_ledger.c: the row rules of
- * ledger_guards.c, the retirement probe; the batch and mutation references hold by
- * construction under the client's row lock).
+ * ledger_insert.c: the ledger rows of a first execution, written through the table and
+ * index access methods, without an INSERT or UPDATE statement.
  *
- * A table is written here only when it is exactly as the module knows it: the columns
- * named by the caller with their types (any other column, a dropped one aside, would need
- * its default), no INSERT trigger but the ones whose rules the caller applies, the one CHECK
- * the caller evaluates, no foreign key but the one the caller names, no row security, no
- * exclusion or deferrable unique index. Otherwise sp_ledger_open answers false and the
- * caller writes by SQL as before, so an operator's added trigger or index is never skipped.
- *
- * What the executor would do for the row is done the same way: RowExclusiveLock, the
- * read-only transaction refused (25006), NOT NULL (23502), the heap insert (TOAST and
- * compression included) and every index entry through ExecInsertIndexTuples, so the unique
- * indexes refuse or wait on a duplicate exactly as for an INSERT.
- *
- * The client row's accepted-write epoch is advanced the same way (sp_ledger_update): an
- * update of one column that is no key, of a row the caller has locked (so no other writer
- * can have changed it), with the index entries a non-HOT update needs; the UPDATE statement
- * it replaces cost about a tenth of a one-mutation push (its CHECKs read back from text).
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#ledgers-and-retirement (the ledger rows).
+ * Notes: An SPI INSERT of one ledger row paid executor start-up, the CHECK's expression
+ * read back from its text, and the row and statement triggers. That was about a quarter of
+ * a one-mutation push's backend CPU (doc/performance.md). The rules those guards hold stay
+ * on the tables for every other writer. For its own rows the push applies them directly
+ * (push_ledger.c): the row rules of ledger_guards.c and the retirement probe. The batch and
+ * mutation references hold by construction, under the client's row lock.
+ *
+ * A table is written here only when it is exactly as the module knows it. It has the
+ * columns the caller names, with their types; any other column, a dropped one aside, would
+ * need its default. It has no INSERT trigger but those whose rules the caller applies, and
+ * the one CHECK the caller evaluates. It has no foreign key but the one the caller names. It
+ * has no row security, and no exclusion or deferrable unique index. Otherwise
+ * sp_ledger_open answers false, and the caller writes by SQL as before. So an operator's
+ * added trigger or index is never skipped.
+ *
+ * What the executor would do for the row is done the same way. It takes RowExclusiveLock.
+ * It refuses a read-only transaction (25006) and checks NOT NULL (23502). It does the heap
+ * insert, TOAST and compression included. It makes every index entry through
+ * ExecInsertIndexTuples. So the unique indexes refuse or wait on a duplicate exactly as for
+ * an INSERT.
+ *
+ * The client row's accepted-write epoch is advanced the same way (sp_ledger_update). It is
+ * an update of one column that is no key, of a row the caller has locked, so no other
+ * writer can have changed it. It makes the index entries a non-HOT update needs. The UPDATE
+ * statement it replaces cost about a tenth of a one-mutation push (its CHECKs read back
+ * from text).
  */
 #include "postgres.h"
 

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Admission control (doc/contract.md#admission: after the schema gate, before the first-execution
- * transaction; 429 retry_later): caps on first executions in flight, in total and per
- * client, held across every responder of every host because the slots are locks of the
- * database itself. A slot is a transaction-level advisory lock in a key space of its own
- * (locktag field 4 values no SQL advisory function uses), taken without waiting and
- * released when the push's transaction ends. A replay never reaches admission.
+ * push_admission.c: admission control. It caps the first executions in flight, in total
+ * and per client.
  *
- * Requests carrying a batch whose first execution holds a slot now are the concurrent duplicates of
- * doc/contract.md#concurrent-replay: they wait for that execution and replay it, so they are not
- * counted against the per-client cap a second time.
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#admission (after the schema gate, before the first-execution
+ * transaction; 429 retry_later), doc/contract.md#concurrent-replay (duplicates wait and
+ * replay).
+ * Notes: The caps hold across every responder of every host, because the slots are locks
+ * of the database itself. A slot is a transaction-level advisory lock in a key space of its
+ * own: locktag field 4 takes values no SQL advisory function uses. It is taken without
+ * waiting. It is released when the push's transaction ends. A replay never reaches
+ * admission.
+ *
+ * A request may carry a batch whose first execution holds a slot now. It is a concurrent
+ * duplicate. It waits for that execution and replays it. So it does not count against the
+ * per-client cap a second time.
  */
 #include "postgres.h"
 

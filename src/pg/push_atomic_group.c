@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * An atomic request (doc/contract.md#atomic-batches): its push unit is the whole group, one
- * internal subtransaction opened after the ledger lookup with every deferrable constraint
- * deferred; mutations in request order with the ordinary evaluation, stopping at the
- * first that does not apply; if all applied, every deferrable constraint checked at the
- * group's end and each accepted row read again after that check. Otherwise the group is
- * rolled back and the failed-group response built (sy_outcome_atomic_failed_group): a
- * conflict is rebuilt from the row read after the rollback, a failed end check is
- * validation_failed of the last mutation. The subtransaction is push_subxact.c's.
+ * push_atomic_group.c: an atomic request. Its push unit is the whole group.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#atomic-batches (all apply, or none).
+ * Notes: The group is one internal subtransaction, opened after the ledger lookup, with
+ * every deferrable constraint deferred. The mutations run in request order, with the
+ * ordinary evaluation. They stop at the first one that does not apply. If all applied,
+ * every deferrable constraint is checked at the group's end. Then each accepted row is read
+ * again. Otherwise the group is rolled back and the failed-group response is built
+ * (sy_outcome_atomic_failed_group). A conflict is rebuilt from the row read after the
+ * rollback. A failed end check is validation_failed of the last mutation. The
+ * subtransaction is push_subxact.c's.
  */
 #include "postgres.h"
 

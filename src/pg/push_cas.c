@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The compare-and-swap of one mutation (doc/contract.md#compare-and-swap, "Complete operation and
- * row-state matrix"): the source row and then its version fence are locked (the order of the fence
- * trigger after a direct write, so the two never wait on each other in opposite orders), the policy
- * is judged on the locked row (push_scope.c), and the core's matrix decides; only a mutation the
- * matrix applies writes. The write's AFTER trigger mints the version and moves the fence. Also the
- * row reads that outcomes report and the classification of a write the database refused.
+ * push_cas.c: the compare-and-swap of one mutation.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#compare-and-swap (the swap),
+ * doc/contract.md#operation-and-row-state-matrix (the matrix decides).
+ * Notes: The source row is locked first, then its version fence. That is the order of the
+ * fence trigger after a direct write, so the two never wait on each other in opposite
+ * orders. The policy is judged on the locked row (push_scope.c). Then the core's matrix
+ * decides. Only a mutation the matrix applies writes. The write's AFTER trigger mints the
+ * version and moves the fence. The file also holds the row reads that outcomes report, and
+ * the classification of a write the database refused.
  */
 #include "postgres.h"
 

@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro.synchro_push(user_id, body, ...): everything of a push after authentication and
- * the protocol gate, in one statement (doc/contract.md#request-path), in the dispatch order
- * (doc/contract.md#dispatch-order): structural validation, client and retirement, batch and
- * mutation replay lookup, the current schema's pk rule, the generation and schema gates, admission,
- * then the first execution under the client's row lock, and the answer: HTTP status, the exact body
- * bytes, whether it is a replay and the Retry-After of a 429 or 503; for the adapter's metrics
- * (migration 18) the error code, the outcomes a first execution decided, and the SQLSTATE behind a
- * 503. doc/protocol.md ("Writing an adapter") is the contract.
+ * push_entry.c: synchro.synchro_push(user_id, body, ...), everything of a push after
+ * authentication and the protocol gate, in one statement.
  *
- * The first execution runs inside one internal subtransaction of the caller's transaction:
- * an operational failure (a lock timeout, a broken invariant, memory) rolls all of it back
- * and answers 503, never committing part of a request; a deadlock or serialization failure
- * rolls it back and fails the statement with its SQLSTATE, for the adapter to run again in
- * a new transaction. Only the SQLSTATE and the step reach the server log, never a value.
  * Layer: top of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#request-path (the push is one statement),
+ * doc/contract.md#dispatch-order (the order of its steps),
+ * doc/protocol.md#writing-an-adapter (what the adapter sends and gets).
+ * Notes: The steps follow the dispatch order. Structural validation comes first. Then come
+ * the client and retirement, and the batch and mutation replay lookup. Then come the
+ * current schema's pk rule, the generation and schema gates, and admission. The first
+ * execution runs last, under the client's row lock.
+ *
+ * The answer holds the HTTP status and the exact body bytes. It says whether it is a
+ * replay, and gives the Retry-After of a 429 or 503. For the adapter's metrics (migration
+ * 18), it also gives the error code, the outcomes a first execution decided, and the
+ * SQLSTATE behind a 503.
+ *
+ * The first execution runs inside one internal subtransaction of the caller's transaction.
+ * An operational failure rolls all of it back and answers 503. Such a failure is a lock
+ * timeout, a broken invariant or memory. So part of a request never commits. A deadlock or
+ * a serialization failure rolls it back too. Then the statement fails with its SQLSTATE,
+ * and the adapter runs it again in a new transaction. Only the SQLSTATE and the step reach
+ * the server log, never a value.
  */
 #include "postgres.h"
 
@@ -316,9 +324,11 @@ static void answer_columns(const sp_push *x, TupleDesc desc, Datum *values, bool
  * correct but slow forever; migration 20: synchro.version_fence names this module's
  * synchro_version_fence; migration 21: synchro.row_fences's CHECK names this module's
  * synchro_row_fence_rules; migration 22: synchro.scope_trigger names this module's
- * synchro_scope_trigger). This module also serves a database not yet migrated to 19, 20, 21
- * or 22 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place). */
-#define MODULE_ABI 22
+ * synchro_scope_trigger; migration 23: the scope trigger writes synchro.scope_changes instead
+ * of its messages). This module also serves a database not yet migrated to 19, 20, 21, 22 or
+ * 23 (the plpgsql fence of migration 16 or the CHECKs of migration 8 still in place; at 22 the
+ * scope trigger emits its messages). */
+#define MODULE_ABI 23
 
 PG_FUNCTION_INFO_V1(synchro_module_abi);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * How every file of the push reports: a request-level error answer, an operational failure
- * of the whole request (an ERROR: the entry point rolls everything back and answers 503),
- * a failed allocation, and copies into the outcome arena.
+ * push_errors.c: how every file of the push reports.
+ *
  * Layer: base of src/pg (doc/hacking.md).
+ * Notes: It gives a request-level error answer. It reports an operational failure of the
+ * whole request: an ERROR, after which the entry point rolls everything back and answers
+ * 503. It reports a failed allocation. It copies values into the outcome arena.
  */
 #include "postgres.h"
 

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The gates of the dispatch order (doc/contract.md#dispatch-order) that need the database, in its
- * order: the calling transaction (no pending deferrable trigger event), the client bound to the
- * caller (401), retirement (409 client_retired), the batch and mutation replay lookup, the
- * primary-key rule of the current schema (400), the generation gate (409 client_generation_expired)
- * and the schema gate (422 schema_mismatch), then admission (429): the facts each gate
- * needs, in the order sy_dispatch_decide() (src/core/dispatch.c) reads them. Replay
- * precedes every current-schema check, so an exact replay never depends on what was
- * published since (doc/protocol.md).
+ * push_gates.c: the gates of the dispatch order that need the database, in its order.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#dispatch-order (the order of the gates),
+ * doc/contract.md#replay-first (replay comes before every current-schema check).
+ * Notes: The gates come in this order. The calling transaction has no pending deferrable
+ * trigger event. The client is bound to the caller (401). Retirement (409 client_retired).
+ * The batch and mutation replay lookup. The primary-key rule of the current schema (400).
+ * The generation gate (409 client_generation_expired). The schema gate (422
+ * schema_mismatch). Then admission (429). The file finds the facts each gate needs, in the
+ * order sy_dispatch_decide() (src/core/dispatch.c) reads them. Replay precedes every
+ * current-schema check. So an exact replay never depends on what was published since.
  */
 #include "postgres.h"
 

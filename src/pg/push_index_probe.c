@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Primary-key probes of synchro's own tables through the index access method, without the
- * executor: the lookups of every push (doc/contract.md#exact-replay: client, retirement, the latest
- * schema, the batch, each mutation id) are equality probes of a unique index, and SPI spent
- * more on starting and ending a plan for them (ExecInitNode, plan revalidation) than on the
- * probe itself (perf of a one-mutation push: sp_lookup_head 12% of the backend, two thirds of
- * it executor setup).
+ * push_index_probe.c: primary-key probes of synchro's own tables through the index access
+ * method, without the executor.
  *
- * The probes see what a statement run through SPI would: the command counter is advanced
- * and a fresh snapshot taken (READ COMMITTED sees every commit before the probe; a
- * REPEATABLE READ or SERIALIZABLE caller its transaction snapshot, with the access method's
- * predicate locks). Each table is locked AccessShareLock until the transaction ends, as the
- * executor locks what it reads. synchro_push runs as the tables' owner, so there is no
- * privilege to check; user tables are never probed here.
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#exact-replay (the lookups of every push).
+ * Notes: Every push looks up the client, retirement, the latest schema, the batch and each
+ * mutation id. Each is an equality probe of a unique index. SPI spent more on starting and
+ * ending a plan for them (ExecInitNode, plan revalidation) than on the probe itself. In a
+ * profile of a one-mutation push, sp_lookup_head took 12% of the backend, two thirds of it
+ * executor setup.
+ *
+ * The probes see what a statement run through SPI would. The command counter is advanced
+ * and a fresh snapshot is taken. Under READ COMMITTED, a probe sees every commit before it.
+ * A REPEATABLE READ or SERIALIZABLE caller gets its transaction snapshot, with the access
+ * method's predicate locks. Each table is locked AccessShareLock until the transaction
+ * ends, as the executor locks what it reads. synchro_push runs as the tables' owner, so
+ * there is no privilege to check. User tables are never probed here.
  */
 #include "postgres.h"
 

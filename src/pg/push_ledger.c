@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ledger writes of a first execution (doc/contract.md#first-execution,
- * doc/contract.md#ledgers-and-retirement): the canonical 200 body, validated as
- * doc/contract.md#response-validation requires of every response before anything is stored; the
- * batch ledger row, complete with that exact body; every new mutation ledger row with its exact
- * canonical outcome (one statement: plain values for one row, columns as arrays for more); and one
- * increment of the client's accepted-write epoch when the batch accepted a source write. The client
- * row lock taken first claims the batch identity, so no batch row is ever visible in a state but
- * complete.
+ * push_ledger.c: the ledger writes of a first execution.
+ *
+ * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#first-execution (what a first execution writes),
+ * doc/contract.md#ledgers-and-retirement (the ledger rows),
+ * doc/contract.md#response-validation (every response is checked before it is stored).
+ * Notes: It writes the canonical 200 body, validated before anything is stored. It writes
+ * the batch ledger row, complete with that exact body. It writes every new mutation ledger
+ * row with its exact canonical outcome. That is one statement: plain values for one row,
+ * columns as arrays for more. When the batch accepted a source write, it increments the
+ * client's accepted-write epoch once. The client row lock, taken first, claims the batch
+ * identity. So a batch row is never visible in a state but complete.
  *
  * The batch and mutation rows and the epoch are written through the table and index access
- * methods (ledger_insert.c), the rules of the tables' CHECKs and triggers applied here; by
- * the SQL statements below only when a table is not as the module knows it.
- * Layer: middle of src/pg (doc/hacking.md).
+ * methods (ledger_insert.c). The rules of the tables' CHECKs and triggers are applied here.
+ * The SQL statements below write only when a table is not as the module knows it.
  */
 #include "postgres.h"
 

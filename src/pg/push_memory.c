@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libsynchro's allocator over PostgreSQL memory contexts. The core reports a failed
- * allocation by returning NULL and never ereports, so every allocation asks for
- * MCXT_ALLOC_NO_OOM: the module sees the NULL and fails the request itself, outside the
- * core's frames. A call's allocations live in that call's context (deleted with it);
- * manifests kept across calls are parsed while the cache context is current.
+ * push_memory.c: libsynchro's allocator over PostgreSQL memory contexts.
  *
- * The backend's malloc keeps what a push freed (sp_memory_init): see backend_malloc().
  * Layer: base of src/pg (doc/hacking.md).
+ * Notes: The core reports a failed allocation by returning NULL. It never ereports. So
+ * every allocation asks for MCXT_ALLOC_NO_OOM. The module sees the NULL and fails the
+ * request itself, outside the core's frames. A call's allocations live in that call's
+ * context, and are deleted with it. Manifests kept across calls are parsed while the cache
+ * context is current. The backend's malloc keeps what a push freed (sp_memory_init); see
+ * backend_malloc().
  */
 #include "postgres.h"
 

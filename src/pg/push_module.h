@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro_push, the push (doc/contract.md#request-path) as one PostgreSQL statement: the state of
- * one call and the interface between the module's files. Each file holds one concept of the
- * contract:
+ * push_module.h: synchro_push, the push as one PostgreSQL statement. It holds the state of
+ * one call and the interface between the module's files.
+ *
+ * Rules: doc/contract.md#request-path (the push is one statement).
+ * Interface: Each file holds one concept of the contract:
  *
  *   push_entry.c        the SQL-callable function, the dispatch order, the answer
  *   push_memory.c       libsynchro's allocator over PostgreSQL memory contexts
@@ -24,10 +26,10 @@
  *   ledger_guards.c     the ledger's row rules and triggers (migration 17)
  *   version_fence.c     the version-fence trigger of every synced table (migration 20)
  *
- * Rules of the house: the core (libsynchro) is called outside PG_TRY and never sees an
- * ereport (its allocator returns NULL); module code reports every operational failure
- * with sp_fail() (an ERROR the entry point turns into 503 after rolling everything back);
- * errors caught to classify an outcome are flushed, never logged.
+ * Notes: The house has three rules. The core (libsynchro) is called outside PG_TRY and
+ * never sees an ereport: its allocator returns NULL. Module code reports every operational
+ * failure with sp_fail(). That is an ERROR, which the entry point turns into a 503 after it
+ * rolls everything back. Errors caught to classify an outcome are flushed, never logged.
  */
 #ifndef SY_PG_PUSH_MODULE_H
 #define SY_PG_PUSH_MODULE_H

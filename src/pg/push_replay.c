@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Replay (doc/contract.md#exact-replay). The same octets again: a request whose digest (SHA-256
- * over a domain, the authenticated user and the exact body; synchro/request_digest.h) equals the
- * one stored with its batch is answered from the batch row before it is parsed. The mutation
- * ledger: a mutation identity already ledgered by another batch contributes its exact stored
- * outcome when its fingerprint is equal (no re-execution), and makes the request 409
- * idempotency_conflict when it differs (push_gates.c decides). The batch side of a parsed
- * request's replay is the head lookup and sp_decide (push_gates.c).
+ * push_replay.c: replay of the same octets, and the mutation ledger lookup.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#exact-replay (the same octets get the stored answer),
+ * doc/contract.md#cross-batch-replay (a mutation ledgered by another batch).
+ * Notes: A request's digest is a SHA-256 over a domain, the authenticated user and the
+ * exact body (synchro/request_digest.h). When it equals the one stored with its batch, the
+ * batch row answers the request before it is parsed.
+ *
+ * A mutation identity may be already ledgered by another batch. When its fingerprint is
+ * equal, it contributes its exact stored outcome, with no new execution. When the
+ * fingerprint differs, the request gets 409 idempotency_conflict (push_gates.c decides).
+ * The batch side of a parsed request's replay is the head lookup and sp_decide
+ * (push_gates.c).
  */
 #include "postgres.h"
 

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A synced row read by its primary key index, without a statement: what read_sql would
- * return (sp_read, push_cas.c), probed under the caller's snapshot, the fields by their
- * output functions as the executor would read and SPI_getvalue print them.
+ * push_row_read.c: a synced row read by its primary key index, without a statement.
  *
- * Whether a table can be read so, and how (its relation, the pk index and its equality, each
- * field's column and output function), is decided once per table and backend and kept in
- * the table's reader until an invalidation could change it: any relation's (a column, an
- * index, a grant, row-level security, the relation itself), a role's or a role membership's
- * (the SELECT right), an operator's. Deciding it at every read was about 11,000 instructions of the
- * 40,000 a read cost (callgrind, 100-mutation pushes; two reads per mutation).
  * Layer: middle of src/pg (doc/hacking.md).
+ * Notes: It returns what read_sql would return (sp_read, push_cas.c). The probe runs under
+ * the caller's snapshot. The fields go through their output functions, as the executor
+ * would read them and SPI_getvalue print them.
+ *
+ * Whether a table can be read so, and how, is decided once per table and backend. How means
+ * its relation, the pk index and its equality, and each field's column and output
+ * function. The table's reader keeps the decision until an invalidation could change it.
+ * That may be any relation's (a column, an index, a grant, row-level security, the relation
+ * itself), a role's or a role membership's (the SELECT right), or an operator's. Deciding it
+ * at every read cost about 11,000 instructions of the 40,000 a read cost (callgrind,
+ * 100-mutation pushes, two reads per mutation).
  */
 #include "postgres.h"
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Published schema manifests (doc/contract.md#schema-versions: versions are kept forever and never
- * change), kept per backend once read, and the SQL of each synced table when a manifest serves as
- * the current schema: identifiers come from the manifest and are quoted; values are always
- * parameters (text, cast to the column's portable type).
+ * push_schemas.c: published schema manifests, kept per backend once read, and the SQL of
+ * each synced table when a manifest serves as the current schema.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#schema-versions (versions are kept forever and never change).
+ * Notes: Identifiers come from the manifest and are quoted. Values are always parameters:
+ * text, cast to the column's portable type.
  */
 #include "postgres.h"
 

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read scope of a row, as the push judges its policy (doc/protocol.md "Membership
- * scopes in a push"): the caller reads a row it owns, and under read "members" a row whose
- * scope key has a live membership row naming it. That membership row is locked FOR KEY
- * SHARE (two hops: the hop-1 row too), so a removal committed before the check refuses the
- * write and one after it waits for the push's commit. A row the caller does not read is
- * answered as a missing row (doc/contract.md#policies): an update or delete gets
- * row_not_found, an insert over its key policy_rejected. A write that puts a row into a
- * scope key needs the caller's membership of that key, owner or not: policy_rejected else.
+ * push_scope.c: the read scope of a row, as the push judges its policy.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes-in-a-push (the scope in a push),
+ * doc/contract.md#policies (a row the caller does not read is a missing row).
+ * Notes: The caller reads a row it owns. Under read "members", it also reads a row whose
+ * scope key has a live membership row naming it. That membership row is locked FOR KEY
+ * SHARE; with two hops, the hop-1 row is locked too. So a removal committed before the
+ * check refuses the write. A removal after it waits for the push's commit. A row the caller
+ * does not read is answered as a missing row. An update or delete gets row_not_found. An
+ * insert over its key gets policy_rejected. A write that puts a row into a scope key needs
+ * the caller's membership of that key, owner or not. Otherwise it gets policy_rejected.
  */
 #include "postgres.h"
 

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Saved SPI plans, keyed by their SQL text, and the datums the statements take and
- * return. Every statement of the push runs more than once per backend, so each is
- * prepared once (generic, SPI_prepare_cursor + SPI_keepplan) and the plan cache
- * revalidates it after DDL.
- * The statements that vary (an insert or update names the columns it writes) are kept
- * the same way, up to PLANS_MAX; beyond that a statement is prepared for the call only.
+ * push_statements.c: saved SPI plans, keyed by their SQL text, and the datums the
+ * statements take and return.
+ *
+ * Layer: base of src/pg (doc/hacking.md).
+ * Notes: Every statement of the push runs more than once per backend. So each is prepared
+ * once (generic, SPI_prepare_cursor and SPI_keepplan). The plan cache revalidates it after
+ * DDL. The statements that vary are kept the same way, up to PLANS_MAX: an insert or update
+ * names the columns it writes. Beyond that, a statement is prepared for the call only.
  *
  * Every SPI call here leaves the caller's memory context current, as it found it. SPI
- * itself ends each call in its procedure context, which lives until SPI_finish: whatever
- * the module allocated after its first statement landed there, so a push of n mutations
- * kept every mutation's scratch (datums, copied rows) to the end (8.5 MB for 1000, faulted
- * in and given back to the kernel at every push). With the caller's context kept, a
- * mutation's scratch lives in its unit's context and is reset after it (push_unit.c).
- * Layer: base of src/pg (doc/hacking.md).
+ * itself ends each call in its procedure context, which lives until SPI_finish. Whatever
+ * the module allocated after its first statement landed there. So a push of n mutations
+ * kept every mutation's scratch (datums, copied rows) to the end. For 1000 mutations that
+ * was 8.5 MB, faulted in and given back to the kernel at every push. With the caller's
+ * context kept, a mutation's scratch lives in its unit's context. It is reset after the
+ * unit (push_unit.c).
  */
 #include "postgres.h"
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The internal subtransaction of a push unit, of an atomic group and of a first execution,
- * as PL/pgSQL's exception block runs one (pl_exec.c exec_stmt_block): the memory context
- * and resource owner are the caller's again after it ends either way, and an error raised
- * inside is copied and flushed, so it reaches the server log only if the caller raises it
- * again.
+ * push_subxact.c: the internal subtransaction of a push unit, of an atomic group and of a
+ * first execution. It runs as PL/pgSQL's exception block runs one (pl_exec.c,
+ * exec_stmt_block).
+ *
  * Layer: base of src/pg (doc/hacking.md).
+ * Notes: After it ends, either way, the memory context and resource owner are the
+ * caller's again. An error raised inside is copied and flushed. So it reaches the server
+ * log only if the caller raises it again.
  */
 #include "postgres.h"
 

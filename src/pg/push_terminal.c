@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The per-mutation rules the manifests decide without the row (doc/contract.md#terminal-rules):
- * they come before the compare-and-swap, and the core's sy_matrix_terminal / sy_matrix_evaluate
- * pick the outcome. What needs the row (the owner and members policies) is judged under the row
- * lock (push_scope.c). Also the text each value is written with.
+ * push_terminal.c: the per-mutation rules that the manifests decide without the row, and
+ * the text each value is written with.
+ *
  * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#terminal-rules (the rules and their order).
+ * Notes: The rules come before the compare-and-swap. The core's sy_matrix_terminal and
+ * sy_matrix_evaluate pick the outcome. What needs the row, the owner and members policies,
+ * is judged under the row lock (push_scope.c).
  */
 #include "postgres.h"
 

@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push units of a non-atomic request (doc/contract.md#push-units): each mutation
- * that writes is its own internal subtransaction, which starts with every deferrable
- * constraint DEFERRED and ends with every one IMMEDIATE after its write. A data exception
- * or integrity violation at its write or end rolls the unit back and gives the mutation
- * its outcome (sp_refused); any other error is an operational failure of the request and
- * propagates. The accepted outcome is the row read again after the unit's end. A mutation
- * that does not write (a conflict, a terminal rule) needs no subtransaction: its locks
- * belong to the request's transaction. No unit's statements are ever run twice.
+ * push_unit.c: the push units of a non-atomic request. Each mutation that writes is its own
+ * internal subtransaction.
  *
- * The subtransaction is PL/pgSQL's exception block (push_subxact.c): a caught error is
+ * Layer: middle of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#push-units (one unit per mutation).
+ * Notes: A unit starts with every deferrable constraint DEFERRED. After its write, it sets
+ * every one IMMEDIATE. A data exception or integrity violation at its write or end rolls
+ * the unit back. It gives the mutation its outcome (sp_refused). Any other error is an
+ * operational failure of the request, and propagates. The accepted outcome is the row read
+ * again after the unit's end. A mutation that does not write needs no subtransaction: a
+ * conflict, or a terminal rule. Its locks belong to the request's transaction. No unit's
+ * statements ever run twice.
+ *
+ * The subtransaction is PL/pgSQL's exception block (push_subxact.c). A caught error is
  * copied and flushed, so it never reaches the server log.
  *
- * Each mutation's scratch (its statements' datums, the rows it read) lives in a context
- * reset after it: what an outcome keeps is copied into the outcome document (sp_fill_row,
- * sp_arena_dup), so a push's memory does not grow with its mutations.
- * Layer: middle of src/pg (doc/hacking.md).
+ * Each mutation's scratch lives in a context reset after it: its statements' datums and
+ * the rows it read. What an outcome keeps is copied into the outcome document (sp_fill_row,
+ * sp_arena_dup). So a push's memory does not grow with its mutations.
  */
 #include "postgres.h"
 

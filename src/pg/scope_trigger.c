@@ -1,33 +1,57 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The scope trigger (migration 22): synchro.scope_trigger, AFTER INSERT OR UPDATE OR DELETE
- * FOR EACH ROW on every membership relation and every hop relation of a two-hop path that a
- * published manifest names (synchro.install_scope_trigger). Its arguments come in fours, one
- * group per scope or link the relation serves: 'member', the scope (relation(match,user) as
- * the manifest writes it), the match column, the user column; or 'link', the link
- * (relation.key->column), the key column, the column the hop reads.
+ * scope_trigger.c: the scope trigger (migrations 22 and 23), synchro.scope_trigger.
  *
- * Each group's change is one transactional logical message 'synchro', the fence's prefix, in
- * the order of the row writes, so walsync keeps its mirror of memberships and links in commit
- * order (doc/protocol.md, the manifest's members policy):
+ * Layer: top of src/pg (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes (the members policy and its mirror),
+ * doc/operations.md#forged-messages (which changes walsync believes).
+ * Notes: It runs AFTER INSERT OR UPDATE OR DELETE, FOR EACH ROW. It sits on every
+ * membership relation and every hop relation of a two-hop path that a published manifest
+ * names (synchro.install_scope_trigger). Its arguments come in fours, one group per scope
+ * or link the relation serves. A scope gives 'member', the scope (relation(match,user) as
+ * the manifest writes it), the match column and the user column. A link gives 'link', the
+ * link (relation.key->column), the key column and the column the hop reads.
+ *
+ * Each group's change is one row of synchro.scope_changes (migration 23), in the order of
+ * the row writes. So walsync keeps its mirror of memberships and links in commit order.
+ * The table is in the publication and only synchro_owner writes it. So walsync believes a
+ * change only when it comes as such a row: a message anyone can emit proves nothing. The
+ * row is the change itself, not a voucher for a message, so there is nothing to pair.
+ *
+ * The row is written through the table access method, with no statement: memberships
+ * change rarely, but a statement's start-up would still be most of the cost. It is deleted
+ * right after, in the same transaction. The stream keeps the insert and the table keeps
+ * nothing (REPLICA IDENTITY NOTHING keeps the delete out of the stream). The row holds six
+ * values: kind, scope, key_before, value_before (user or to), key_after, value_after.
+ *
+ * Before migration 23 (no such table) each change is one transactional logical message,
+ * with the fence's prefix 'synchro':
  *   {"kind": "member", "scope": S, "key_before", "user_before", "key_after", "user_after"}
  *   {"kind": "link", "scope": L, "key_before", "to_before", "key_after", "to_after"}
- * the columns' values as text (their type's output function), null when the column is null
- * or there is no old or new row. An update that changes neither column emits nothing.
- * The message is jsonb's text, as the fence's: keys shorter first, then by octets.
  *
- * SECURITY DEFINER (it runs as synchro_owner), as the version fence: it reads only the row
- * the trigger hands it, and runs no statement.
- * Layer: top of src/pg (doc/hacking.md).
+ * The values are text, from their type's output function. A value is null when the column
+ * is null, or when there is no old or new row. An update that changes neither column
+ * writes nothing. The message is jsonb's text, as the fence's is: shorter keys first, then
+ * by octets.
+ *
+ * The function is SECURITY DEFINER, as the version fence is: it runs as synchro_owner. It
+ * reads only the row the trigger hands it, and runs no statement.
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
 #include "commands/trigger.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "replication/message.h"
+#include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #define SQLSTATE_SY010 MAKE_SQLSTATE('S', 'Y', '0', '1', '0')
 
@@ -44,6 +68,7 @@ typedef struct {
 	TupleDesc desc;
 	int groups;
 	scope_col *cols; /* two per group */
+	Oid changes;     /* synchro.scope_changes; InvalidOid before migration 23 */
 } scope_cache;
 
 static void col_init(scope_col *c, TupleDesc desc, const char *name, Relation rel,
@@ -91,6 +116,9 @@ static scope_cache *cache_for(FunctionCallInfo fcinfo, TriggerData *td)
 		col_init(&sc->cols[2 * g + 1], RelationGetDescr(rel), tg->tgargs[4 * g + 3], rel,
 		         cxt);
 	}
+	/* Looked up once per statement: migration 23 locks the relations with a scope trigger
+	 * while it creates the table, so no statement straddles it. */
+	sc->changes = get_relname_relid("scope_changes", get_namespace_oid("synchro", true));
 	sc->relid = RelationGetRelid(rel);
 	sc->desc = RelationGetDescr(rel);
 	sc->tgoid = tg->tgoid;
@@ -129,6 +157,34 @@ static void put_text(JsonbParseState **st, const char *key, const char *value)
 	(void)pushJsonbValue(st, WJB_VALUE, &v);
 }
 
+/* One change as a row of synchro.scope_changes (kind, scope, key_before, value_before,
+ * key_after, value_after), written and deleted again: only its insert's WAL is wanted. */
+static void write_change(Oid changes, const char *const vals[6])
+{
+	Relation rel = table_open(changes, RowExclusiveLock);
+	TupleDesc desc = RelationGetDescr(rel);
+	if (desc->natts != 6)
+		ereport(ERROR,
+		        (errcode(SQLSTATE_SY010),
+		         errmsg_internal("synchro: synchro.scope_changes is not as migration "
+		                         "23 made it")));
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ExecClearTuple(slot);
+	for (int i = 0; i < 6; i++) {
+		slot->tts_isnull[i] = vals[i] == NULL;
+		slot->tts_values[i] = vals[i] ? CStringGetTextDatum(vals[i]) : (Datum)0;
+	}
+	ExecStoreVirtualTuple(slot);
+	simple_table_tuple_insert(rel, slot);
+	ItemPointerData tid = slot->tts_tid;
+	/* The delete must see the insert. */
+	CommandCounterIncrement();
+	simple_table_tuple_delete(rel, &tid,
+	                          ActiveSnapshotSet() ? GetActiveSnapshot() : InvalidSnapshot);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+}
+
 PG_FUNCTION_INFO_V1(synchro_scope_trigger);
 
 /* AFTER INSERT OR UPDATE OR DELETE ON a membership or hop relation, each row. */
@@ -164,6 +220,16 @@ Datum synchro_scope_trigger(PG_FUNCTION_ARGS)
 		if (old != NULL && new != NULL && same(key_before, key_after) &&
 		    same(val_before, val_after))
 			continue;
+		if (OidIsValid(sc->changes)) {
+			const char *vals[6] = {member ? "member" : "link",
+			                       scope,
+			                       key_before,
+			                       val_before,
+			                       key_after,
+			                       val_after};
+			write_change(sc->changes, vals);
+			continue;
+		}
 		JsonbParseState *st = NULL;
 		(void)pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
 		put_text(&st, "kind", member ? "member" : "link");

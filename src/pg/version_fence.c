@@ -1,39 +1,47 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The version fence of every synced table, in C (migration 20; doc/contract.md#compare-and-swap,
- * "No matrix cell performs ... resurrection"): the trigger function synchro.version_fence(table_id,
- * pk column, soft-delete column, owner column[, scope column]) that migration 2 made and migrations
- * 4 and 16 refined in plpgsql, with the same rules, the same refusals (message, DETAIL, HINT,
- * SQLSTATE) in the same order, and the same effects byte for byte: the same upsert of
- * synchro.row_fences, the same transactional logical message 'synchro' (the text of the same
- * jsonb). The upsert's row is written through the table and index access methods, as the executor
- * runs INSERT ... ON CONFLICT DO UPDATE (the same locks, waits, WAL and refusals) without a
- * statement's start-up, which was most of a synced write's cost; the statement itself runs when the
- * fence table is not as the migrations left it (fence_store.c).
+ * version_fence.c: the version fence of every synced table, in C (migration 20). It is the
+ * trigger function synchro.version_fence(table_id, pk column, soft-delete column, owner
+ * column[, scope column]).
+ *
+ * Layer: top of src/pg (doc/hacking.md).
+ * Rules: doc/contract.md#compare-and-swap (versions and fences),
+ * doc/contract.md#operation-and-row-state-matrix (no cell resurrects a row).
+ * Notes: Migration 2 made the function in plpgsql, and migrations 4 and 16 refined it.
+ * This one keeps the same rules. It keeps the same refusals (message, DETAIL, HINT,
+ * SQLSTATE), in the same order. It keeps the same effects byte for byte: the same upsert of
+ * synchro.row_fences, and the same transactional logical message 'synchro' (the text of the
+ * same jsonb). The upsert's row is written through the table and index access methods, as
+ * the executor runs INSERT ... ON CONFLICT DO UPDATE: the same locks, waits, WAL and
+ * refusals. But it skips a statement's start-up, which was most of a synced write's cost.
+ * When the fence table is not as the migrations left it, the statement itself runs
+ * (fence_store.c).
  *
  * The plpgsql function turned both whole rows into jsonb and read its columns back with
- * ->>. Here only the columns the fence names are converted, each through PostgreSQL's own
- * to_jsonb and jsonb's own text (so every type, domain and setting gives the text ->>
- * gave; under the search_path the plpgsql function pinned, which a regclass's text shows),
- * except for key and owner values of the types whose conversion is the type's output function
- * itself (text, varchar, uuid, integers). One difference remains by design: a row
- * whose other columns cannot be turned into jsonb (a cast to json that fails, a row over
- * jsonb's size limit) is no longer refused for them.
+ * ->>. Here only the columns the fence names are converted. Each goes through PostgreSQL's
+ * own to_jsonb and jsonb's own text. So every type, domain and setting gives the text ->>
+ * gave, under the search_path the plpgsql function pinned, which a regclass's text shows.
+ * Key and owner values of some types skip this: text, varchar, uuid and integers, whose
+ * conversion is the type's output function itself. One difference remains by design. A row
+ * whose other columns cannot become jsonb is no longer refused for them: a cast to json
+ * that fails, or a row over jsonb's size limit.
  *
- * The function is SECURITY DEFINER (it runs as synchro_owner, which alone writes the fences)
- * but pins no search_path, which would cost a GUC save and restore per row (migration 17
- * does the same): its one statement names every schema, function and operator; only the
- * to_jsonb of a value of another type than those above runs under the pinned path.
+ * The function is SECURITY DEFINER: it runs as synchro_owner, which alone writes the
+ * fences. But it pins no search_path, which would cost a GUC save and restore per row
+ * (migration 17 does the same). Its one statement names every schema, function and
+ * operator. Only the to_jsonb of a value of another type than those above runs under the
+ * pinned path.
  *
- * The fifth argument (migration 22) is the hop column of a table read or written by members:
- * its value before and after, as text, are the message's two more members scope_before and
- * scope_after, in the same key order. Without it the message is as before, byte for byte.
+ * The fifth argument (migration 22) is the hop column of a table that members read or
+ * write. Its values before and after, as text, become two more members of the message,
+ * scope_before and scope_after, in the same key order. Without it, the message is as
+ * before, byte for byte.
  *
- * Also the fence table's row rules (migration 21): synchro.row_fence_rules, the one CHECK of
- * synchro.row_fences, holds exactly the rules of the two CHECKs it replaced and names the
- * broken one in its refusal (SQLSTATE 23514), as the ledger's do (ledger_guards.c): PostgreSQL
- * reads every CHECK's expression back from its text at each execution of the fence's upsert.
- * Layer: top of src/pg (doc/hacking.md).
+ * The file also holds the fence table's row rules (migration 21). synchro.row_fence_rules,
+ * the one CHECK of synchro.row_fences, holds exactly the rules of the two CHECKs it
+ * replaced. Its refusal names the broken one (SQLSTATE 23514), as the ledger's do
+ * (ledger_guards.c). PostgreSQL reads every CHECK's expression back from its text at each
+ * execution of the fence's upsert.
  */
 #include "postgres.h"
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro.conf: the single table of options (STYLE: one table, checked against the docs) and its
- * reader.
- * Layer: base of src/store (doc/hacking.md). */
+/*
+ * cfg.c: synchro.conf: the single table of options and its reader.
+ *
+ * Layer: base of src/store (doc/hacking.md).
+ * Notes: Tests check the table against the man page and the sample configuration.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro.conf: the one table of configuration options, the ini reader and typed getters. */
+/*
+ * cfg.h: synchro.conf: the one table of configuration options, the ini reader and typed
+ * getters.
+ */
 #ifndef SY_STORE_CFG_H
 #define SY_STORE_CFG_H
 

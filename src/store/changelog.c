@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchro.changelog, written by walsync alone: one multi-row INSERT per chunk of decoded
- * changes (arrays through unnest, so round trips stay far below one per change), fenced by
- * the writer lease in the same statement.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * changelog.c: the writes of synchro.changelog. Only walsync writes it.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#wal-alone-publishes (walsync alone writes the changelog).
+ * Notes: Each chunk of decoded changes is one multi-row INSERT. Its arrays go through
+ * unnest, so round trips stay far below one per change. The writer lease fences the INSERT
+ * in the same statement.
+ */
 #include "config.h"
 
 #include <inttypes.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The writer side of synchro.changelog (synchro-walsync only): batched inserts fenced by the
- * writer lease in the same statement, materialized write epochs, and the checks of the
- * pipeline's source (replication slot, publication, migrations). */
+/*
+ * changelog.h: the writer side of synchro.changelog, for synchro-walsync only.
+ *
+ * Notes: It holds batched inserts, fenced by the writer lease in the same statement, and
+ * materialized write epochs. It also checks the pipeline's source: the replication slot,
+ * the publication and the migrations.
+ */
 #ifndef SY_STORE_CHANGELOG_H
 #define SY_STORE_CHANGELOG_H
 
@@ -23,6 +27,9 @@
  * members-scoped tables (synchro.scope_members, synchro.scope_links) and records each
  * entry's readers. */
 #define SY_STORE_SCOPES_MIGRATION 22
+/* From this migration on (0023_verified_scope_changes) membership and link changes come as
+ * rows of synchro.scope_changes, and their messages are refused. */
+#define SY_STORE_SCOPE_VERIFY_MIGRATION 23
 /* The entries a scope change produces (a membership that comes or goes, a link that moves:
  * one per row of the scope) take the ordinals from here on within their transaction's
  * commit LSN: after its own messages' ordinals, never one of them. */

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchroctl changelog compact (doc/contract.md#cursors): raises the
- * compaction horizon and deletes what lies at or below it, so cursors below it answer 409
- * cursor_expired and rebuild sessions bound below it go with them.
+ * changelog_compact.c: synchroctl changelog compact. It raises the compaction horizon and
+ * deletes what lies at or below it.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#cursors (a cursor below the horizon expires).
+ * Notes: A cursor below the horizon then answers 409 cursor_expired. Rebuild sessions bound
+ * below it go with it.
  */
 #include "config.h"
 

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Membership scopes in walsync's changelog writes: the mirror's rows (synchro.scope_members,
- * synchro.scope_links) the batch changed, and the entries of each scope change, read from the
- * live synced table with its current fence versions (identifiers quoted, values as
- * parameters); every statement fenced by the writer lease as the entries' insert is. And
- * the mirror read whole when walsync starts streaming, and the WAL position after a write.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * changelog_scopes.c: membership scopes in walsync's changelog writes.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes (the mirror and the scope changes).
+ * Notes: It writes the mirror's rows that the batch changed (synchro.scope_members,
+ * synchro.scope_links). It writes the entries of each scope change. They are read from the
+ * live synced table, with its current fence versions. Identifiers are quoted, and values
+ * go as parameters. The writer lease fences every statement, as it fences the entries'
+ * insert. The file also reads the whole mirror when walsync starts streaming, and the WAL
+ * position after a write.
+ */
 #include "config.h"
 
 #include <inttypes.h>

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What a changelog write of walsync adds for membership scopes (changelog.c calls it, in the
- * write's transaction): the mirror rows the batch changed and the entries of its scope
- * changes, each statement fenced by the writer lease. Private to src/store. */
+/*
+ * changelog_scopes.h: what a changelog write of walsync adds for membership scopes. It is
+ * private to src/store.
+ *
+ * Notes: changelog.c calls it in the write's transaction. It writes the mirror rows the
+ * batch changed and the entries of its scope changes. The writer lease fences each
+ * statement.
+ */
 #ifndef SY_STORE_CHANGELOG_SCOPES_H
 #define SY_STORE_CHANGELOG_SCOPES_H
 

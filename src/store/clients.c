@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl client list / retire: the permanent retirement marker
- * (doc/contract.md#ledger-retention).
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * clients.c: synchroctl client list and retire, and the permanent retirement marker.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#ledger-retention (the marker), doc/contract.md#retirement
+ * (retirement is permanent).
+ */
 #include "config.h"
 
 #include <stdio.h>

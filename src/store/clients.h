@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Clients and their irreversible retirement (doc/contract.md#retirement). */
+/*
+ * clients.h: clients and their irreversible retirement.
+ *
+ * Rules: doc/contract.md#retirement (retirement is permanent).
+ */
 #ifndef SY_STORE_CLIENTS_H
 #define SY_STORE_CLIENTS_H
 

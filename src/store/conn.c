@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Connecting to PostgreSQL: conninfo or the libpq environment, then fixed session settings.
- * Layer: base of src/store (doc/hacking.md). */
+/*
+ * conn.c: connecting to PostgreSQL, by conninfo or the libpq environment, then fixed
+ * session settings.
+ *
+ * Layer: base of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

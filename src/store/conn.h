@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Connecting to PostgreSQL with the settings every store query relies on: once per session on
- * a connection of its own, with every statement behind a transaction pool ([database] pooler).
+ * conn.h: connecting to PostgreSQL with the settings every store query relies on.
+ *
+ * Notes: On a connection of its own, the settings are made once per session. Behind a
+ * transaction pool ([database] pooler), every statement makes them.
  */
 #ifndef SY_STORE_CONN_H
 #define SY_STORE_CONN_H

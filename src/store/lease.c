@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The writer lease of synchro-walsync: one statement per claim, heartbeat and release, each a
- * compare-and-swap on writer_epoch and fencing_token (the related single-writer design).
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * lease.c: the writer lease of synchro-walsync. Each claim, heartbeat and release is one
+ * statement.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Notes: Each statement is a compare-and-swap on writer_epoch and fencing_token.
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The single-writer lease of synchro-walsync (synchro.writer_lease): claim, renew, release,
- * and the status synchroctl lease status prints. */
+/*
+ * lease.h: the single-writer lease of synchro-walsync (synchro.writer_lease): claim, renew,
+ * release, and the status that synchroctl lease status prints.
+ */
 #ifndef SY_STORE_LEASE_H
 #define SY_STORE_LEASE_H
 

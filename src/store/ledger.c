@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl ledger inspect / purge-retired: read-only views of the ledgers and the retirement
- * purge.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * ledger.c: synchroctl ledger inspect and purge-retired: read-only views of the ledgers,
+ * and the purge after retirement.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

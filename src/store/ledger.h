@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The batch and mutation ledgers for operators: inspection and the purge after retirement. */
+/*
+ * ledger.h: the batch and mutation ledgers for operators: inspection, and the purge after
+ * retirement.
+ */
 #ifndef SY_STORE_LEDGER_H
 #define SY_STORE_LEDGER_H
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl init / migrate: the contract's roles and the numbered migrations, each applied once.
+/*
+ * migrate.c: synchroctl init and migrate: the contract's roles, and the numbered
+ * migrations, each applied once.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#database-roles (the roles).
  */
 #include "config.h"
 
@@ -203,16 +207,24 @@ static bool needs_module(const sy_sql_migration *m)
 	return strstr(m->sql, "AS 'synchro',") != NULL;
 }
 
+/* Whether migration m refuses a module older than itself (synchro.module_abi() < N), as
+ * those that create its functions do and some that only rely on what it writes. */
+static bool checks_module_abi(const sy_sql_migration *m)
+{
+	return needs_module(m) || strstr(m->sql, "synchro.module_abi() <") != NULL;
+}
+
 /* The first migration that declares synchro.module_abi(): a module older than it lacks the
  * symbol. */
 #define FIRST_ABI_MIGRATION 18
 
 /*
  * The module loads: is it new enough for the newest migration still to apply that declares
- * its functions? From migration 18 on, the module answers the newest migration it serves
- * (synchro_module_abi) and each such migration refuses an older one, but only when its turn
- * comes, after the earlier ones were applied. This asks first, through a function created
- * in this session's temporary schema inside a transaction that is rolled back.
+ * its functions or checks its level? From migration 18 on, the module answers the newest
+ * migration it serves (synchro_module_abi) and each such migration refuses an older one, but
+ * only when its turn comes, after the earlier ones were applied. This asks first, through a
+ * function created in this session's temporary schema inside a transaction that is rolled
+ * back.
  */
 static sy_store_status check_module_abi(PGconn *c, const sy_sql_migration *list, size_t count,
                                         int max_version, int major, sy_error *err)
@@ -220,7 +232,7 @@ static sy_store_status check_module_abi(PGconn *c, const sy_sql_migration *list,
 	const sy_sql_migration *hi = NULL;
 	for (size_t i = 0; i < count; i++)
 		if (list[i].version > max_version && list[i].version >= FIRST_ABI_MIGRATION &&
-		    needs_module(&list[i]) && (!hi || list[i].version > hi->version))
+		    checks_module_abi(&list[i]) && (!hi || list[i].version > hi->version))
 			hi = &list[i];
 	if (!hi)
 		return SY_STORE_OK;

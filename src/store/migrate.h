@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Roles and numbered migrations of schema synchro (synchroctl init / migrate). */
+/*
+ * migrate.h: the roles and numbered migrations of schema synchro (synchroctl init and
+ * migrate).
+ */
 #ifndef SY_STORE_MIGRATE_H
 #define SY_STORE_MIGRATE_H
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The database migrations embedded in synchroctl, generated at build time from
- * sql/migrations/NNNN_name.sql by sql/embed.sh (src/store/sql_migrations.c in the build tree). */
+/*
+ * migrations.h: the database migrations embedded in synchroctl.
+ *
+ * Notes: sql/embed.sh makes them at build time from sql/migrations/NNNN_name.sql, into
+ * src/store/sql_migrations.c in the build tree.
+ */
 #ifndef SY_STORE_MIGRATIONS_H
 #define SY_STORE_MIGRATIONS_H
 

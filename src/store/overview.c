@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The facts of synchroctl status (store/overview.h): five groups of read-only statements, each
- * group one READ ONLY transaction with its statement and lock timeouts, values as parameters.
- * The writer lease and the last stream break are read by lease.c and stream_continuity.c, as
- * synchroctl lease status reads them.
+ * overview.c: the facts of synchroctl status (store/overview.h).
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Notes: The facts come from five groups of read-only statements. Each group is one READ
+ * ONLY transaction, with its statement and lock timeouts. Values go as parameters. lease.c
+ * and stream_continuity.c read the writer lease and the last stream break, as synchroctl
+ * lease status reads them.
  */
 #include "config.h"
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The facts synchroctl status shows (synchroctl(1) "STATUS", doc/operations.md "Status"): the
- * server, the writer lease and the walsync sessions, the slot and its retained WAL, the lag, the
- * last stream break, clients, ledger and changelog sizes, the schema and the migration level.
- * Read only: each group is one short READ ONLY transaction with a statement and a lock timeout.
- * Every relation and view it reads is readable by a member of synchro_app alone.
+ * overview.h: the facts synchroctl status shows (synchroctl(1), "STATUS";
+ * doc/operations.md#status).
+ *
+ * Notes: The facts are the server, the writer lease and the walsync sessions, and the slot
+ * with its retained WAL. They are the lag, the last stream break, and the sizes of clients,
+ * ledger and changelog. They are the schema and the migration level. Every read is read
+ * only. Each group is one short READ ONLY transaction, with a statement and a lock timeout.
+ * A member of synchro_app alone may read every relation and view it reads.
  */
 #ifndef SY_STORE_OVERVIEW_H
 #define SY_STORE_OVERVIEW_H

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Prepared statements, prepared lazily once per connection; behind a transaction pool, unnamed
- * statements with the store's settings (store/conn.h).
+ * prepared.c: prepared statements, prepared lazily, once per connection.
+ *
  * Layer: base of src/store (doc/hacking.md).
+ * Notes: Behind a transaction pool, the statements run unnamed, with the store's settings
+ * (store/conn.h).
  */
 #include "config.h"
 

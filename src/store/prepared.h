@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Named prepared statements for long-lived connections (the responders): each
- * statement is prepared on its connection the first time it runs there, and
- * again on the next connection after a reconnect. A transaction pool keeps no
- * prepared statement from one transaction to the next: there they run unnamed.
+ * prepared.h: named prepared statements for long-lived connections (the responders).
+ *
+ * Notes: Each statement is prepared on its connection the first time it runs there. After
+ * a reconnect, it is prepared again on the next connection. A transaction pool keeps no
+ * prepared statement from one transaction to the next. So there they run unnamed.
  */
 #ifndef SY_STORE_PREPARED_H
 #define SY_STORE_PREPARED_H

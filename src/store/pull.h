@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read side's SQL (doc/contract.md#pull-and-rebuild): /v3/pull over synchro.changelog and the
- * current source rows, /v3/rebuild sessions and pages, and synchroctl changelog compact.
+ * pull.h: the read side's SQL: /v3/pull over synchro.changelog and the current source rows,
+ * /v3/rebuild sessions and pages, and synchroctl changelog compact.
+ *
+ * Rules: doc/contract.md#pull-and-rebuild (pull and rebuild).
  */
 #ifndef SY_STORE_PULL_H
 #define SY_STORE_PULL_H

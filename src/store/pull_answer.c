@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The answer of a pull or a rebuild page (doc/contract.md#pull-and-rebuild): request-level errors,
- * the 503 of every operational failure, and the canonical 200 body, one change or row at a time
- * (the row in wire form under the current schema, its row_checksum, the mutation_id echo).
+ * pull_answer.c: the answer of a pull or a rebuild page: request-level errors, the 503 of
+ * every operational failure, and the canonical 200 body.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#pull-and-rebuild (the answers).
+ * Notes: The 200 body is written one change or row at a time. Each row is in wire form
+ * under the current schema, with its row_checksum and the mutation_id echo.
  */
 #include "config.h"
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Pull's broken tables: the probe of a synced table's mapping, and the page statement built
- * without the tables that fail it.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * pull_broken.c: pull's broken tables. It probes a synced table's mapping. It builds the
+ * page statement without the tables that fail the probe.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Tables of the current manifest whose mapping no longer matches their relation (a column
- * dropped or renamed, the relation gone) between two publishes (doc/operations.md "DDL
- * between publishes"): found by a probe per table, so one broken table does not take every
- * pull down. */
+/*
+ * pull_broken.h: the tables of the current manifest whose mapping no longer matches their
+ * relation.
+ *
+ * Rules: doc/operations.md#ddl-between-publishes (what breaks a table between publishes).
+ * Notes: A column was dropped or renamed, or the relation is gone, between two publishes.
+ * A probe per table finds them. So one broken table does not take every pull down.
+ */
 #ifndef SY_STORE_PULL_BROKEN_H
 #define SY_STORE_PULL_BROKEN_H
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read side's per-process state (store/pull_internal.h): the current schema manifest
- * (doc/contract.md#pull-changes: every change and row carries the current schema and its checksum
- * under it) with the quoted names and the statements built for it, read again when a publish
- * changed it.
+ * pull_cache.c: the read side's per-process state (store/pull_internal.h).
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#pull-changes (every change and row carries the current schema,
+ * with its checksum under it).
+ * Notes: The state is the current schema manifest, with its quoted names and the
+ * statements built for it. It is read again when a publish changed it.
  */
 #include "config.h"
 

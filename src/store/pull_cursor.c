@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Changelog positions and the two opaque tokens a client carries between requests
- * (doc/contract.md#pull-and-rebuild): the pull cursor "c1.<lsn>.<ordinal>" and the rebuild page
- * token "r1.<hex table_id>.<hex pk>". Pure text codecs, no SQL; tests/unit/test_pull_codec.c.
+ * pull_cursor.c: changelog positions, and the two opaque tokens a client carries between
+ * requests.
+ *
  * Layer: base of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#pull-and-rebuild (the cursor and the page token).
+ * Notes: The pull cursor is "c1.<lsn>.<ordinal>". The rebuild page token is
+ * "r1.<hex table_id>.<hex pk>". These are pure text codecs, with no SQL
+ * (tests/unit/test_pull_codec.c).
  */
 #include "config.h"
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The gates of pull and rebuild (doc/contract.md#dispatch-order): the
- * gate columns every read statement starts with, read into sy_store_gates, and the decision
- * in the dispatch order (doc/contract.md#dispatch-order).
+ * pull_gates.c: the gates of pull and rebuild.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#dispatch-order (the order of the gates).
+ * Notes: Every read statement starts with the gate columns. They are read into
+ * sy_store_gates. The decision follows the dispatch order.
  */
 #include "config.h"
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the files of the read side share (not an API): the per-process state (pull_cache.c),
- * the gates (pull_gates.c), one request's answer (pull_answer.c), the statements' text
- * (pull_statements.c), the rebuild statements (rebuild.c) and the broken tables
- * (pull_broken.c).
+ * pull_internal.h: what the files of the read side share. It is not an API.
+ *
+ * Notes: It holds the per-process state (pull_cache.c), the gates (pull_gates.c) and one
+ * request's answer (pull_answer.c). It holds the statements' text (pull_statements.c), the
+ * rebuild statements (rebuild.c) and the broken tables (pull_broken.c).
  */
 #ifndef SY_STORE_PULL_INTERNAL_H
 #define SY_STORE_PULL_INTERNAL_H

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/pull after the structural checks (doc/contract.md#pull-request): the page statement of
- * the current manifest run (built by pull_statements.c: changelog window of the caller's read
- * scope, latest entry per row, current source rows, gates and horizon, all in one statement
- * and one snapshot), the cursor gates (rebuild_required, cursor_expired), the read-your-writes wait
- * (doc/contract.md#read-your-writes), and the page's 200 body.
+ * pull_page.c: POST /v3/pull after the structural checks.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#pull-request (the request), doc/contract.md#read-your-writes (the
+ * wait).
+ * Notes: It runs the page statement of the current manifest. pull_statements.c builds it.
+ * One statement and one snapshot read the changelog window of the caller's read scope, the
+ * latest entry per row, the current source rows, the gates and the horizon. Then come the
+ * cursor gates (rebuild_required, cursor_expired) and the read-your-writes wait. Last comes
+ * the page's 200 body.
  */
 #include "config.h"
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read side's statement text, built from a manifest's tables (store/pull_internal.h):
- * the page statement of POST /v3/pull, the two rebuild statements of each table, and the
- * helpers every statement builder of the read side shares (names no earlier statement had, a
- * column as text), called by pull_cache.c, pull_page.c, pull_broken.c and rebuild.c.
+ * pull_statements.c: the read side's statement text, built from a manifest's tables
+ * (store/pull_internal.h).
+ *
  * Layer: base of src/store (doc/hacking.md).
+ * Notes: It builds the page statement of POST /v3/pull and the two rebuild statements of
+ * each table. It holds the helpers every statement builder of the read side shares: names
+ * no earlier statement had, and a column as text. pull_cache.c, pull_page.c, pull_broken.c
+ * and rebuild.c call it.
  */
 #include "config.h"
 
@@ -170,14 +173,16 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 			else
 				sy_buf_puts(&b, ", NULL::text");
 		}
-		sy_buf_printf(
-		        &b,
-		        " FROM pick p"
-		        " LEFT JOIN synchro.row_fences f ON f.table_id = p.table_id AND f.pk = p.pk"
-		        " LEFT JOIN %s r ON r.%s = ",
-		        x->rel, x->pk);
+		/* Each entry's fence and row are looked up by their keys (LATERAL, OFFSET 0: see
+		 * put_fence_lateral), whatever the plan thinks of the tables' sizes. */
+		sy_buf_printf(&b,
+		              " FROM pick p"
+		              " LEFT JOIN LATERAL (SELECT f.version FROM synchro.row_fences f"
+		              " WHERE f.table_id = %s AND f.pk = p.pk OFFSET 0) f ON true"
+		              " LEFT JOIN LATERAL (SELECT * FROM %s r WHERE r.%s = ",
+		              x->lit, x->rel, x->pk);
 		put_entry_key(&b, x->t->pk.type);
-		sy_buf_printf(&b, " WHERE p.table_id = %s", x->lit);
+		sy_buf_printf(&b, " OFFSET 0) r ON true WHERE p.table_id = %s", x->lit);
 	}
 	if (first) {
 		/* Every table is broken: a branch of the same shape and no row. */
@@ -203,11 +208,12 @@ bool sy_store_pull_build_page_sql(sy_store_pull *p, sy_error *err)
 }
 
 /*
- * A members table's rows joined with their fences, one fence looked up by its key for each
- * row (OFFSET 0 keeps the subquery apart, so the lookup stays a lookup): the page is an ordered
- * scan of the table's key that stops at its LIMIT whatever the statistics. Without them, after
- * a bulk load, PostgreSQL otherwise guesses a few dozen fences and compares every row with every
- * fence: over 1 s a page of 1,000 rows at 20,000 rows, against under 10 ms.
+ * A table's rows joined with their fences, one fence looked up by its key for each row
+ * (OFFSET 0 keeps the subquery apart, so the lookup stays a lookup): the page is an ordered
+ * scan of the table's key that stops at its LIMIT whatever the statistics, for every table,
+ * read by all, by owner or by members. Without them, after a bulk load, PostgreSQL otherwise
+ * guesses a few dozen fences and compares every row with every fence: over 1 s a page of 1,000
+ * rows at 20,000 rows, against under 10 ms.
  */
 static void put_fence_lateral(sy_buf *b, const sy_store_ptab *x)
 {
@@ -244,13 +250,7 @@ bool sy_store_rebuild_build_sql(sy_store_ptab *x)
 		              x->pk);
 		for (size_t j = 0; j < x->t->field_count; j++)
 			sy_store_pull_put_value(&b, x, j);
-		if (x->members_scope)
-			put_fence_lateral(&b, x);
-		else
-			sy_buf_printf(&b,
-			              " FROM %s r JOIN synchro.row_fences f"
-			              " ON f.table_id = %s AND f.pk = r.%s::text",
-			              x->rel, x->lit, x->pk);
+		put_fence_lateral(&b, x);
 		int n = 3;
 		const char *w = " WHERE";
 		if (after) {

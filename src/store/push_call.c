@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The adapter's side of synchro.synchro_push: one statement (prepared once per connection,
- * unnamed behind a transaction pool), binary in and out; deadlocks run again after a pause.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * push_call.c: the adapter's side of synchro.synchro_push.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Notes: The push is one statement, binary in and out. It is prepared once per connection,
+ * or runs unnamed behind a transaction pool. A deadlock runs it again after a pause.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The push as one statement (doc/contract.md#request-path, migration 13): synchro.synchro_push runs
- * every gate after authentication and the protocol gate, the replay, admission and the first
- * execution inside PostgreSQL; this is the adapter's side of it over libpq.
+ * push_call.h: the push as one statement (migration 13), and the adapter's side of it over
+ * libpq.
+ *
+ * Rules: doc/contract.md#request-path (the push is one statement).
+ * Notes: Inside PostgreSQL, synchro.synchro_push runs every gate after authentication and
+ * the protocol gate. It runs the replay, admission and the first execution.
  */
 #ifndef SY_STORE_PUSH_CALL_H
 #define SY_STORE_PUSH_CALL_H

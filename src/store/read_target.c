@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The read target of pull and rebuild (read_target.h): the replica's connection with its
- * reconnect backoff, and the position check, the primary's WAL flush position at arrival
- * against the replica's replay position.
+ * read_target.c: the read target of pull and rebuild (read_target.h).
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Notes: It holds the replica's connection, with its reconnect backoff. It checks the
+ * position: the primary's WAL flush position at arrival, against the replica's replay
+ * position.
  */
 #include "config.h"
 

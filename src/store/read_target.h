@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Where a pull or a rebuild page reads ([database] pull_conninfo, doc/scaling.md §3): a
- * streaming replica when it has replayed the primary's WAL up to the primary's flush
- * position taken when the request arrived, else the primary. Everything a client can
- * have seen before it sent the request (a push answered, a cursor, a rebuild session, a
- * retirement, a schema published, a compaction, a stream break) was committed, and so
- * flushed, before that position: a replica at or past it answers exactly as the primary
- * would have at arrival, never older.
+ * read_target.h: where a pull or a rebuild page reads ([database] pull_conninfo).
+ *
+ * Rules: doc/scaling.md#3-read-traffic-on-replicas (reads on a replica).
+ * Notes: The request arrives and the primary's flush position is taken. A streaming
+ * replica that has replayed the primary's WAL up to that position answers. Otherwise the
+ * primary answers. Everything a client can have seen before it sent the request was
+ * committed, and so flushed, before that position. That is a push answered, a cursor, a
+ * rebuild session, a retirement, a schema published, a compaction or a stream break. So a
+ * replica at or past the position answers exactly as the primary would have at arrival,
+ * never older.
  */
 #ifndef SY_STORE_READ_TARGET_H
 #define SY_STORE_READ_TARGET_H

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * POST /v3/rebuild after the structural checks (doc/contract.md#rebuild): the per-table rebuild
- * statements of the current manifest (built by pull_statements.c), the session of (user,
- * client, rebuild_id) binding the client's accepted_write_epoch and a stream position
- * (doc/contract.md#rebuild-invalidation: any push accepted after it began invalidates it), and one
- * page of rows per REPEATABLE READ transaction, ordered by table_id bytes then primary key, the
- * last carrying the cursor to pull from. The first page also says how many rows the whole rebuild
- * holds (rows_total).
+ * rebuild.c: POST /v3/rebuild after the structural checks.
+ *
  * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#rebuild (the route), doc/contract.md#rebuild-invalidation (any push
+ * accepted after the session began invalidates it).
+ * Notes: It runs the per-table rebuild statements of the current manifest. pull_statements.c
+ * builds them. A session of (user, client, rebuild_id) binds the client's
+ * accepted_write_epoch and a stream position. Each page of rows is one REPEATABLE READ
+ * transaction. Rows are ordered by table_id bytes, then by primary key. The last page
+ * carries the cursor to pull from. The first page also says how many rows the whole rebuild
+ * holds (rows_total).
  */
 #include "config.h"
 
@@ -218,6 +221,25 @@ static sy_store_status rebuild_session(sy_store_read *x, const sy_store_rebuild_
 	return SY_STORE_OK;
 }
 
+/* The settings of a page's row statements (rebuild_page says why). */
+#define ROW_PLANS                                                                                  \
+	" SET LOCAL plan_cache_mode = force_generic_plan;"                                         \
+	" SET LOCAL max_parallel_workers_per_gather = 0"
+
+/* Statements without rows sent as one simple query, one round trip (a BEGIN and the settings
+ * of its transaction); the last one's result, or the first failure, as sy_store_command(). */
+static sy_store_status commands(PGconn *c, const char *sql, const char *what, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = PQexec(c, sql);
+	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK) {
+		PQclear(r);
+		return SY_STORE_OK;
+	}
+	(void)sy_store_result_failure(c, r, what, NULL, &st, err);
+	return st;
+}
+
 static bool retry_state(const char *sqlstate)
 {
 	/* A racing first page of the same session (unique_violation), or a serialization
@@ -234,26 +256,21 @@ static sy_store_status rebuild_page(sy_store_read *x, const sy_store_rebuild_req
 	sy_store_status st;
 	char sqlstate[6] = "";
 	*again = false;
+	/* Every page's row statements take their generic plan (an ordered scan of the key that
+	 * stops after LIMIT rows, each row's fence looked up by its key) from their first run: a
+	 * custom plan for the caller's owner value and the page's LIMIT joins and sorts the whole
+	 * table (over 300 ms a page at 100,000 rows, against 6 ms; without table statistics, on
+	 * the first page too), and PostgreSQL makes five of them on each connection before it
+	 * tries the generic one. The first page's count keeps its custom plan (a hash join of
+	 * every row). A generic plan takes LIMIT $n for a third of the table and starts parallel
+	 * workers for each page (6 ms before its first row on a quiet machine, over 30 ms on a
+	 * busy one, for at most 1,000 rows): the row statements run without them. The settings
+	 * travel with BEGIN, one round trip (after the count on the first page). */
 	x->out->statements++;
-	st = sy_store_command(x->c, "BEGIN ISOLATION LEVEL REPEATABLE READ", "rebuild", x->err);
-	/* The pages after a key take their statement's generic plan (an ordered scan of the key,
-	 * LIMIT rows) from its first run: a custom plan for the caller's owner value joins and
-	 * sorts the whole table (over 300 ms a page at 100,000 rows, against 6 ms), and
-	 * PostgreSQL makes five of them on each connection before it tries the generic one.
-	 * The first page (its count, its statement without a key) keeps the custom plans: a
-	 * generic plan made before the table's statistics are can cost seconds there.
-	 * A generic plan takes LIMIT $n for a third of the table and starts parallel workers
-	 * for each page (6 ms before its first row on a quiet machine, over 30 ms on a busy
-	 * one, for at most 1,000 rows): those pages run without them. */
-	if (st == SY_STORE_OK && req->token_table != NULL) {
-		x->out->statements++;
-		PGresult *set = sy_store_exec_plain(
-		        x->c,
-		        "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
-		        " set_config('max_parallel_workers_per_gather', '0', true)",
-		        0, NULL, PGRES_TUPLES_OK, "rebuild", NULL, &st, x->err);
-		PQclear(set);
-	}
+	st = commands(x->c,
+	              req->token_table == NULL ? "BEGIN ISOLATION LEVEL REPEATABLE READ"
+	                                       : "BEGIN ISOLATION LEVEL REPEATABLE READ;" ROW_PLANS,
+	              "rebuild", x->err);
 	if (st != SY_STORE_OK)
 		return sy_store_read_fail(x, st);
 	const char *pv[] = {req->client_id, req->user, req->rebuild_id};
@@ -304,8 +321,13 @@ static sy_store_status rebuild_page(sy_store_read *x, const sy_store_rebuild_req
 		        "page_token: the key is not a value of its table's key type");
 	}
 	long long total = -1;
-	if (req->token_table == NULL && (st = rebuild_total(x, req, &total)) != SY_STORE_OK)
-		return st;
+	if (req->token_table == NULL) {
+		if ((st = rebuild_total(x, req, &total)) != SY_STORE_OK)
+			return st;
+		x->out->statements++;
+		if ((st = commands(x->c, ROW_PLANS, "rebuild", x->err)) != SY_STORE_OK)
+			return sy_store_read_fail(x, st);
+	}
 	bool more;
 	sy_buf token = SY_BUF_INIT;
 	st = rebuild_rows(x, req, k, after, &more, &token);

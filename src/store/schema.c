@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* synchroctl schema publish / show: manifests checked against the catalog, fences installed
- * (and the scope triggers, schema_scopes.c), versions kept.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * schema.c: synchroctl schema publish and show.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/contract.md#schema-versions (versions are kept).
+ * Interface:
+ *   sy_store_schema_check()    a manifest against the catalog
+ *   sy_store_schema_publish()  the check, the fences and the new version, in one transaction
+ *   sy_store_schema_get()      a stored version (0: the latest); sy_store_schema_clear()
+ * Notes: Manifests are checked against the catalog. Publish installs the fences and the
+ * scope triggers (schema_scopes.c). Each version is kept.
+ */
 #include "config.h"
 
 #include <stdio.h>

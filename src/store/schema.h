@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Schema manifests in the database: catalog validation, publication, stored versions. */
+/*
+ * schema.h: schema manifests in the database: catalog validation, publication and stored
+ * versions.
+ */
 #ifndef SY_STORE_SCHEMA_H
 #define SY_STORE_SCHEMA_H
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A publish that changes what pull delivers expires every cursor: the comparison of two
- * manifests as pull sees them, and the horizon move.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * schema_pull_effect.c: a publish that changes what pull delivers expires every cursor.
+ * This file compares two manifests as pull sees them, and moves the horizon.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

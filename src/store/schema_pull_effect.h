@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* What a schema publish does to pull (doc/operations.md "Publishes that change what pull
- * delivers"): a publish that changes what some table delivers expires every cursor, so every
- * client rebuilds under the new schema. synchroctl schema publish, in its transaction. */
+/*
+ * schema_pull_effect.h: what a schema publish does to pull.
+ *
+ * Rules: doc/operations.md#publishes-that-change-what-pull-delivers (the effect).
+ * Notes: A publish that changes what some table delivers expires every cursor. So every
+ * client rebuilds under the new schema. synchroctl schema publish calls it, in its
+ * transaction.
+ */
 #ifndef SY_STORE_SCHEMA_PULL_EFFECT_H
 #define SY_STORE_SCHEMA_PULL_EFFECT_H
 

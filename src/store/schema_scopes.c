@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Membership scopes at publish (store/schema_scopes.h): each membership path checked against
- * the catalog, the scope triggers of the membership and hop relations, and the seeding of
- * the mirror walsync keeps from then on in commit order.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * schema_scopes.c: membership scopes at publish (store/schema_scopes.h).
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Rules: doc/protocol.md#membership-scopes (paths, triggers and the mirror).
+ * Interface:
+ *   sy_store_scopes_check()    a table's membership path against the catalog
+ *   sy_store_scopes_install()  the scope triggers, and the mirror seeded
+ *   sy_store_scope_name(), sy_store_link_name()  the names walsync uses too
+ * Notes: It checks each membership path against the catalog. It installs the scope
+ * triggers of the membership and hop relations. It seeds the mirror. From then on walsync
+ * keeps the mirror, in commit order.
+ */
 #include "config.h"
 
 #include <stdio.h>
@@ -38,7 +47,8 @@ static const char relation_sql[] = "SELECT c.oid, c.relkind FROM pg_catalog.pg_c
 
 /* A column's type as the comparisons see it: a domain's base type, varchar as text. */
 static const char column_sql[] =
-        "WITH a AS (SELECT a.attrelid, a.attnum, a.atttypid, a.atttypmod,"
+        "WITH a AS (SELECT a.attrelid, a.attnum, a.atttypid, a.atttypmod, a.atthasdef,"
+        "                  a.attidentity, a.attgenerated,"
         "                  CASE WHEN t.typbasetype = 0 THEN a.atttypid"
         "                  ELSE t.typbasetype END AS base"
         "             FROM pg_catalog.pg_attribute a"
@@ -53,7 +63,13 @@ static const char column_sql[] =
         "                   AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
         "                   AND i.indexprs IS NULL),"
         "        a.base IN ('pg_catalog.text'::pg_catalog.regtype,"
-        "                   'pg_catalog.varchar'::pg_catalog.regtype)"
+        "                   'pg_catalog.varchar'::pg_catalog.regtype),"
+        "        CASE WHEN a.attgenerated <> '' THEN 'is a generated column'"
+        "             WHEN a.attidentity <> '' THEN 'is an identity column'"
+        "             WHEN a.atthasdef THEN 'has a DEFAULT'"
+        "             WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_type d"
+        "                           WHERE d.oid = a.atttypid AND d.typdefaultbin IS NOT NULL)"
+        "             THEN 'has its domain''s DEFAULT' ELSE '' END"
         "   FROM a";
 
 typedef struct {
@@ -61,6 +77,7 @@ typedef struct {
 	char type[16];     /* the compared type's oid */
 	char display[128]; /* format_type */
 	bool unique, text;
+	char filled[32]; /* how an insert that leaves the column out fills it; "" when null */
 } column_info;
 
 /* relation's oid into oid; SY_STORE_INVALID naming part when it is missing or no table. */
@@ -113,6 +130,7 @@ static sy_store_status find_column(PGconn *c, const sy_table *t, const char *par
 		snprintf(out->display, sizeof out->display, "%s", PQgetvalue(r, 0, 1));
 		out->unique = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
 		out->text = strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+		snprintf(out->filled, sizeof out->filled, "%s", PQgetvalue(r, 0, 4));
 	}
 	PQclear(r);
 	if (!out->found)
@@ -160,6 +178,18 @@ sy_store_status sy_store_scopes_check(PGconn *c, const sy_table *t, const char *
 		if ((st = find_column(c, t, sub, from_oid, from_rel, hop->column, &col, err)) !=
 		    SY_STORE_OK)
 			return st;
+		/* A pushed insert that leaves hop 1's column out would put the row into a scope
+		 * key the push never saw (doc/protocol.md "Membership scopes in a push"). */
+		if (h == 0 && col.filled[0] && t->write != SY_POLICY_NONE)
+			return sy_store_fail(err, SY_STORE_INVALID,
+			                     "table \"%s\": %s: column \"%s\" of %s %s: an insert "
+			                     "that leaves it "
+			                     "out would put the row into a scope no push checked; "
+			                     "make it a column "
+			                     "without a default (ALTER TABLE ... ALTER COLUMN ... "
+			                     "DROP DEFAULT) and "
+			                     "let clients write it",
+			                     t->table_id, sub, hop->column, from_rel, col.filled);
 		snprintf(sub, sizeof sub, "%s.key", part);
 		if ((st = find_column(c, t, sub, seen[nseen - 1], hop->relation, hop->key, &key,
 		                      err)) != SY_STORE_OK)

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Membership scopes at publish (doc/protocol.md, the manifest's members policy): each path
- * checked against the catalog, the scope triggers of the membership and hop relations
- * installed, the mirror (synchro.scope_members, synchro.scope_links) seeded. synchroctl
- * schema publish, in its transaction; walsync names the scopes and links the same way. */
+/*
+ * schema_scopes.h: membership scopes at publish, for the manifest's members policy.
+ *
+ * Rules: doc/protocol.md#membership-scopes (paths, triggers and the mirror).
+ * Notes: Each path is checked against the catalog. The scope triggers of the membership and
+ * hop relations are installed. The mirror (synchro.scope_members, synchro.scope_links) is
+ * seeded. synchroctl schema publish calls it, in its transaction. walsync names the scopes
+ * and links the same way.
+ */
 #ifndef SY_STORE_SCHEMA_SCOPES_H
 #define SY_STORE_SCHEMA_SCOPES_H
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The responders' statements outside push: connect (client generations), current schema, ping.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * session.c: the responders' statements outside push: connect (client generations), the
+ * current schema, and ping.
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the responders ask the store outside push: opening a client generation
- * (/v3/connect), the current schema (/v3/schema), liveness (/healthz), and the
- * per-session limits of a responder's connection.
+ * session.h: what the responders ask the store outside push.
+ *
+ * Notes: They open a client generation (/v3/connect), read the current schema
+ * (/v3/schema) and check liveness (/healthz). They set the per-session limits of a
+ * responder's connection.
  */
 #ifndef SY_STORE_SESSION_H
 #define SY_STORE_SESSION_H

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libpq helpers shared by the store modules: checked execution, one-line errors, quoting.
- * Layer: base of src/store (doc/hacking.md). */
+/*
+ * store.c: the libpq helpers the store modules share: checked execution, one-line errors
+ * and quoting.
+ *
+ * Layer: base of src/store (doc/hacking.md).
+ */
 #include "config.h"
 
 #include <stdarg.h>

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The store (the only code that speaks SQL): status codes and the libpq helpers its modules share.
+/*
+ * store.h: the store, the only code that speaks SQL: status codes, and the libpq helpers
+ * its modules share.
  */
 #ifndef SY_STORE_STORE_H
 #define SY_STORE_STORE_H

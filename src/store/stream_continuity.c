@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity: synchro.stream_position, synchro.stream_break() and synchro.stream_breaks
- * (migration 14). Every write is guarded by the writer lease in its own statement.
- * Layer: middle of src/store (doc/hacking.md). */
+/*
+ * stream_continuity.c: slot continuity: synchro.stream_position, synchro.stream_break()
+ * and synchro.stream_breaks (migration 14).
+ *
+ * Layer: middle of src/store (doc/hacking.md).
+ * Notes: The writer lease guards every write, in the write's own statement.
+ */
 #include "config.h"
 
 #include <stdio.h>
@@ -168,17 +172,14 @@ sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l, const 
 	return st;
 }
 
-sy_store_status sy_store_messages_verified_from(PGconn *c, bool *verify, uint64_t *from,
-                                                sy_error *err)
+static sy_store_status verified_from(PGconn *c, const char *sql, bool *verify, uint64_t *from,
+                                     sy_error *err)
 {
 	*verify = false;
 	*from = 0;
 	sy_store_status st;
-	PGresult *r =
-	        sy_store_exec(c,
-	                      "SELECT messages_verified_from FROM synchro.stream_position"
-	                      " WHERE messages_verified_from IS NOT NULL",
-	                      0, NULL, PGRES_TUPLES_OK, "read the stream position", NULL, &st, err);
+	PGresult *r = sy_store_exec(c, sql, 0, NULL, PGRES_TUPLES_OK, "read the stream position",
+	                            NULL, &st, err);
 	if (!r)
 		return st;
 	unsigned long long v = 0;
@@ -188,6 +189,24 @@ sy_store_status sy_store_messages_verified_from(PGconn *c, bool *verify, uint64_
 	}
 	PQclear(r);
 	return SY_STORE_OK;
+}
+
+sy_store_status sy_store_messages_verified_from(PGconn *c, bool *verify, uint64_t *from,
+                                                sy_error *err)
+{
+	return verified_from(c,
+	                     "SELECT messages_verified_from FROM synchro.stream_position"
+	                     " WHERE messages_verified_from IS NOT NULL",
+	                     verify, from, err);
+}
+
+sy_store_status sy_store_scope_messages_verified_from(PGconn *c, bool *verify, uint64_t *from,
+                                                      sy_error *err)
+{
+	return verified_from(c,
+	                     "SELECT scope_messages_verified_from FROM synchro.stream_position"
+	                     " WHERE scope_messages_verified_from IS NOT NULL",
+	                     verify, from, err);
 }
 
 sy_store_status sy_store_last_break_get(PGconn *c, sy_store_last_break *out, sy_error *err)

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity (migration 14, doc/operations.md "Slot continuity"): the stream position
- * walsync materialized up to, whether a database has stream history, and the resolution of a
- * break (a slot that no longer covers that position). synchro-walsync and synchroctl only. */
+/*
+ * stream_continuity.h: slot continuity (migration 14), for synchro-walsync and synchroctl
+ * only.
+ *
+ * Rules: doc/operations.md#slot-continuity (what a break is and how it is resolved).
+ * Notes: It gives the stream position walsync materialized up to, and whether a database
+ * has stream history. It resolves a break: a slot that no longer covers that position.
+ */
 #ifndef SY_STORE_STREAM_CONTINUITY_H
 #define SY_STORE_STREAM_CONTINUITY_H
 
@@ -61,6 +66,11 @@ SY_MUST_CHECK sy_store_status sy_store_stream_break(PGconn *c, const sy_store_le
  * of their transaction, and from which commit position on (*verify false: not at all). */
 SY_MUST_CHECK sy_store_status sy_store_messages_verified_from(PGconn *c, bool *verify,
                                                               uint64_t *from, sy_error *err);
+
+/* Migration 23: whether membership and link messages are refused, and for transactions
+ * committed after which position (*verify false: none is). */
+SY_MUST_CHECK sy_store_status sy_store_scope_messages_verified_from(PGconn *c, bool *verify,
+                                                                    uint64_t *from, sy_error *err);
 
 /* The last recorded break, for synchroctl lease status. */
 typedef struct {

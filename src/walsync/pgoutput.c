@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Replication stream bytes (frames, status update, pgoutput v1 messages) and the JSON of the
- * version-fence, scope (membership, link) and accepted-epoch messages. No I/O:
- * tests/unit/test_pgoutput feeds it.
- * Layer: base of src/walsync (doc/hacking.md). */
+/*
+ * pgoutput.c: the bytes of the replication stream: frames, the status update and pgoutput
+ * v1 messages. It also reads the JSON of the version-fence, scope (membership, link) and
+ * accepted-epoch messages.
+ *
+ * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: It does no I/O. tests/unit/test_pgoutput feeds it.
+ */
 #include "config.h"
 
 #include <string.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The bytes of a logical replication stream, pure: CopyData frames (XLogData, keepalive),
- * the standby status update, the pgoutput messages walsync reads (protocol version 1), and
- * the JSON of the version-fence and accepted-epoch logical messages. */
+/*
+ * pgoutput.h: the bytes of a logical replication stream, pure.
+ *
+ * Notes: It reads CopyData frames (XLogData, keepalive) and writes the standby status
+ * update. It reads the pgoutput messages walsync uses (protocol version 1). It reads the
+ * JSON of the version-fence and accepted-epoch logical messages.
+ */
 #ifndef SY_WALSYNC_PGOUTPUT_H
 #define SY_WALSYNC_PGOUTPUT_H
 

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The logical replication connection: slot creation, START_REPLICATION with pgoutput and
- * messages, non-blocking reads and standby status updates (libpq's CopyBoth).
- * Layer: base of src/walsync (doc/hacking.md). */
+/*
+ * stream.c: the logical replication connection: slot creation, START_REPLICATION with
+ * pgoutput and messages, reads that do not block, and standby status updates.
+ *
+ * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: It runs on libpq's CopyBoth.
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The replication connection of synchro-walsync: connect with replication=database, create
- * the logical slot, stream it with pgoutput (messages on, publication synchro), read frames
- * without blocking, and confirm positions with standby status updates. */
+/*
+ * stream.h: the replication connection of synchro-walsync.
+ *
+ * Notes: It connects with replication=database and creates the logical slot. It streams
+ * the slot with pgoutput, with messages on and publication synchro. It reads frames
+ * without blocking. It confirms positions with standby status updates.
+ */
 #ifndef SY_WALSYNC_STREAM_H
 #define SY_WALSYNC_STREAM_H
 

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The state of one synchro-walsync process and the functions its files share, top to
- * bottom: walsync_main.c (options, signals, the loop), walsync_lease.c (the single-writer
- * lease), walsync_materialize.c (the stream into changelog transactions), walsync_decode.c
- * (the frames and messages of the stream), walsync_stats.c (the lag log), walsync_session.c
- * (the stop flag, and what a failure does to the connections: every file above calls it),
- * walsync_mirror.c (membership scopes: the mirror, readers, scope changes), walsync_metrics.c
- * (the metrics file), walsync_notify.c (live notifications).
+ * walsync.h: the state of one synchro-walsync process, and the functions its files share.
+ *
+ * Notes: The files, top to bottom:
+ *
+ *   walsync_main.c         options, signals, the loop
+ *   walsync_lease.c        the single-writer lease
+ *   walsync_materialize.c  the stream into changelog transactions
+ *   walsync_decode.c       the frames and messages of the stream
+ *   walsync_stats.c        the lag log
+ *   walsync_session.c      the stop flag, and what a failure does to the connections
+ *                          (every file above calls it)
+ *   walsync_mirror.c       membership scopes: the mirror, readers, scope changes
+ *   walsync_metrics.c      the metrics file
+ *   walsync_notify.c       live notifications
  */
 #ifndef SY_WALSYNC_WALSYNC_H
 #define SY_WALSYNC_WALSYNC_H
@@ -113,6 +120,12 @@ typedef struct walsync {
 	bool fences_known;      /* the RELATION of synchro.row_fences was seen */
 	uint32_t fences_oid;
 	sy_ws_fence_cols fence_cols;
+	/* membership and link changes as rows of synchro.scope_changes (migration 23) */
+	bool scope_verify;            /* membership and link messages are checked */
+	uint64_t scope_verified_from; /* those of transactions committed after it are refused */
+	bool scope_rows_known;        /* the RELATION of synchro.scope_changes was seen */
+	uint32_t scope_rows_oid;
+	sy_ws_scope_cols scope_cols;
 
 	/* membership scopes (walsync_mirror.c; migration 22) */
 	bool scopes_db;       /* the database has migration 22 */

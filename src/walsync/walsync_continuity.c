@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity: is the slot walsync is about to stream still the stream the changelog was
- * materialized from? Decided from synchro.stream_position, resolved by synchro.stream_break.
- * Layer: middle of src/walsync (doc/hacking.md). */
+/*
+ * walsync_continuity.c: slot continuity. Is the slot walsync is about to stream still the
+ * stream the changelog was materialized from?
+ *
+ * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/operations.md#slot-continuity (what a break is).
+ * Notes: synchro.stream_position decides. synchro.stream_break resolves a break.
+ */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Slot continuity for synchro-walsync (doc/operations.md "Slot continuity"): before streaming,
- * whether the slot still covers the position the changelog was materialized up to, and the
- * resolution of a break when it does not. */
+/*
+ * walsync_continuity.h: slot continuity for synchro-walsync.
+ *
+ * Rules: doc/operations.md#slot-continuity (what a break is).
+ * Notes: Before streaming, it checks whether the slot still covers the position the
+ * changelog was materialized up to. When it does not, it resolves the break.
+ */
 #ifndef SY_WALSYNC_CONTINUITY_H
 #define SY_WALSYNC_CONTINUITY_H
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The frames and messages of synchro-walsync's stream: transaction boundaries, version-fence
- * and accepted-epoch messages into the batch, membership and link messages to the scope
- * mirror, and the check of every version-fence message
- * against the fence transitions of its own transaction (doc/operations.md "Forged
- * messages").
- * Layer: middle of src/walsync (doc/hacking.md). */
+/*
+ * walsync_decode.c: the frames and messages of synchro-walsync's stream.
+ *
+ * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/operations.md#forged-messages (which messages and rows are Synchro's).
+ * Notes: It reads transaction boundaries. It puts version-fence and accepted-epoch messages
+ * into the batch. It hands membership and link changes to the scope mirror: rows of
+ * synchro.scope_changes, or messages before migration 23 (refused after it). It checks
+ * every version-fence message against the fence transitions of its own transaction.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -21,6 +25,28 @@ static void bad_message(walsync *w, const sy_error *err)
 	if (w->stats.bad_messages++ < 10 || w->stats.bad_messages % 1000 == 0)
 		sy_log(SY_LOG_WARNING, "skipped a malformed logical message (%lld so far): %s",
 		       w->stats.bad_messages, err->message);
+}
+
+static void forged(walsync *w, const char *what)
+{
+	if (w->stats.forged_messages++ < 10 || w->stats.forged_messages % 1000 == 0)
+		sy_log(SY_LOG_WARNING,
+		       "refused a %s message that no %s of its transaction (xid %u) vouches for "
+		       "(%lld so far): forged or damaged",
+		       what,
+		       strcmp(what, "version-fence") == 0 ? "fence transition"
+		                                          : "scope_changes row",
+		       w->txn_xid, w->stats.forged_messages);
+}
+
+/* A membership or link change at ordinal into the mirror and the batch. */
+static bool scope_change(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_msg *s, int ordinal)
+{
+	if (!sy_ws_mirror_scope(w, kind, s, ordinal))
+		return false;
+	if (sy_store_changes_scope_count(w->batch) >= w->piece_rows)
+		return w->write_piece(w);
+	return true;
 }
 
 static bool on_message(walsync *w, const sy_ws_msg *m)
@@ -72,20 +98,17 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		return true;
 	}
 	if (kind != SY_WS_SYNCHRO_CHANGE) {
-		if (!sy_ws_mirror_scope(w, kind, &scope, ordinal))
-			return false;
-		if (sy_store_changes_scope_count(w->batch) >= w->piece_rows)
-			return w->write_piece(w);
-		return true;
+		/* Migration 23: the scope trigger writes rows of synchro.scope_changes instead. */
+		if (w->scope_verify && w->txn_lsn > w->scope_verified_from) {
+			forged(w, "membership or link");
+			return true;
+		}
+		return scope_change(w, kind, &scope, ordinal);
 	}
 	/* Migration 15: any role may emit a message; only the fence transition of the same
 	 * transaction proves the version-fence trigger wrote it. */
 	if (w->verify && w->txn_lsn > w->verified_from && !sy_ws_fences_take(w->fences, &c)) {
-		if (w->stats.forged_messages++ < 10 || w->stats.forged_messages % 1000 == 0)
-			sy_log(SY_LOG_WARNING,
-			       "refused a version-fence message that no fence transition of its "
-			       "transaction (xid %u) vouches for (%lld so far): forged or damaged",
-			       w->txn_xid, w->stats.forged_messages);
+		forged(w, "version-fence");
 		return true;
 	}
 	const char *rb, *ra;
@@ -136,12 +159,53 @@ static void on_relation(walsync *w, const sy_ws_msg *m)
 		w->fence_cols = cols;
 		w->fences_known = true;
 	}
+	sy_ws_scope_cols scols;
+	if (sy_ws_scope_relation(&rel, &scols)) {
+		w->scope_rows_oid = rel.oid;
+		w->scope_cols = scols;
+		w->scope_rows_known = true;
+	}
+}
+
+static bool arena_fit(walsync *w, size_t need)
+{
+	if (need <= w->arena_size)
+		return true;
+	char *a = sy_realloc(w->arena, need);
+	if (!a) {
+		sy_log(SY_LOG_ERR, "out of memory");
+		return false;
+	}
+	w->arena = a;
+	w->arena_size = need;
+	return true;
+}
+
+/* A row of synchro.scope_changes (migration 23): a membership or link change, numbered as
+ * the message it replaces was. */
+static bool on_scope_row(walsync *w, const sy_ws_msg *m, const sy_ws_row *row)
+{
+	int ordinal = w->txn_ordinal++;
+	if (ordinal <= w->txn_skip_ord)
+		return true;
+	if (!arena_fit(w, m->raw_len + 8))
+		return false;
+	sy_ws_synchro_kind kind;
+	sy_ws_scope_msg s;
+	if (!sy_ws_scope_from_row(row, &w->scope_cols, w->arena, w->arena_size, &kind, &s)) {
+		sy_error err = {0};
+		sy_error_set(&err, SY_ERR_INVALID_REQUEST,
+		             "a scope_changes row without its columns");
+		bad_message(w, &err);
+		return true;
+	}
+	return scope_change(w, kind, &s, ordinal);
 }
 
 /* A fence transition of the transaction: remembered until its message comes. */
 static bool on_row(walsync *w, const sy_ws_msg *m)
 {
-	if (!w->in_txn || w->txn_skip || !w->verify)
+	if (!w->in_txn || w->txn_skip || (!w->verify && !w->scope_rows_known))
 		return true;
 	sy_error err = {0};
 	sy_ws_row row;
@@ -149,7 +213,9 @@ static bool on_row(walsync *w, const sy_ws_msg *m)
 		bad_message(w, &err);
 		return true;
 	}
-	if (!w->fences_known || row.oid != w->fences_oid)
+	if (w->scope_rows_known && row.oid == w->scope_rows_oid)
+		return on_scope_row(w, m, &row);
+	if (!w->verify || !w->fences_known || row.oid != w->fences_oid)
 		return true;
 	size_t need = m->raw_len + 8;
 	if (need > w->arena_size) {

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The transaction's fence transitions: an open-addressing table keyed by version (random,
- * so the hash spreads), each entry one allocation holding its strings.
- * Layer: base of src/walsync (doc/hacking.md). */
+/*
+ * walsync_fences.c: the transaction's fence transitions, and the rows of
+ * synchro.scope_changes read as membership and link changes.
+ *
+ * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: The transitions sit in an open-addressing table keyed by version. Versions are
+ * random, so the hash spreads. Each entry is one allocation that holds its strings.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -231,4 +236,53 @@ bool sy_ws_fence_from_row(const sy_ws_row *row, const sy_ws_fence_cols *cols, ch
 		return false;
 	out->deleted = strcmp(state, "deleted") == 0;
 	return true;
+}
+
+bool sy_ws_scope_relation(const sy_ws_relation *rel, sy_ws_scope_cols *cols)
+{
+	if (!rel->nspname || !rel->relname || strcmp(rel->nspname, "synchro") != 0 ||
+	    strcmp(rel->relname, "scope_changes") != 0)
+		return false;
+	int *slot[] = {&cols->kind,         &cols->scope,     &cols->key_before,
+	               &cols->value_before, &cols->key_after, &cols->value_after};
+	static const char *const names[] = {"kind",         "scope",     "key_before",
+	                                    "value_before", "key_after", "value_after"};
+	for (int k = 0; k < 6; k++) {
+		*slot[k] = -1;
+		for (int i = 0; i < rel->ncols && i < SY_WS_MAX_COLS; i++)
+			if (rel->cols[i] && strcmp(rel->cols[i], names[k]) == 0)
+				*slot[k] = i;
+		if (*slot[k] < 0)
+			return false;
+	}
+	return true;
+}
+
+bool sy_ws_scope_from_row(const sy_ws_row *row, const sy_ws_scope_cols *cols, char *buf,
+                          size_t size, sy_ws_synchro_kind *kind, sy_ws_scope_msg *out)
+{
+	memset(out, 0, sizeof *out);
+	char *pos = buf, *end = buf + size;
+	const char *k = NULL;
+	if (row->tag != 'I' || !col_text(row, cols->kind, false, &pos, end, &k) ||
+	    !col_text(row, cols->scope, false, &pos, end, &out->scope) || !out->scope[0] ||
+	    !col_text(row, cols->key_before, true, &pos, end, &out->key_before) ||
+	    !col_text(row, cols->value_before, true, &pos, end, &out->value_before) ||
+	    !col_text(row, cols->key_after, true, &pos, end, &out->key_after) ||
+	    !col_text(row, cols->value_after, true, &pos, end, &out->value_after))
+		return false;
+	bool member = strcmp(k, "member") == 0;
+	if (!member && strcmp(k, "link") != 0)
+		return false;
+	*kind = member ? SY_WS_SYNCHRO_MEMBER : SY_WS_SYNCHRO_LINK;
+	/* As the message's parse: a membership row with a null key or user names nobody. */
+	if (member && (!out->key_before || !out->value_before))
+		out->key_before = out->value_before = NULL;
+	if (member && (!out->key_after || !out->value_after))
+		out->key_after = out->value_after = NULL;
+	if (!out->key_before)
+		out->value_before = NULL;
+	if (!out->key_after)
+		out->value_after = NULL;
+	return member || out->key_before || out->key_after;
 }

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The fence transitions of the transaction being decoded (rows of synchro.row_fences that
- * pgoutput streams since migration 15), against which every version-fence message of that
- * transaction is checked: only a message naming a transition its own transaction made is
- * Synchro's (doc/operations.md "Forged messages"). Pure: no I/O. */
+/*
+ * walsync_fences.h: the fence transitions of the transaction being decoded, and the rows
+ * of synchro.scope_changes. Every version-fence message of that transaction is checked
+ * against the transitions.
+ *
+ * Rules: doc/operations.md#forged-messages (only a message naming a transition its own
+ * transaction made is Synchro's; only the scope trigger writes synchro.scope_changes).
+ * Notes: The transitions are rows of synchro.row_fences, which pgoutput streams since
+ * migration 15. The scope changes are rows of synchro.scope_changes (migration 23). The
+ * table is pure: no I/O.
+ */
 #ifndef SY_WALSYNC_FENCES_H
 #define SY_WALSYNC_FENCES_H
 
@@ -54,5 +61,24 @@ bool sy_ws_fence_relation(const sy_ws_relation *rel, sy_ws_fence_cols *cols);
  */
 SY_MUST_CHECK bool sy_ws_fence_from_row(const sy_ws_row *row, const sy_ws_fence_cols *cols,
                                         char *buf, size_t size, sy_ws_fence *out);
+
+/* The columns of synchro.scope_changes, found by name in a RELATION. */
+typedef struct {
+	int kind, scope, key_before, value_before, key_after, value_after; /* -1: missing */
+} sy_ws_scope_cols;
+
+/* Whether rel is synchro.scope_changes with every column (their indexes into *cols). */
+bool sy_ws_scope_relation(const sy_ws_relation *rel, sy_ws_scope_cols *cols);
+
+/*
+ * The membership or link change a row of synchro.scope_changes holds, as
+ * sy_ws_synchro_parse() reads the same change from a scope trigger's message (the same sides
+ * left absent), its strings copied NUL-terminated into buf (size bytes; the row message's
+ * length + 8 always suffices). false when a column is missing, not text, holds U+0000, the
+ * kind is neither member nor link, the scope is empty, or a link has no key.
+ */
+SY_MUST_CHECK bool sy_ws_scope_from_row(const sy_ws_row *row, const sy_ws_scope_cols *cols,
+                                        char *buf, size_t size, sy_ws_synchro_kind *kind,
+                                        sy_ws_scope_msg *out);
 
 #endif

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The single-writer lease of synchro-walsync (synchro-walsync(8) "THE WRITER LEASE";
- * doc/contract.md#wal-alone-publishes: nothing writes the changelog but the lease's holder, and
- * every write is fenced by its epoch and token): the SQL connection and its backoff, claiming the
- * lease as a standby, the heartbeat on a connection of its own (also between the statements of
- * a long write), demotion when the lease is found lost, and its release on stop. The SQL
- * is src/store/lease.c.
+ * walsync_lease.c: the single-writer lease of synchro-walsync (synchro-walsync(8), "THE
+ * WRITER LEASE").
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/contract.md#wal-alone-publishes (only the lease's holder writes the changelog,
+ * and its epoch and token fence every write).
+ * Notes: The file holds the SQL connection and its backoff. It claims the lease as a
+ * standby. The heartbeat runs on a connection of its own, also between the statements of a
+ * long write. When the lease is found lost, the process is demoted. On stop, the lease is
+ * released. The SQL is in src/store/lease.c.
  */
 #include "config.h"
 
@@ -39,6 +42,10 @@ bool sy_ws_db_open(walsync *w)
 	w->verify = false;
 	if (st == SY_STORE_OK && migration >= SY_STORE_VERIFY_MIGRATION)
 		st = sy_store_messages_verified_from(w->db, &w->verify, &w->verified_from, &err);
+	w->scope_verify = false;
+	if (st == SY_STORE_OK && migration >= SY_STORE_SCOPE_VERIFY_MIGRATION)
+		st = sy_store_scope_messages_verified_from(w->db, &w->scope_verify,
+		                                           &w->scope_verified_from, &err);
 	if (st != SY_STORE_OK) {
 		sy_log(SY_LOG_ERR, "%s", err.message);
 		sy_ws_db_close(w);

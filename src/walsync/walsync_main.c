@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-walsync's program: the command line, the settings of synchro.conf [walsync]
- * (SIGHUP reloads the lease timings, the log and [database] conninfo; the rest takes effect
- * at restart), the signals, and the loop that drives the lease (walsync_lease.c) and, while
- * this instance holds it, the stream (walsync_materialize.c). What it does is synchro-walsync(8):
- * materialize the version-fence messages of the WAL into synchro.changelog in commit
- * order, as the single writer of the lease; standby instances wait to take over.
+ * walsync_main.c: synchro-walsync's program: the command line, the settings of
+ * synchro.conf [walsync], the signals, and the loop.
+ *
  * Layer: top of src/walsync (doc/hacking.md).
+ * Notes: SIGHUP reloads the lease timings, the log and [database] conninfo. The rest takes
+ * effect at restart. The loop drives the lease (walsync_lease.c). While this instance
+ * holds the lease, the loop drives the stream too (walsync_materialize.c).
+ *
+ * synchro-walsync(8) says what the program does. It materializes the version-fence
+ * messages of the WAL into synchro.changelog, in commit order, as the single writer of the
+ * lease. Standby instances wait to take over.
  */
 #include "config.h"
 

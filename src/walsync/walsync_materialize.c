@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The leader's stream into synchro.changelog (doc/contract.md#wal-alone-publishes: WAL alone
- * creates pull-visible effects; the pipeline materializes them in commit order and reuses the
- * versions the source transactions allocated): starting the stream from the slot (created when
- * missing, its continuity checked, a displaced reader stopped), reading frames until the next
- * timer, assembling complete transactions into batches, writing each batch in one fenced
- * changelog transaction (a transaction too large to hold in pieces), and confirming to the
- * slot only positions already durable (doc/operations.md "Slot continuity", "Large
- * transactions"). The frames are decoded in walsync_decode.c; the SQL is
- * src/store/changelog.c.
+ * walsync_materialize.c: the leader's stream into synchro.changelog.
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/contract.md#wal-alone-publishes (WAL alone creates pull-visible effects,
+ * materialized in commit order, with the versions the source transactions allocated),
+ * doc/operations.md#slot-continuity (the slot's position),
+ * doc/operations.md#large-transactions (a transaction written in pieces).
+ * Notes: The stream starts from the slot. A missing slot is created. Its continuity is
+ * checked, and a displaced reader is stopped. Frames are read until the next timer.
+ * Complete transactions are assembled into batches. Each batch is written in one fenced
+ * changelog transaction. A transaction too large to hold is written in pieces. Only
+ * positions already durable are confirmed to the slot. walsync_decode.c decodes the frames.
+ * The SQL is in src/store/changelog.c.
  */
 #include "config.h"
 

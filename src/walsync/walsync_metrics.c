@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-walsync's metrics file (walsync_metrics.h): one statement reads the primary's
- * flush position, the slot's confirmed position and the lease's epoch; the counters come
- * from walsync_stats.h; the text is written to <file>.tmp and renamed over <file>, so
- * node_exporter never reads half a file. No row value, no credential: counters, positions,
- * the writer id and the slot name.
+ * walsync_metrics.c: synchro-walsync's metrics file (walsync_metrics.h).
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Notes: One statement reads the primary's flush position, the slot's confirmed position
+ * and the lease's epoch. The counters come from walsync_stats.h. The text goes to
+ * <file>.tmp, which is renamed over <file>. So node_exporter never reads half a file. The
+ * file holds counters, positions, the writer id and the slot name. It holds no row value
+ * and no credential.
  */
 #include "config.h"
 
@@ -174,7 +176,8 @@ void sy_ws_metrics_tick(walsync *w, bool force)
 	metric(&b, id, "counter", "synchro_walsync_bad_messages_total",
 	       "Malformed logical messages skipped.", (double)s->bad_messages);
 	metric(&b, id, "counter", "synchro_walsync_forged_messages_total",
-	       "Version-fence messages no fence transition vouched for (refused).",
+	       "Version-fence messages no fence transition vouched for, and membership or link "
+	       "messages after migration 23 (refused).",
 	       (double)s->forged_messages);
 	if (sy_ws_notify_enabled(w->notify)) {
 		metric(&b, id, "counter", "synchro_walsync_notify_published_total",

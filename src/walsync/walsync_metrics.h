@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-walsync's metrics as a Prometheus textfile for node_exporter's textfile collector
- * ([walsync] metrics_file, written to a temporary file and renamed over it every
- * metrics_interval_s): lease, epoch, lag behind the primary's flush position, what was
- * materialized, stream restarts, and the time of the last pass of the loop.
- * doc/operations.md "Metrics" says why a file and not a listener.
+ * walsync_metrics.h: synchro-walsync's metrics, as a Prometheus textfile for
+ * node_exporter's textfile collector ([walsync] metrics_file).
+ *
+ * Notes: Every metrics_interval_s, the file is written to a temporary file and renamed over
+ * it. It reports the lease, the epoch, the lag behind the primary's flush position, what
+ * was materialized, stream restarts, and the time of the last pass of the loop.
+ * doc/operations.md#metrics says why a file and not a listener.
  */
 #ifndef SY_WALSYNC_METRICS_H
 #define SY_WALSYNC_METRICS_H

@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Membership scopes in commit order (migration 22): the scope mirror loaded when the stream
- * starts, under the lease, with the members-scoped tables of the published manifest; each
- * change of such a table told its readers before and after; each membership that comes or
- * goes, and each link that moves, applied to the mirror and turned into entries for the
- * rows of its scope (written by the changelog write, in its transaction, with the mirror's
- * rows: src/store/changelog_scopes.c). The users concerned are noted for live
- * notifications (doc/contract.md#wal-alone-publishes, doc/contract.md#read-scope).
+ * walsync_mirror.c: membership scopes in commit order (migration 22).
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Rules: doc/contract.md#wal-alone-publishes (the WAL drives every change),
+ * doc/contract.md#read-scope (who reads a row).
+ * Interface:
+ *   sy_ws_mirror_start()     loads the mirror when the stream starts
+ *   sy_ws_mirror_readers()   the readers of a change, before and after
+ *   sy_ws_mirror_scope()     a membership or link message: the mirror and its entries
+ *   sy_ws_mirror_to_batch()  the mirror's changed rows, into the batch before its write
+ *   sy_ws_mirror_written()   after a changelog write; sy_ws_mirror_pending()
+ * Notes: The scope mirror is loaded when the stream starts, under the lease, with the
+ * members-scoped tables of the published manifest. Each change of such a table tells its
+ * readers before and after. A membership that comes or goes, or a link that moves, is
+ * applied to the mirror. It becomes entries for the rows of its scope. The changelog write
+ * writes them, in its transaction, with the mirror's rows (src/store/changelog_scopes.c).
+ * The users concerned are noted for live notifications.
  */
 #include "config.h"
 

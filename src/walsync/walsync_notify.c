@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Live notifications to the web server's pub/sub module (walsync_notify.h): the users a
- * batch touched, each with the position of their newest change, kept in a small hash table
- * while the batch is decoded; after the changelog write, one HTTP/1.1 POST per user
- * ("Connection: close") to the publisher URL with the user's channel id appended, its body
- * {"cursor":"c1...."} and nothing else. Each POST is non-blocking against one deadline for
- * the whole batch; what does not fit is counted as failed and never sent again (the
- * devices' poll is the safety net).
+ * walsync_notify.c: live notifications to the web server's pub/sub module
+ * (walsync_notify.h).
+ *
  * Layer: base of src/walsync (doc/hacking.md).
+ * Rules: doc/contract.md#live-notifications (what a notification says).
+ * Notes: While the batch is decoded, a small hash table keeps the users it touched, each
+ * with the position of their newest change. After the changelog write, each user gets one
+ * HTTP/1.1 POST ("Connection: close"). It goes to the publisher URL with the user's channel
+ * id appended. Its body is {"cursor":"c1...."} and nothing else. Each POST is non-blocking,
+ * against one deadline for the whole batch. What does not fit is counted as failed and
+ * never sent again. The devices' poll is the safety net.
  */
 #include "config.h"
 

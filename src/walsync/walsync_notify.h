@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Live notifications: after the leader writes a batch to the changelog, each user whose rows
- * it touched is told the position of their newest change ("changes up to cursor C", nothing
- * else) by an HTTP POST to the web server's pub/sub module (nginx's nchan), on the channel
- * named after the user. Publishing never blocks materialization for long (a time budget per
- * batch) and is never retried: a lost notification only delays a device until its poll.
+ * walsync_notify.h: live notifications.
+ *
+ * Rules: doc/contract.md#live-notifications (what a notification says).
+ * Notes: The leader writes a batch to the changelog. Then each user whose rows it touched
+ * is told the position of their newest change ("changes up to cursor C", nothing else). It
+ * is an HTTP POST to the web server's pub/sub module (nginx's nchan), on the channel named
+ * after the user. Publishing never blocks materialization for long: each batch has a time
+ * budget. It is never retried. A lost notification only delays a device until its poll.
  */
 #ifndef SY_WALSYNC_NOTIFY_H
 #define SY_WALSYNC_NOTIFY_H

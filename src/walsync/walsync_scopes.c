@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The scope mirror in memory (walsync_scopes.h): one open-addressing hash table of nodes
- * keyed by kind and two strings (a table, a scope key's users, a link's target and the keys
- * of each target), so a
- * change's readers cost two or three lookups whatever the number of memberships.
- * Layer: base of src/walsync (doc/hacking.md). */
+/*
+ * walsync_scopes.c: the scope mirror in memory (walsync_scopes.h).
+ *
+ * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: The mirror is one open-addressing hash table of nodes. A node is keyed by kind and
+ * two strings: a table, a scope key's users, a link's target, or the keys of each target.
+ * So a change's readers cost two or three lookups, whatever the number of memberships.
+ */
 #include "config.h"
 
 #include <stdint.h>

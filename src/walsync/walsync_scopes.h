@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The scope mirror in memory: who reads what, as walsync has materialized it in commit order
- * (synchro.scope_members, synchro.scope_links). The members-scoped tables of the published
- * manifest name their scope ("relation(match,user)") and, with two hops, their link
- * ("relation.key->column"). A row's readers are the users of its scope key: hop 1's value
- * itself, or, with two hops, the link's target of it. What changed since the last write is
- * kept as dirty entries, for the changelog transaction that writes them. Pure: no I/O.
+ * walsync_scopes.h: the scope mirror in memory: who reads what, as walsync has
+ * materialized it in commit order (synchro.scope_members, synchro.scope_links).
+ *
+ * Rules: doc/contract.md#read-scope (who reads a row).
+ * Notes: The members-scoped tables of the published manifest name their scope
+ * ("relation(match,user)"). With two hops, they also name their link
+ * ("relation.key->column"). A row's readers are the users of its scope key. That key is
+ * hop 1's value itself or, with two hops, the link's target of it. What changed since the
+ * last write is kept as dirty entries, for the changelog transaction that writes them. The
+ * mirror is pure: no I/O.
  */
 #ifndef SY_WALSYNC_WALSYNC_SCOPES_H
 #define SY_WALSYNC_WALSYNC_SCOPES_H

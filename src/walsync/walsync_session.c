@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What every file of synchro-walsync does with the process's connections and state when
- * something fails or ends (walsync.h): the stop flag its signals set and the naps it cuts
- * short, closing the stream (and forgetting what was decoded but not written) or the SQL
- * connections, the backoff before the next attempt, a failed store call, and demotion to
- * standby.
+ * walsync_session.c: what every file of synchro-walsync does with the process's
+ * connections and state when something fails or ends (walsync.h).
+ *
  * Layer: base of src/walsync (doc/hacking.md).
+ * Notes: It holds the stop flag that the signals set, and the naps the flag cuts short. It
+ * closes the stream, and forgets what was decoded but not written. It closes the SQL
+ * connections. It holds the backoff before the next attempt, a failed store call, and
+ * demotion to standby.
  */
 #include "config.h"
 
@@ -50,6 +52,7 @@ void sy_ws_stream_reset(walsync *w)
 	w->batch_newest_time = 0;
 	w->idle_lsn = 0;
 	w->fences_known = false; /* a new stream sends its RELATION messages again */
+	w->scope_rows_known = false;
 	sy_ws_fences_clear(w->fences);
 	sy_ws_notify_forget(w->notify);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * synchro-walsync's statistics (walsync_stats.h) and the periodic lag log: the slot's
- * confirmed position, the bytes of WAL behind it, the commit-to-changelog lag and the
- * throughput since the last log (synchro-walsync(8) "[walsync] lag_log_s").
+ * walsync_stats.c: synchro-walsync's statistics (walsync_stats.h) and the periodic lag log.
+ *
  * Layer: middle of src/walsync (doc/hacking.md).
+ * Notes: The log reports the slot's confirmed position and the bytes of WAL behind it. It
+ * reports the commit-to-changelog lag, and the throughput since the last log
+ * (synchro-walsync(8), "[walsync] lag_log_s").
  */
 #include "config.h"
 

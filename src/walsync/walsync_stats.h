@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The statistics of one synchro-walsync process: what the periodic lag log reports
- * (synchro-walsync(8) "[walsync] lag_log_s"), what the heartbeat stores in the lease row
- * (the last commit-to-changelog lag), and the counts of skipped and refused messages
- * (doc/operations.md "Forged messages"). Counters only; no row value is ever kept.
+ * walsync_stats.h: the statistics of one synchro-walsync process.
+ *
+ * Rules: doc/operations.md#forged-messages (the skipped and refused messages).
+ * Notes: They are what the periodic lag log reports (synchro-walsync(8), "[walsync]
+ * lag_log_s"). They are what the heartbeat stores in the lease row: the last
+ * commit-to-changelog lag. They count skipped and refused messages. They are counters
+ * only. No row value is ever kept.
  */
 #ifndef SY_WALSYNC_STATS_H
 #define SY_WALSYNC_STATS_H
@@ -20,7 +23,7 @@ typedef struct {
 	long long last_lag_ms;     /* commit to changelog, of the last write; the heartbeat's */
 	int64_t next_log_ms;       /* sy_clock_ms() when the lag log is next due */
 	long long bad_messages;    /* malformed logical messages skipped */
-	long long forged_messages; /* version-fence messages no fence transition vouched for */
+	long long forged_messages; /* refused: unvouched version-fence and scope messages */
 	/* Since start, for the metrics file (walsync_metrics.c): */
 	long long entries_total;   /* changelog entries written */
 	long long txns_total;      /* source transactions materialized */

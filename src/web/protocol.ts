@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The messages between the page (synchro.ts) and the worker that owns the client
-// (worker.ts), and the records both hand to the app. Each request carries an id; the
-// worker answers it once, with a value or an error (a "token" answer to the worker's own ask is
-// not answered).
+// protocol.ts: the messages between the page (synchro.ts) and the worker that owns the
+// client (worker.ts), and the records both hand to the app.
+//
+// Layer: base of src/web (doc/hacking.md).
+// Notes: Each request carries an id. The worker answers it once, with a value or an error.
+// A "token" answer to the worker's own ask gets no answer.
 
 /** A libsynchro-client error: rc is its code ("einval", "enotfound", "estore", ...). */
 export interface ErrorInfo {

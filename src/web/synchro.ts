@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The page's side of the browser client: a Synchro owns a dedicated Worker (worker.ts)
-// that owns the store, and every call is one message to it, answered once. The writes of
-// a transaction go in one message and are committed in one SQLite transaction there.
-// Tabs of one origin share a store: the tab holding its Web Lock owns the worker; the
-// others' calls reach it through a BroadcastChannel until they take the lock over.
+// synchro.ts: the page's side of the browser client. A Synchro owns a dedicated Worker
+// (worker.ts), which owns the store.
+//
+// Layer: top of src/web (doc/hacking.md).
+// Notes: Every call is one message to the worker, answered once. The writes of a
+// transaction go in one message. The worker commits them in one SQLite transaction. Tabs of
+// one origin share a store. The tab that holds its Web Lock owns the worker. The other tabs'
+// calls reach it through a BroadcastChannel, until they take the lock over.
 
 import type {
   ErrorInfo,

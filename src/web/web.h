@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The WebAssembly build's private interface between its C files (src/web). */
+/*
+ * web.h: the private interface between the C files of the WebAssembly build (src/web).
+ */
 #ifndef SY_WEB_H
 #define SY_WEB_H
 

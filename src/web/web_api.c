@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The C face the worker (worker.ts) calls through the WebAssembly module's exports:
- * libsynchro-client's functions with strings in and JSON text out, so that JavaScript
- * never reads a C struct. Each call's failure is kept (sy_web_error_rc/_message) until
- * the next call; returned strings are new (sy_web_free). The worker is the only caller
- * and calls one function at a time (one event loop, no threads).
+ * web_api.c: the C face the worker (worker.ts) calls through the WebAssembly module's
+ * exports. It offers libsynchro-client's functions with strings in and JSON text out. So
+ * JavaScript never reads a C struct.
  *
- * query: read-only SQL in place over the synced tables the store keeps (client_visible.c,
- * client_query.c: on the store's one connection here, SQLite's authorizer checking the
- * app's statement). The listener records the tables whose rows changed, for live queries
- * (sy_web_changed).
  * Layer: top of src/web (doc/hacking.md).
+ * Notes: Each call's failure is kept until the next call (sy_web_error_rc, _message).
+ * Returned strings are new (sy_web_free). The worker is the only caller. It calls one
+ * function at a time: one event loop, no threads.
+ *
+ * query runs read-only SQL in place over the synced tables the store keeps
+ * (client_visible.c, client_query.c). Here it runs on the store's one connection, and
+ * SQLite's authorizer checks the app's statement. The listener records the tables whose
+ * rows changed, for live queries (sy_web_changed).
  */
 #include "config.h"
 

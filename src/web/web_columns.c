@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One SQLite result column as JSON, for the browser API's answers that carry rows SQLite
- * read (query() in web_api.c, records() in web_inspect.c): integers and reals as SQLite
- * has them, text as a JSON string, NULL as null, a blob in hex.
+ * web_columns.c: one SQLite result column as JSON. The browser API's answers that carry rows
+ * use it: query() in web_api.c and records() in web_inspect.c.
+ *
  * Layer: base of src/web (doc/hacking.md).
+ * Notes: Integers and reals come as SQLite has them. Text is a JSON string and NULL is null.
+ * A blob is in hex.
  */
 #include "config.h"
 

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The store's own records as JSON, for the worker's "records" call (Synchro.records()):
- * what a native store's SQLite file holds and a tool reading that file would see (the
- * meta keys, the server rows, the schemas, the transactions, every intent with its state
- * and links, the sealed batches, their members and every attempt). A browser store has
- * no file outside the browser, so this is how a test or a support tool reads it. Read
- * only, in one read transaction; the bodies and responses (BLOBs) are given in hex so that
- * their bytes are exact.
+ * web_inspect.c: the store's own records as JSON, for the worker's "records" call
+ * (Synchro.records()).
  *
  * Layer: top of src/web (doc/hacking.md).
+ * Notes: It gives what a native store's SQLite file holds, as a tool reading that file would
+ * see it. That is the meta keys, the server rows, the schemas and the transactions. It is
+ * every intent with its state and links, and the sealed batches with their members and
+ * every attempt. A browser store has no file outside the browser. So this is how a test or
+ * a support tool reads it. It only reads, in one read transaction. The bodies and responses
+ * (BLOBs) come in hex, so their bytes are exact.
  */
 #include "config.h"
 

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The browser's transport: sy_client_transport over fetch(). Only the HTTP round trip
- * is JavaScript (worker.ts, Module.syFetch: the URL, basic credentials and timeout
- * live there); what to send, when, and what a status or a Retry-After means stays in
- * the library's C (client_sync.c), as with libcurl. start() begins one fetch; poll()
- * never waits (the worker steps again when the fetch settles); status 0 when no
- * response arrived (network error, timeout, abort), exactly as the libcurl transport.
+ * web_transport.c: the browser's transport, an sy_client_transport over fetch().
+ *
  * Layer: middle of src/web (doc/hacking.md).
+ * Notes: Only the HTTP round trip is JavaScript (worker.ts, Module.syFetch). The URL, the
+ * basic credentials and the timeout live there. The library's C (client_sync.c) decides
+ * what to send and when, and what a status or a Retry-After means, as with libcurl. start()
+ * begins one fetch. poll() never waits: the worker steps again when the fetch settles. The
+ * status is 0 when no response arrived (network error, timeout, abort), exactly as with the
+ * libcurl transport.
  */
 #include "config.h"
 

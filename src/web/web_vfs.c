@@ -1,34 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SQLite's storage in the browser: an sqlite3_vfs over the Origin Private File System.
- * Its file methods call FileSystemSyncAccessHandle read/write/truncate/getSize/flush
- * (synchronous in a dedicated Worker) through EM_JS. createSyncAccessHandle() is
- * asynchronous, so the worker (worker.ts, opfsOpen) opens the store's files before any
- * C code runs: the database, its -wal and its -journal, each one handle, held for the
- * life of the worker (a handle locks its file: one worker per store at a time). xOpen
- * finds a pre-opened handle by name and fails with SQLITE_CANTOPEN when there is none;
- * nothing ever falls back to memory storage. Only SQLite's temporary files (no name or
- * DELETEONCLOSE, never durable by definition) live in memory.
+ * web_vfs.c: SQLite's storage in the browser, an sqlite3_vfs over the Origin Private File
+ * System (OPFS).
  *
- * Durability: xSync is flush(), which the OPFS makes durable; the store's WAL with
- * synchronous = FULL syncs every commit before it returns, as natively.
- *
- * Writes behind: each write() call of a sync access handle costs far more than its bytes
- * (SQLite writes a WAL frame's 24-byte header and its page as two calls; a profile of a
- * 10,000-intent sync spent a third of the worker's time in write()), so an OPFS file keeps
- * the bytes SQLite writes at contiguous offsets in a buffer (at most WB_MAX) and writes
- * them in one call: before a read that overlaps them, a truncate, a size, a close, a write
- * elsewhere, and first thing in xSync. Every byte written before an xSync is written and
- * flushed when it returns, as before: a commit is as durable as without the buffer (what
- * a buffer loses in a killed tab was never synced, and SQLite never counted on it).
- *
- * "Deleting" a journal truncates it (the handle stays open); xAccess calls a file present
- * when it is not empty (by name, not seeing a buffer: SQLite asks about a journal or a WAL
- * when it does not hold it open, and a file's close writes what it held back). Locks are no-ops: the handle's own lock keeps other workers out, and
- * the client opens one connection in locking_mode EXCLUSIVE, so WAL needs no shm.
- * SQLite is built with SQLITE_OS_OTHER: this is the only VFS, registered by
- * sqlite3_os_init().
  * Layer: middle of src/web (doc/hacking.md).
+ * Notes: Its file methods call FileSystemSyncAccessHandle's read, write, truncate, getSize
+ * and flush through EM_JS. They are synchronous in a dedicated Worker. But
+ * createSyncAccessHandle() is asynchronous. So the worker (worker.ts, opfsOpen) opens the
+ * store's files before any C code runs: the database, its -wal and its -journal. Each has
+ * one handle, held for the life of the worker. A handle locks its file, so one worker at a
+ * time uses a store. xOpen finds a pre-opened handle by name. It fails with SQLITE_CANTOPEN
+ * when there is none. Nothing ever falls back to memory storage. Only SQLite's temporary
+ * files live in memory: those with no name or DELETEONCLOSE, never durable by definition.
+ *
+ * Durability. xSync is flush(), which the OPFS makes durable. The store runs WAL with
+ * synchronous = FULL. So every commit is synced before it returns, as natively.
+ *
+ * Writes behind. Each write() call of a sync access handle costs far more than its bytes.
+ * SQLite writes a WAL frame's 24-byte header and its page as two calls. A profile of a
+ * 10,000-intent sync spent a third of the worker's time in write(). So an OPFS file keeps
+ * the bytes SQLite writes at contiguous offsets in a buffer (at most WB_MAX). It writes
+ * them in one call: before a read that overlaps them, a truncate, a size, a close or a
+ * write elsewhere, and first thing in xSync. Every byte written before an xSync is written
+ * and flushed when it returns, as before. So a commit is as durable as without the buffer.
+ * What a buffer loses in a killed tab was never synced, and SQLite never counted on it.
+ *
+ * "Deleting" a journal truncates it; the handle stays open. xAccess calls a file present
+ * when it is not empty. It goes by name and does not see a buffer. That is safe: SQLite asks
+ * about a journal or a WAL only when it does not hold it open, and a file's close writes
+ * what it held back. Locks are no-ops. The handle's own lock keeps other workers out. The
+ * client opens one connection in locking_mode EXCLUSIVE, so WAL needs no shm. SQLite is
+ * built with SQLITE_OS_OTHER. This is the only VFS, registered by sqlite3_os_init().
  */
 #include "config.h"
 

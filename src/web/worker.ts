@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The dedicated Worker that owns one store: it opens the store's OPFS files (sync access
-// handles exist only in a worker, and createSyncAccessHandle is asynchronous, so they are
-// opened before the C code runs; web_vfs.c uses them), loads libsynchro-client compiled to
-// WebAssembly, runs the HTTP round trips with fetch for the C transport (web_transport.c)
-// and schedules sy_client_step with setTimeout at the time each step returns: the worker
-// never blocks. It answers the page's requests (protocol.ts) one at a time. With bearer
-// tokens it asks the page for one, and for a fresh one after a 401 (then sends the same
-// bytes once more).
+// worker.ts: the dedicated Worker that owns one store.
+//
+// Layer: top of src/web (doc/hacking.md).
+// Notes: It opens the store's OPFS files first (web_vfs.c uses them). Sync access handles
+// exist only in a worker, and createSyncAccessHandle is asynchronous. So they are opened
+// before the C code runs. Then it loads libsynchro-client compiled to WebAssembly. It runs
+// the HTTP round trips with fetch for the C transport (web_transport.c). It schedules
+// sy_client_step with setTimeout, at the time each step returns. The worker never blocks.
+// It answers the page's requests (protocol.ts) one at a time. With bearer tokens, it asks
+// the page for one. After a 401 it asks for a fresh one, then sends the same bytes once
+// more.
 
 import type { ErrorInfo, LiveEvent, OpenArgs, QueryRow, Reply, Request, Status, StoreRecords, TokenAsk, Write } from "./protocol.js";
 import { basicAuth } from "./protocol.js";

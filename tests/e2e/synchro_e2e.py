@@ -88,6 +88,21 @@ def free_port():
     return port
 
 
+def doc_commands(target, doc="doc/performance.md"):
+    """The lines of a document's ```sh blocks that run `make TARGET`, as printed."""
+    out, on = [], False
+    with open(os.path.join(SRC, doc)) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("```"):
+                on = line == "```sh"
+                continue
+            words = line.split()
+            if on and "make" in words and words[words.index("make") + 1:words.index("make") + 2] == [target]:
+                out.append(line)
+    return out
+
+
 def wait_for(pred, timeout=20.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

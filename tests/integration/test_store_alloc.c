@@ -30,60 +30,15 @@ static PGconn *db; /* the fixture's superuser, with the store's session settings
 static sy_schema_ref cur;
 static long long generation;
 
-/* ---- the failing allocator: counts, fails the countdown-th, tracks live blocks ---- */
-
-static long countdown = -1; /* fail when it reaches 0; -1: never */
-static long counted;
-static long live; /* blocks allocated and not freed */
-
-static bool fail_now(void)
-{
-	counted++;
-	return countdown >= 0 && countdown-- == 0;
-}
-
-static void *t_malloc(size_t n)
-{
-	if (fail_now())
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		live++;
-	return p;
-}
-
-static void *t_realloc(void *p, size_t n)
-{
-	if (fail_now())
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		live++;
-	return q;
-}
-
-static void t_free(void *p)
-{
-	if (p != NULL)
-		live--;
-	free(p);
-}
-
-static const sy_allocator failing = {t_malloc, t_realloc, t_free};
-
-/* Starts counting (and failing the n-th allocation, n >= 0). */
+/* Starts counting (and failing the n-th allocation, n >= 0, once). */
 static void arm(long n)
 {
-	countdown = n;
-	counted = 0;
-	live = 0;
-	sy_set_allocator(&failing);
+	sy_test_alloc_install(n, false);
 }
 
 static void disarm(void)
 {
-	sy_set_allocator(NULL);
-	countdown = -1;
+	sy_test_alloc_remove();
 }
 
 /* The body up to server_time, the only member that differs between two equal answers (the
@@ -130,12 +85,12 @@ static void test_connect(void)
 	CU_ASSERT_TRUE_FATAL(connect_round(&opened));
 	disarm();
 	CU_ASSERT_TRUE(opened);
-	CU_ASSERT_EQUAL(live, 0);
-	long total = counted;
+	CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
+	long total = sy_test_alloc.calls;
 	for (long n = 0; n <= total; n++) {
 		arm(n);
 		bool ok = connect_round(&opened);
-		long left = live;
+		long left = sy_test_alloc.live;
 		disarm();
 		CU_ASSERT_EQUAL(left, 0);
 		CU_ASSERT_TRUE(!ok || opened);
@@ -258,8 +213,8 @@ static void test_pull(void)
 	arm(-1);
 	pull_round(&want);
 	disarm();
-	long total = counted;
-	CU_ASSERT_EQUAL(live, 0);
+	long total = sy_test_alloc.calls;
+	CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 	CU_ASSERT_EQUAL_FATAL(want.page.st, SY_STORE_OK);
 	CU_ASSERT_EQUAL_FATAL(want.page.error, SY_ERR_NONE);
 	CU_ASSERT_EQUAL(want.page.items, 6);
@@ -269,7 +224,7 @@ static void test_pull(void)
 	for (long n = 0; n < total; n += stride, tried++) {
 		arm(n);
 		pull_round(&got);
-		long left = live;
+		long left = sy_test_alloc.live;
 		disarm();
 		CU_ASSERT_EQUAL(left, 0);
 		expect_same_or_503(&got.page, &want.page);
@@ -346,8 +301,8 @@ static void test_rebuild(void)
 	arm(-1);
 	rebuild_round(id, &want);
 	disarm();
-	long total = counted;
-	CU_ASSERT_EQUAL(live, 0);
+	long total = sy_test_alloc.calls;
+	CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 	CU_ASSERT_EQUAL_FATAL(want.first.st, SY_STORE_OK);
 	CU_ASSERT_EQUAL_FATAL(want.first.error, SY_ERR_NONE);
 	CU_ASSERT_TRUE(want.first.more);
@@ -361,7 +316,7 @@ static void test_rebuild(void)
 		rebuild_id(n, id);
 		arm(n);
 		rebuild_round(id, &got);
-		long left = live;
+		long left = sy_test_alloc.live;
 		disarm();
 		CU_ASSERT_EQUAL(left, 0);
 		expect_same_or_503(&got.first, &want.first);

@@ -4,7 +4,9 @@
  * membership and hop relations); walsync writes each change's readers, the entries of every
  * membership that comes or goes and every project that moves between teams, and the mirror
  * in the same transaction; the mirror survives a restart and a takeover; a row that leaves a
- * scope key before walsync reads it for a removal still reaches the removed user's delete. */
+ * scope key before walsync reads it for a removal still reaches the removed user's delete;
+ * membership and link messages forged by a role without privileges change nothing, and one
+ * from before migration 23 still in the stream is believed. */
 #include "config.h"
 
 #include <CUnit/CUnit.h>
@@ -296,5 +298,64 @@ void test_scope_effects(void)
 	CU_ASSERT_EQUAL(peek_int("SELECT count(*) FROM synchro.changelog WHERE 'mallory' ="
 	                         " ANY (readers_after) OR 'oscar' = ANY (readers_after)"),
 	                0);
+
+	/* Migration 23: a role without a single privilege forges alice's removal from L1 and a
+	 * move of project 1 to T2, as the scope trigger's messages before it read. Neither
+	 * changes the mirror or makes an entry; both are refused and counted; a genuine change
+	 * after them is materialized as before. */
+	pgt_exec(db, "DROP ROLE IF EXISTS mallory; CREATE ROLE mallory LOGIN");
+	PGconn *mc = pgt_connect("user=mallory");
+	char *before = mirror();
+	char *from2 = sync_point();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(from2);
+	pgt_exec(mc, "SELECT pg_logical_emit_message(true, 'synchro', '{\"kind\": \"member\","
+	             " \"scope\": \"" LM "\", \"key_before\": \"" L1 "\","
+	             " \"user_before\": \"alice\", \"key_after\": null,"
+	             " \"user_after\": null}')");
+	pgt_exec(mc, "SELECT pg_logical_emit_message(true, 'synchro', '{\"kind\": \"link\","
+	             " \"scope\": \"" PL "\", \"key_before\": \"1\", \"to_before\": \"T1\","
+	             " \"key_after\": \"1\", \"to_after\": \"T2\"}')");
+	PQfinish(mc);
+	free(sync_point());
+	got = rows_since(from2);
+	CU_ASSERT_STRING_EQUAL(got, "");
+	free(got);
+	m = mirror();
+	CU_ASSERT_STRING_EQUAL(m, before);
+	free(m);
+	CU_ASSERT(wait_log("S4", "refused a membership or link message", WAIT_ROWS));
+	step("UPDATE public.ltodo SET title = 'two' WHERE id = 't2'",
+	     "ltodo t2 alice alice {alice} {alice} m");
+	free(before);
+	free(from2);
+	pgt_exec(db, "DROP ROLE mallory");
+	char *from3 = sync_point();
 	CU_ASSERT_EQUAL(stop_walsync(s4), 0);
+
+	/* An upgrade: a membership message the scope trigger emitted before migration 23 (the
+	 * module on a database at 22), still in the stream when walsync starts after the
+	 * migration recorded its position, is believed; a change after it comes as a row. */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(from3);
+	pgt_exec(db, "SELECT pg_logical_emit_message(true, 'synchro', '{\"kind\": \"member\","
+	             " \"scope\": \"" LM "\", \"key_after\": \"" L1 "\","
+	             " \"key_before\": null, \"user_after\": \"zed\","
+	             " \"user_before\": null}')");
+	pgt_exec(db, "UPDATE synchro.stream_position"
+	             " SET scope_messages_verified_from = pg_current_wal_insert_lsn()");
+	pgt_exec(db,
+	         "DELETE FROM public.list_members WHERE list_id = '" L1 "' AND user_id = 'alice'");
+	pid_t s5 = start_walsync("S5", NULL, NULL);
+	CU_ASSERT_FATAL(wait_leader("S5") > 0);
+	free(sync_point());
+	got = rows_since(from3);
+	want = "ltodo t1 alice alice {} {zed} s\n"
+	       "ltodo t2 alice alice {} {zed} s\n"
+	       "ltodo t1 alice alice {alice} {} s\n"
+	       "ltodo t2 alice alice {alice} {} s";
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "upgrade:\n  got:\n%s\n  want:\n%s\n", got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	free(got);
+	free(from3);
+	CU_ASSERT_EQUAL(stop_walsync(s5), 0);
 }

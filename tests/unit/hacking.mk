@@ -9,6 +9,11 @@ EXTRA_DIST += tests/unit/hacking_map.sh doc/hacking.md
 TESTS += tests/unit/rooms.sh
 EXTRA_DIST += tests/unit/rooms.sh tests/unit/rooms.py
 
+# Every source file of src/ opens with a head of one template: its name and what it holds,
+# then Layer, Rules, Interface and Notes in that order (doc/hacking.md, "File heads").
+TESTS += tests/unit/file_heads.sh
+EXTRA_DIST += tests/unit/file_heads.sh tests/unit/file_heads.py
+
 # The alerting rules (promtool check rules) and the Grafana dashboard of contrib/.
 TESTS += tests/unit/metrics_contrib.sh
 EXTRA_DIST += tests/unit/metrics_contrib.sh contrib/prometheus/synchro-alerts.yml \

@@ -1,6 +1,7 @@
 # CUnit suites of the pure core (no database). One program per module.
 noinst_LTLIBRARIES += tests/unit/libsytest.la
-tests_unit_libsytest_la_SOURCES = tests/unit/testutil.c tests/unit/testutil.h
+tests_unit_libsytest_la_SOURCES = tests/unit/testutil.c tests/unit/testutil.h \
+	tests/unit/testalloc.c
 tests_unit_libsytest_la_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 
 UNIT_LDADD = tests/unit/libsytest.la src/core/libsycore.la $(CUNIT_LIBS) $(CRYPTO_LIBS) -lm

@@ -55,46 +55,22 @@ static void test_steal(void)
 	sy_free(s);
 }
 
-static long alloc_left = -1;
-
-static void *failing_malloc(size_t n)
-{
-	if (alloc_left == 0)
-		return NULL;
-	if (alloc_left > 0)
-		alloc_left--;
-	return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-	if (alloc_left == 0)
-		return NULL;
-	if (alloc_left > 0)
-		alloc_left--;
-	return realloc(p, n);
-}
-
-static const sy_allocator failing = {failing_malloc, failing_realloc, free};
-
 static void test_sticky_failure(void)
 {
 	sy_buf b = SY_BUF_INIT;
-	sy_set_allocator(&failing);
-	alloc_left = 0;
+	sy_test_alloc_install(0, true);
 	CU_ASSERT_FALSE(sy_buf_puts(&b, "a"));
 	CU_ASSERT_TRUE(b.failed);
-	alloc_left = -1;
+	sy_test_alloc_install(-1, false);
 	CU_ASSERT_FALSE(sy_buf_puts(&b, "b")); /* sticky: memory is back, b stays failed */
 	CU_ASSERT_PTR_NULL(b.data);
 	sy_buf_reset(&b);
 	CU_ASSERT_FALSE(b.failed);
 	CU_ASSERT_TRUE(sy_buf_puts(&b, "c"));
 	CU_ASSERT_STRING_EQUAL(b.data, "c");
-	alloc_left = 0;
+	sy_test_alloc_install(0, true);
 	CU_ASSERT_PTR_NULL(sy_buf_steal(&(sy_buf)SY_BUF_INIT, NULL));
-	alloc_left = -1;
-	sy_set_allocator(NULL);
+	sy_test_alloc_remove();
 	sy_buf_free(&b);
 }
 

@@ -542,6 +542,37 @@ static void test_scope_exit(void)
 	stop();
 }
 
+/* The scope exit reaches the device before the push answers its intent on the row: the
+ * push's answer (the row missing, as for any row outside the scope) keeps the exit, so the
+ * intent is still explained as the row having left the user's scope. */
+static void test_scope_exit_then_answer(void)
+{
+	start();
+	fake_direct_write(F, "todo", "\"x\"",
+	                  "{\"done\":false,\"note\":null,\"title\":\"shared\"}");
+	sync_ok();
+	fake_scope_exit(F, "todo", "\"x\"");
+	fake_hold(F, true);
+	sy_client_kick(C);
+	step_until_inflight();
+	CU_ASSERT_EQUAL_FATAL(C->inflight, SY_CL_REQ_PULL);
+	const char *m = w('u', "\"x\"", "{\"title\":\"mine\"}");
+	char mid[SY_UUID_LEN + 1];
+	snprintf(mid, sizeof mid, "%s", m);
+	fake_hold(F, false);
+	sync_ok();
+	CU_ASSERT_EQUAL(fake_push_count(F), 1);
+	CU_ASSERT(state(mid) == SY_INTENT_CONFLICT || state(mid) == SY_INTENT_REJECTED);
+	char *text = NULL;
+	OK(sy_client_explain(C, mid, &text, &E));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "left the user's scope"));
+	sy_free(text);
+	OK(sy_client_discard(C, mid, &E));
+	CU_ASSERT_EQUAL(state(mid), SY_INTENT_RESOLVED);
+	verify_ok("scope exit, then the answer");
+	stop();
+}
+
 /* --- indexes ------------------------------------------------------------------------ */
 
 static void test_index_used(void)
@@ -735,6 +766,8 @@ int main(void)
 	        {"writes, other statements and the store's own tables refused", test_refusals},
 	        {"live queries run after the changes of what they read", test_live},
 	        {"a row that leaves the scope leaves the tables and live queries", test_scope_exit},
+	        {"a scope exit stays when the push answers the intent after it",
+	         test_scope_exit_then_answer},
 	        {"the app's indexes are in the query plan", test_index_used},
 	        {"a store from before the visible tables gets them", test_upgrade_builds_tables},
 	        {"synced tables named rows and meta", test_colliding_names},

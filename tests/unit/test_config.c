@@ -328,33 +328,14 @@ static void test_password_mode(void)
 	unlink(path);
 }
 
-static long alloc_budget = -1;
-static void *budget_malloc(size_t n)
-{
-	if (alloc_budget == 0)
-		return NULL;
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return malloc(n);
-}
-static void *budget_realloc(void *p, size_t n)
-{
-	if (alloc_budget == 0)
-		return NULL;
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return realloc(p, n);
-}
-
 /* Every allocation of the reader fails in turn: NULL with SY_ERR_NOMEM, never a crash. */
 static void test_alloc_failures(void)
 {
-	static const sy_allocator a = {budget_malloc, budget_realloc, free};
 	const char *text = "[database]\nconninfo = x\n[fcgi]\nworkers = 3\nlisten = /tmp/s\n";
-	sy_set_allocator(&a);
 	bool succeeded = false;
+	long failures = 0;
 	for (long k = 0; k < 100 && !succeeded; k++) {
-		alloc_budget = k;
+		sy_test_alloc_install(k, true);
 		sy_error err = {0};
 		sy_cfg *cfg = parse(text, &err);
 		if (cfg) {
@@ -362,12 +343,14 @@ static void test_alloc_failures(void)
 			CU_ASSERT_EQUAL(sy_cfg_int(cfg, "fcgi", "workers"), 3);
 		} else {
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
+			failures++;
 		}
 		sy_cfg_free(cfg);
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 	}
-	sy_set_allocator(NULL);
-	alloc_budget = -1;
+	sy_test_alloc_remove();
 	CU_ASSERT(succeeded);
+	CU_ASSERT(failures > 0);
 }
 
 static void expect_time(const char *pg, const char *want, bool ok)

@@ -562,37 +562,6 @@ static void test_row_binds_schema(void)
 
 /* --- allocation failures ---------------------------------------------------------- */
 
-static long fail_at = -1, calls = 0, live = 0;
-
-static void *t_malloc(size_t n)
-{
-	if (calls++ == fail_at)
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		live++;
-	return p;
-}
-
-static void *t_realloc(void *p, size_t n)
-{
-	if (calls++ == fail_at)
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		live++;
-	return q;
-}
-
-static void t_free(void *p)
-{
-	if (p != NULL)
-		live--;
-	free(p);
-}
-
-static const sy_allocator failing = {t_malloc, t_realloc, t_free};
-
 /* The fingerprint work of synchroctl fingerprint on one request; false on any failure. */
 static bool fingerprint_all(const sy_push_request *req, sy_fingerprint *fps, sy_error *err)
 {
@@ -612,23 +581,21 @@ static void test_allocation_failures(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(req);
 	sy_fingerprint fps[3];
 	long failures = 0;
-	for (fail_at = 0;; fail_at++) {
+	for (long fail_at = 0;; fail_at++) {
 		sy_error err;
 		sy_error_clear(&err);
-		calls = 0;
-		live = 0;
-		sy_set_allocator(&failing);
+		sy_test_alloc_install(fail_at, false);
 		bool ok = fingerprint_all(req, fps, &err);
-		sy_set_allocator(NULL);
-		CU_ASSERT_EQUAL(live, 0);
+		sy_test_alloc_remove();
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 		if (ok)
 			break;
 		failures++;
 		CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
-		if (err.code != SY_ERR_NOMEM || live != 0)
+		if (err.code != SY_ERR_NOMEM || sy_test_alloc.live != 0)
 			break;
 	}
-	CU_ASSERT_EQUAL(failures, calls);
+	CU_ASSERT_EQUAL(failures, sy_test_alloc.calls);
 	CU_ASSERT(failures >= 3);
 
 	/* the row checksum too */
@@ -639,15 +606,13 @@ static void test_allocation_failures(void)
 	sy_schema_ref s = {3, "0000000000000000000000000000000000000000000000000000000000000000"};
 	char hex[65];
 	failures = 0;
-	for (fail_at = 0;; fail_at++) {
+	for (long fail_at = 0;; fail_at++) {
 		sy_error_clear(&err);
-		calls = 0;
-		live = 0;
-		sy_set_allocator(&failing);
+		sy_test_alloc_install(fail_at, false);
 		bool ok = sy_fp_row_checksum(&s, "t", 1, "id", 2, sy_json_doc_root(pk),
 		                             sy_json_doc_root(d), hex, &err);
-		sy_set_allocator(NULL);
-		CU_ASSERT_EQUAL(live, 0);
+		sy_test_alloc_remove();
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 		if (ok)
 			break;
 		failures++;
@@ -655,9 +620,8 @@ static void test_allocation_failures(void)
 		if (err.code != SY_ERR_NOMEM)
 			break;
 	}
-	CU_ASSERT_EQUAL(failures, calls);
+	CU_ASSERT_EQUAL(failures, sy_test_alloc.calls);
 	CU_ASSERT(failures >= 2);
-	fail_at = -1;
 	sy_json_doc_free(d);
 	sy_json_doc_free(pk);
 	free(user);

@@ -658,23 +658,8 @@ static void test_builders(void)
 	sy_json_doc_free(doc);
 }
 
-static long alloc_count, alloc_fail_at;
-
-static void *failing_malloc(size_t n)
-{
-	return ++alloc_count >= alloc_fail_at ? NULL : malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-	return ++alloc_count >= alloc_fail_at ? NULL : realloc(p, n);
-}
-
 static void test_alloc_failure(void)
 {
-	static const sy_allocator failing = {failing_malloc, realloc, free};
-	sy_allocator a = failing;
-	a.realloc_fn = failing_realloc;
 	sy_buf in = SY_BUF_INIT;
 	CU_ASSERT_FATAL(sy_buf_putc(&in, '['));
 	for (int i = 0; i < 200; i++)
@@ -689,19 +674,21 @@ static void test_alloc_failure(void)
 	sy_json_doc *doc = sy_json_parse(in.data, in.len, &err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	bool done = false;
+	long failures = 0;
 	for (long n = 1; n < 1000 && !done; n++) {
-		alloc_count = 0;
-		alloc_fail_at = n;
-		sy_set_allocator(&a);
+		sy_test_alloc_install(n - 1, true);
 		sy_buf out = SY_BUF_INIT;
 		sy_error_clear(&err);
 		done = sy_jcs_write(&out, sy_json_doc_root(doc), &err);
-		sy_set_allocator(NULL);
-		if (!done)
+		sy_test_alloc_remove();
+		if (!done) {
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
+			failures++;
+		}
 		sy_buf_free(&out);
 	}
 	CU_ASSERT(done);
+	CU_ASSERT(failures > 0);
 	sy_json_doc_free(doc);
 	sy_buf_free(&in);
 }

@@ -125,37 +125,6 @@ void test_builders(void)
 
 /* ------------------------------------------------------------ failing allocations */
 
-static long alloc_count, alloc_fail_at, alloc_live;
-
-static void *counting_malloc(size_t n)
-{
-	if (++alloc_count == alloc_fail_at)
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		alloc_live++;
-	return p;
-}
-
-static void *counting_realloc(void *p, size_t n)
-{
-	if (++alloc_count == alloc_fail_at)
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		alloc_live++;
-	return q;
-}
-
-static void counting_free(void *p)
-{
-	if (p != NULL)
-		alloc_live--;
-	free(p);
-}
-
-static const sy_allocator counting = {counting_malloc, counting_realloc, counting_free};
-
 /* A document that needs several arena chunks and scratch growth. */
 static char *nontrivial_document(void)
 {
@@ -185,26 +154,24 @@ void test_alloc_failure(void)
 	bool done = false;
 	long n;
 	for (n = 1; n < 100000 && !done; n++) {
-		alloc_count = 0;
-		alloc_live = 0;
-		alloc_fail_at = n;
-		sy_set_allocator(&counting);
+		sy_test_alloc_install(n - 1, false);
 		sy_error err;
 		sy_error_clear(&err);
 		sy_json_doc *doc = sy_json_parse(text, len, &err);
 		if (doc != NULL) {
 			done = true;
-			CU_ASSERT(alloc_count < n); /* it succeeded because nothing failed */
+			CU_ASSERT(sy_test_alloc.calls <
+			          n); /* it succeeded because nothing failed */
 			CU_ASSERT_EQUAL(sy_json_get(sy_json_doc_root(doc), "rows")->u.array.count,
 			                400);
 		} else {
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
 		}
 		sy_json_doc_free(doc);
-		sy_set_allocator(NULL);
-		if (alloc_live != 0) {
+		sy_test_alloc_remove();
+		if (sy_test_alloc.live != 0) {
 			fprintf(stderr, "\n  failing allocation %ld leaks %ld blocks\n", n,
-			        alloc_live);
+			        sy_test_alloc.live);
 			CU_FAIL("leak after a failed allocation");
 		}
 	}
@@ -214,10 +181,7 @@ void test_alloc_failure(void)
 	/* The builders: every failure is a NULL / false, never a crash. */
 	done = false;
 	for (n = 1; n < 10000 && !done; n++) {
-		alloc_count = 0;
-		alloc_live = 0;
-		alloc_fail_at = n;
-		sy_set_allocator(&counting);
+		sy_test_alloc_install(n - 1, false);
 		sy_json_doc *doc = sy_json_doc_new();
 		sy_json *obj = sy_json_new_object(doc);
 		bool ok = obj != NULL;
@@ -232,8 +196,8 @@ void test_alloc_failure(void)
 		sy_json *c = ok ? sy_json_copy(doc, obj) : NULL;
 		done = ok && c != NULL;
 		sy_json_doc_free(doc);
-		sy_set_allocator(NULL);
-		CU_ASSERT_EQUAL(alloc_live, 0);
+		sy_test_alloc_remove();
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 	}
 	CU_ASSERT(done);
 	free(text);

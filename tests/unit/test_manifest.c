@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 /* Computed outside the code under test: see tests/vectors/manifests/README. */
-#define EXAMPLE_HASH "c277bbc9ff8765f63f5a8b541d2e6fd3ea3ec7420d49027de9b3977a2197063a"
+#define EXAMPLE_HASH "7c5eca6d50e864230462d4b2bfa1714322ae2a878355de61ce58f1f33b90d2ae"
 #define INTL_HASH    "59dc1ef1c2ad30edca921332886a599948069290fa03d19c1e5a67eefb4e8422"
 
 static char *read_vector(const char *name, size_t *len)
@@ -82,7 +82,7 @@ static void test_example(void)
 	CU_ASSERT(m->canonical_len == jcs_len && memcmp(m->canonical, jcs, jcs_len) == 0);
 	free(jcs);
 
-	CU_ASSERT_EQUAL_FATAL(m->table_count, 4);
+	CU_ASSERT_EQUAL_FATAL(m->table_count, 5);
 	const sy_table *todo = &m->tables[0], *item = &m->tables[1];
 	CU_ASSERT_PTR_EQUAL(sy_manifest_table(m, "todo", 4), todo);
 	CU_ASSERT_PTR_EQUAL(sy_manifest_table(m, "item", 4), item);
@@ -410,7 +410,8 @@ static void test_invalid(void)
 	         "tables[0].policy.owner_field: required when read or write is 'owner'"},
 	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
 	                        "'policy':{'read':'all','write':'none','owner_field':'o'}")),
-	         "tables[0].policy.owner_field: only allowed when read or write is 'owner', or read "
+	         "tables[0].policy.owner_field: only allowed when read or write is 'owner', or "
+	         "read "
 	         "is 'members'"},
 	        {MANIFEST(TABLE(FIELD("o", "o", "text", "false", "false"), HARD,
 	                        "'policy':{'read':'all','write':'owner','owner_field':null}")),
@@ -615,49 +616,6 @@ static void test_incompatible_sorted(void)
 	sy_manifest_free(bare);
 }
 
-/* A test allocator: fails the allocation numbered fail_at (0-based), counts live blocks. */
-static struct {
-	long calls;
-	long fail_at;
-	long live;
-} ta;
-
-static void *ta_malloc(size_t n)
-{
-	if (ta.calls++ == ta.fail_at)
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		ta.live++;
-	return p;
-}
-
-static void *ta_realloc(void *p, size_t n)
-{
-	if (ta.calls++ == ta.fail_at)
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		ta.live++;
-	return q;
-}
-
-static void ta_free(void *p)
-{
-	if (p != NULL)
-		ta.live--;
-	free(p);
-}
-
-static void ta_install(long fail_at)
-{
-	static const sy_allocator a = {ta_malloc, ta_realloc, ta_free};
-	ta.calls = 0;
-	ta.fail_at = fail_at;
-	ta.live = 0;
-	sy_set_allocator(&a);
-}
-
 /* Fails each allocation in turn until a run needs no failure: NOMEM, never a leak. */
 static void test_alloc_failures(void)
 {
@@ -668,7 +626,7 @@ static void test_alloc_failures(void)
 	for (i = 0; i < 100000; i++) {
 		sy_error err;
 		sy_error_clear(&err);
-		ta_install(i);
+		sy_test_alloc_install(i, false);
 		sy_manifest *m = sy_manifest_parse(text, len, &err);
 		bool done = m != NULL;
 		if (m != NULL) {
@@ -677,8 +635,8 @@ static void test_alloc_failures(void)
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
 		}
 		sy_manifest_free(m);
-		long live = ta.live;
-		sy_set_allocator(NULL);
+		long live = sy_test_alloc.live;
+		sy_test_alloc_remove();
 		CU_ASSERT_EQUAL(live, 0);
 		if (done || live != 0 || err.code != SY_ERR_NOMEM)
 			break;
@@ -699,7 +657,7 @@ static void test_alloc_failures_json(void)
 	long i;
 	for (i = 0; i < 100000; i++) {
 		sy_error_clear(&err);
-		ta_install(i);
+		sy_test_alloc_install(i, false);
 		sy_manifest *m = sy_manifest_parse_json(sy_json_doc_root(doc), &err);
 		bool done = m != NULL;
 		if (m != NULL) {
@@ -708,8 +666,8 @@ static void test_alloc_failures_json(void)
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
 		}
 		sy_manifest_free(m);
-		long live = ta.live;
-		sy_set_allocator(NULL);
+		long live = sy_test_alloc.live;
+		sy_test_alloc_remove();
 		CU_ASSERT_EQUAL(live, 0);
 		if (done || live != 0 || err.code != SY_ERR_NOMEM)
 			break;
@@ -732,7 +690,7 @@ static void test_alloc_failures_incompatible(void)
 		sy_error_clear(&err);
 		char **out = NULL;
 		size_t n = 0;
-		ta_install(i);
+		sy_test_alloc_install(i, false);
 		bool ok = sy_manifest_incompatible_fields(v1, v1, "todo", 4, ids, lens, 4, &out, &n,
 		                                          &err);
 		if (ok) {
@@ -741,8 +699,8 @@ static void test_alloc_failures_incompatible(void)
 			CU_ASSERT(err.code == SY_ERR_NOMEM && out == NULL && n == 0);
 		}
 		sy_manifest_free_ids(out, n);
-		long live = ta.live;
-		sy_set_allocator(NULL);
+		long live = sy_test_alloc.live;
+		sy_test_alloc_remove();
 		CU_ASSERT_EQUAL(live, 0);
 		if (ok || live != 0)
 			break;

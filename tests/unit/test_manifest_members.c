@@ -309,52 +309,16 @@ static void test_refused(void)
 	}
 }
 
-/* A test allocator: fails the allocation numbered fail_at (0-based), counts live blocks. */
-static struct {
-	long calls, fail_at, live;
-} ta;
-
-static void *ta_malloc(size_t n)
-{
-	if (ta.calls++ == ta.fail_at)
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		ta.live++;
-	return p;
-}
-
-static void *ta_realloc(void *p, size_t n)
-{
-	if (ta.calls++ == ta.fail_at)
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		ta.live++;
-	return q;
-}
-
-static void ta_free(void *p)
-{
-	if (p != NULL)
-		ta.live--;
-	free(p);
-}
-
 /* Each allocation of a two-hop manifest's parse fails in turn: NOMEM, never a leak. */
 static void test_alloc_failures(void)
 {
-	static const sy_allocator a = {ta_malloc, ta_realloc, ta_free};
 	char *text = dq(TASKS("{" RW_MEMBERS "," MEMBERS(TEAM_HOPS, "app.team_members", "team_id",
 	                                                 "user_id") "}"));
 	long i;
 	for (i = 0; i < 100000; i++) {
 		sy_error err;
 		sy_error_clear(&err);
-		ta.calls = 0;
-		ta.fail_at = i;
-		ta.live = 0;
-		sy_set_allocator(&a);
+		sy_test_alloc_install(i, false);
 		sy_manifest *m = sy_manifest_parse(text, strlen(text), &err);
 		bool done = m != NULL;
 		if (m != NULL) {
@@ -363,8 +327,8 @@ static void test_alloc_failures(void)
 			CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
 		}
 		sy_manifest_free(m);
-		long live = ta.live;
-		sy_set_allocator(NULL);
+		long live = sy_test_alloc.live;
+		sy_test_alloc_remove();
 		CU_ASSERT_EQUAL(live, 0);
 		if (done || live != 0 || err.code != SY_ERR_NOMEM)
 			break;

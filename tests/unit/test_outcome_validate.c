@@ -272,28 +272,6 @@ void test_validate_built(void)
 
 /* ---- allocation failures ---- */
 
-static long budget = -1; /* allocations left before failing; -1 = unlimited */
-
-static void *fail_malloc(size_t n)
-{
-	if (budget == 0)
-		return NULL;
-	if (budget > 0)
-		budget--;
-	return malloc(n);
-}
-
-static void *fail_realloc(void *p, size_t n)
-{
-	if (budget == 0)
-		return NULL;
-	if (budget > 0)
-		budget--;
-	return realloc(p, n);
-}
-
-static const sy_allocator failing_allocator = {fail_malloc, fail_realloc, free};
-
 void test_alloc_failures(void)
 {
 	fixture f;
@@ -305,54 +283,60 @@ void test_alloc_failures(void)
 	sy_json_doc *aresp = parse(atext);
 	sy_schema_ref cur = ref_of(2, HA), rec = ref_of(1, HB);
 	bool enc_done = false, val_done = false, err_done = false;
+	long failures = 0; /* each of the three fails at least once */
 
-	sy_set_allocator(&failing_allocator);
 	for (long n = 0; n < 100000 && !(enc_done && val_done && err_done); n++) {
 		sy_error err;
 		if (!enc_done) {
 			sy_buf out = SY_BUF_INIT;
 			sy_error_clear(&err);
-			budget = n;
+			sy_test_alloc_install(n, true);
 			bool ok = sy_outcome_write_response(&out, BATCH, TIME, f.o, 6, &err);
-			budget = -1;
+			sy_test_alloc_install(-1, false);
 			if (ok) {
 				CU_ASSERT_STRING_EQUAL(out.data, want);
 				enc_done = true;
 			} else {
 				CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
+				failures++;
 			}
 			sy_buf_free(&out);
 		}
 		if (!val_done) {
 			sy_error_clear(&err);
-			budget = n;
+			sy_test_alloc_install(n, true);
 			const sy_json *r1 = sy_json_doc_root(resp), *r2 = sy_json_doc_root(aresp);
 			bool ok = sy_outcome_validate_response(f.req, r1, &err) &&
 			          sy_outcome_validate_response(atomic, r2, &err);
-			budget = -1;
-			if (ok)
+			sy_test_alloc_install(-1, false);
+			if (ok) {
 				val_done = true;
-			else
+			} else {
 				CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
+				failures++;
+			}
 		}
 		if (!err_done) {
 			sy_buf out = SY_BUF_INIT;
 			sy_error_clear(&err);
-			budget = n;
+			sy_test_alloc_install(n, true);
 			bool ok = sy_outcome_error_body(&out, SY_ERR_SCHEMA_MISMATCH, "mismatch",
 			                                &cur, &rec, &err);
-			budget = -1;
-			if (ok)
+			sy_test_alloc_install(-1, false);
+			if (ok) {
 				err_done = true;
-			else
+			} else {
 				CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
+				failures++;
+			}
 			sy_buf_free(&out);
 		}
 	}
-	sy_set_allocator(NULL);
+	sy_test_alloc_remove();
 	CU_ASSERT_TRUE(enc_done);
 	CU_ASSERT_TRUE(val_done);
 	CU_ASSERT_TRUE(err_done);
+	CU_ASSERT(failures >= 3);
 	sy_json_doc_free(resp);
 	sy_json_doc_free(aresp);
 	sy_push_request_free(atomic);

@@ -605,6 +605,99 @@ static void test_fence_rows(void)
 	sy_ws_fences_free(f);
 }
 
+/* RELATION synchro.scope_changes, then INSERTs of its rows: each a membership or link change
+ * as the scope trigger's message said it, the same sides left absent. */
+static size_t scope_row(unsigned char *b, char tag, const char *const v[6])
+{
+	size_t n = 0;
+	b[n++] = (unsigned char)tag;
+	n += put32(b + n, 16500);
+	b[n++] = 'N';
+	b[n++] = 0;
+	b[n++] = 6;
+	for (int i = 0; i < 6; i++)
+		n += text_col(b + n, v[i]);
+	return n;
+}
+
+static void test_scope_rows(void)
+{
+	static const char *const names[] = {"kind",         "scope",     "key_before",
+	                                    "value_before", "key_after", "value_after"};
+	unsigned char b[1024];
+	size_t n = 0;
+	b[n++] = 'R';
+	n += put32(b + n, 16500);
+	n += put_str(b + n, "synchro");
+	n += put_str(b + n, "scope_changes");
+	b[n++] = 'n';
+	b[n++] = 0;
+	b[n++] = 6;
+	for (int i = 0; i < 6; i++) {
+		b[n++] = 0;
+		n += put_str(b + n, names[i]);
+		n += put32(b + n, 25);
+		n += put32(b + n, 0xffffffff);
+	}
+	sy_error err = {0};
+	sy_ws_msg m;
+	sy_ws_relation rel;
+	CU_ASSERT_TRUE_FATAL(sy_ws_msg_parse(b, n, &m, &err));
+	CU_ASSERT_TRUE_FATAL(sy_ws_relation_parse(m.raw, m.raw_len, &rel, &err));
+	sy_ws_scope_cols cols;
+	sy_ws_fence_cols fcols;
+	CU_ASSERT_TRUE_FATAL(sy_ws_scope_relation(&rel, &cols));
+	CU_ASSERT_FALSE(sy_ws_fence_relation(&rel, &fcols));
+	CU_ASSERT_EQUAL(cols.value_after, 5);
+	sy_ws_relation other = rel;
+	other.nspname = "public";
+	CU_ASSERT_FALSE(sy_ws_scope_relation(&other, &cols));
+
+	char buf[1024];
+	sy_ws_synchro_kind kind;
+	sy_ws_scope_msg s;
+	sy_ws_row row;
+	/* A share. */
+	const char *share[] = {"member", "m(k,u)", NULL, NULL, "L1", "bob"};
+	n = scope_row(b, 'I', share);
+	CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+	CU_ASSERT_TRUE_FATAL(sy_ws_scope_from_row(&row, &cols, buf, n + 8, &kind, &s));
+	CU_ASSERT_EQUAL(kind, SY_WS_SYNCHRO_MEMBER);
+	CU_ASSERT_STRING_EQUAL(s.scope, "m(k,u)");
+	CU_ASSERT_PTR_NULL(s.key_before);
+	CU_ASSERT_STRING_EQUAL(s.key_after, "L1");
+	CU_ASSERT_STRING_EQUAL(s.value_after, "bob");
+	/* A membership with a null user names nobody on that side. */
+	const char *nouser[] = {"member", "m(k,u)", "L1", "bob", "L1", NULL};
+	n = scope_row(b, 'I', nouser);
+	CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+	CU_ASSERT_TRUE_FATAL(sy_ws_scope_from_row(&row, &cols, buf, n + 8, &kind, &s));
+	CU_ASSERT_STRING_EQUAL(s.value_before, "bob");
+	CU_ASSERT_PTR_NULL(s.key_after);
+	CU_ASSERT_PTR_NULL(s.value_after);
+	/* A link moved to no target keeps its key. */
+	const char *link[] = {"link", "p.id->t", "10", "1", "10", NULL};
+	n = scope_row(b, 'I', link);
+	CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+	CU_ASSERT_TRUE_FATAL(sy_ws_scope_from_row(&row, &cols, buf, n + 8, &kind, &s));
+	CU_ASSERT_EQUAL(kind, SY_WS_SYNCHRO_LINK);
+	CU_ASSERT_STRING_EQUAL(s.key_after, "10");
+	CU_ASSERT_PTR_NULL(s.value_after);
+	/* Refused: an unknown kind, an empty scope, a link without a key, an UPDATE. */
+	const char *bad_kind[] = {"owner", "m(k,u)", NULL, NULL, "L1", "bob"};
+	const char *no_scope[] = {"member", "", NULL, NULL, "L1", "bob"};
+	const char *no_key[] = {"link", "p.id->t", NULL, "1", NULL, "2"};
+	const char *const *bad[] = {bad_kind, no_scope, no_key};
+	for (int i = 0; i < 3; i++) {
+		n = scope_row(b, 'I', bad[i]);
+		CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+		CU_ASSERT_FALSE(sy_ws_scope_from_row(&row, &cols, buf, n + 8, &kind, &s));
+	}
+	n = scope_row(b, 'U', share);
+	CU_ASSERT_TRUE_FATAL(sy_ws_row_parse(b, n, &row, &err));
+	CU_ASSERT_FALSE(sy_ws_scope_from_row(&row, &cols, buf, n + 8, &kind, &s));
+}
+
 int main(void)
 {
 	static const CU_TestInfo tests[] = {
@@ -618,6 +711,7 @@ int main(void)
 	        {"accepted-epoch message JSON", test_epoch},
 	        {"row_fences RELATION and rows, and the transaction's transitions",
 	         test_fence_rows},
+	        {"scope_changes RELATION and rows", test_scope_rows},
 	        {NULL, NULL},
 	};
 	sy_test_add_suite("pgoutput", tests);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Pull cursors and rebuild page tokens (src/store/pull_cursor.c): exact forms, strict parsing, order. */
+/* Pull cursors and rebuild page tokens (src/store/pull_cursor.c): exact forms, strict parsing,
+ * order. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -126,34 +127,13 @@ static void test_token_refused(void)
 	}
 }
 
-static long alloc_budget = -1;
-
-static void *budget_malloc(size_t n)
-{
-	if (alloc_budget == 0)
-		return NULL;
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return malloc(n);
-}
-
-static void *budget_realloc(void *p, size_t n)
-{
-	if (alloc_budget == 0)
-		return NULL;
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return realloc(p, n);
-}
-
 static void test_token_alloc_failures(void)
 {
-	static const sy_allocator a = {budget_malloc, budget_realloc, free};
 	const char *tok = "r1.746f646f.3432";
-	sy_set_allocator(&a);
 	bool succeeded = false;
+	long failures = 0;
 	for (long n = 0; n < 10 && !succeeded; n++) {
-		alloc_budget = n;
+		sy_test_alloc_install(n, true);
 		char *t, *k;
 		bool nomem = false;
 		succeeded = sy_store_page_token_parse(tok, strlen(tok), &t, &k, &nomem);
@@ -163,11 +143,13 @@ static void test_token_alloc_failures(void)
 			sy_free(k);
 		} else {
 			CU_ASSERT_TRUE(nomem);
+			failures++;
 		}
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 	}
-	sy_set_allocator(NULL);
-	alloc_budget = -1;
+	sy_test_alloc_remove();
 	CU_ASSERT_TRUE(succeeded);
+	CU_ASSERT(failures > 0);
 }
 
 int main(void)

@@ -633,39 +633,8 @@ static void test_check_schema(void)
 	sy_manifest_free(cur);
 }
 
-/* The test allocator: fails allocation number fail_at, counts live blocks. */
-static long fail_at = -1, calls = 0, live = 0;
-
-static void *t_malloc(size_t n)
-{
-	if (calls++ == fail_at)
-		return NULL;
-	void *p = malloc(n);
-	if (p != NULL)
-		live++;
-	return p;
-}
-
-static void *t_realloc(void *p, size_t n)
-{
-	if (calls++ == fail_at)
-		return NULL;
-	void *q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		live++;
-	return q;
-}
-
-static void t_free(void *p)
-{
-	if (p != NULL)
-		live--;
-	free(p);
-}
-
 static void test_allocation_failures(void)
 {
-	static const sy_allocator a = {t_malloc, t_realloc, t_free};
 	char dir[4096];
 	size_t len;
 	snprintf(dir, sizeof dir, "%s/tests/vectors/push", sy_test_src_dir());
@@ -673,33 +642,30 @@ static void test_allocation_failures(void)
 	char *body = read_in(dir, "11-atomic", ".json", &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(body);
 	long failures = 0;
-	for (fail_at = 0;; fail_at++) {
+	for (long fail_at = 0;; fail_at++) {
 		sy_error err;
 		sy_error_clear(&err);
-		calls = 0;
-		live = 0;
-		sy_set_allocator(&a);
+		sy_test_alloc_install(fail_at, false);
 		sy_push_request *req = sy_push_parse(body, len, &err);
 		if (req != NULL) {
 			sy_push_request_free(req);
-			sy_set_allocator(NULL);
-			CU_ASSERT_EQUAL(live, 0);
+			sy_test_alloc_remove();
+			CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
 			break;
 		}
-		sy_set_allocator(NULL);
+		sy_test_alloc_remove();
 		failures++;
 		CU_ASSERT_EQUAL(err.code, SY_ERR_NOMEM);
-		CU_ASSERT_EQUAL(live, 0);
-		if (err.code != SY_ERR_NOMEM || live != 0) {
+		CU_ASSERT_EQUAL(sy_test_alloc.live, 0);
+		if (err.code != SY_ERR_NOMEM || sy_test_alloc.live != 0) {
 			fprintf(stderr, "\n  allocation %ld: %s, %ld live\n", fail_at, err.message,
-			        live);
+			        sy_test_alloc.live);
 			break;
 		}
 	}
 	/* every allocation of the successful run was failed once */
-	CU_ASSERT_EQUAL(failures, calls);
+	CU_ASSERT_EQUAL(failures, sy_test_alloc.calls);
 	CU_ASSERT(failures > 10);
-	fail_at = -1;
 	free(body);
 }
 

@@ -397,28 +397,6 @@ static void test_base64_pad_bits(void)
 }
 
 /* Each allocation of the json check fails in turn: always NOMEM, never INVALID. */
-long alloc_left = -1;
-
-static void *failing_malloc(size_t n)
-{
-	if (alloc_left == 0)
-		return NULL;
-	if (alloc_left > 0)
-		alloc_left--;
-	return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-	if (alloc_left == 0)
-		return NULL;
-	if (alloc_left > 0)
-		alloc_left--;
-	return realloc(p, n);
-}
-
-const sy_allocator failing = {failing_malloc, failing_realloc, free};
-
 static void test_check_nomem(void)
 {
 	static const struct {
@@ -438,12 +416,10 @@ static void test_check_nomem(void)
 			const char *why = NULL;
 			sy_error err;
 			sy_error_clear(&err);
-			alloc_left = budget;
-			sy_set_allocator(&failing);
+			sy_test_alloc_install(budget, true);
 			sy_wire_status st =
 			        sy_wire_check(rows[i].type, sy_json_doc_root(doc), &why, &err);
-			sy_set_allocator(NULL);
-			alloc_left = -1;
+			sy_test_alloc_remove();
 			if (st != SY_WIRE_NOMEM) {
 				CU_ASSERT_EQUAL(st, rows[i].final);
 				break;
@@ -476,11 +452,9 @@ static void test_check_nomem(void)
 	for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++) {
 		sy_json_doc *doc = parse(pure[i].json);
 		bool expect = sy_wire_valid(pure[i].type, sy_json_doc_root(doc), NULL);
-		alloc_left = 0;
-		sy_set_allocator(&failing);
+		sy_test_alloc_install(0, true);
 		sy_wire_status st = sy_wire_check(pure[i].type, sy_json_doc_root(doc), NULL, NULL);
-		sy_set_allocator(NULL);
-		alloc_left = -1;
+		sy_test_alloc_remove();
 		CU_ASSERT_EQUAL(st, expect ? SY_WIRE_OK : SY_WIRE_INVALID);
 		sy_json_doc_free(doc);
 	}

@@ -13,9 +13,6 @@ sy_json_doc *parse_n(const char *text, size_t len);
 sy_json_doc *parse(const char *text);
 /* JCS text of v, in a static buffer (the tests' values are short). */
 const char *jcs(const sy_json *v);
-/* An allocator whose next alloc_left allocations succeed and the rest fail (-1: all succeed). */
-extern long alloc_left;
-extern const sy_allocator failing;
 
 void test_to_pg_text(void);
 void test_from_pg_text(void);

@@ -315,12 +315,10 @@ void test_from_pg_nomem(void)
 			sy_json_doc *doc = sy_json_doc_new();
 			CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 			sy_json *v = NULL;
-			alloc_left = budget;
-			sy_set_allocator(&failing);
+			sy_test_alloc_install(budget, true);
 			sy_wire_status st =
 			        sy_wire_decode_pg_text(doc, c->type, c->pg, strlen(c->pg), &v);
-			sy_set_allocator(NULL);
-			alloc_left = -1;
+			sy_test_alloc_remove();
 			if (st == SY_WIRE_OK) {
 				CU_ASSERT_STRING_EQUAL(jcs(v), c->wire);
 			} else {

@@ -4,6 +4,7 @@
 #define SY_TESTUTIL_H
 
 #include <CUnit/CUnit.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Runs every registered suite; returns the process exit status (0, 1). */
@@ -22,6 +23,22 @@ void sy_test_free_names(char **names, size_t n);
 const char *sy_test_data_dir(void);
 /* The source tree ($SYNCHRO_SRCDIR, else "."). */
 const char *sy_test_src_dir(void);
+
+/*
+ * The failing allocator: sy_test_alloc_install() makes it libsynchro's allocator. It fails
+ * allocation number fail_at (counting from 0; -1: none), and every later one when sticky.
+ * It counts the calls and the blocks alive, so a suite checks that a failure leaks nothing.
+ * sy_test_alloc_remove() gives back malloc, realloc and free.
+ */
+typedef struct {
+	long calls;
+	long fail_at;
+	long live;
+	bool sticky;
+} sy_test_alloc_state;
+extern sy_test_alloc_state sy_test_alloc;
+void sy_test_alloc_install(long fail_at, bool sticky);
+void sy_test_alloc_remove(void);
 
 /* Exit status automake's harness reads as "skipped". */
 #define SY_TEST_SKIP 77

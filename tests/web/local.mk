@@ -23,6 +23,12 @@ if HAVE_PG_SERVER
 TESTS += tests/web/test_bench_web.pgt
 endif
 EXTRA_DIST += tests/web/test_bench_web.pgt
+# tests/web/test_web_lists.pgt: the example app's shared lists in two browsers (rename,
+# delete, leave, who a list is shared with).
+if HAVE_PG_SERVER
+TESTS += tests/web/test_web_lists.pgt
+endif
+EXTRA_DIST += tests/web/test_web_lists.pgt
 # tests/web/test_web_scopes.pgt: a shared list leaves bob's browser store and live query when
 # alice removes him; his intent is kept, explained and discarded.
 if HAVE_PG_SERVER

@@ -63,6 +63,7 @@ function screen() {
         mine: text(li.querySelector(".side.mine p")),
         why: text(li.querySelector(".why")),
         choices: [...li.querySelectorAll(".choices button")].map((b) => b.dataset.how + ":" + b.textContent),
+        left: li.dataset.left === "true",
       })),
       online: navigator.onLine,
       count: $("count").hidden ? null : text($("count")),
@@ -70,6 +71,11 @@ function screen() {
       lists: [...$("list-picker").options].map((o) => o.textContent),
       list: $("list-picker").selectedOptions[0]?.textContent ?? null,
       shares: $("sharing").hidden ? null : [...$("shares").children].map((li) => li.dataset.user),
+      listTitle: $("sharing").hidden ? null : text($("list-title")),
+      listOwner: $("sharing").hidden ? null : text($("list-owner")),
+      listActions: [...document.querySelectorAll(".list-actions button")].filter((b) => !b.hidden)
+        .map((b) => b.textContent),
+      removable: [...$("shares").querySelectorAll("button")].map((b) => b.getAttribute("aria-label")),
     };
   });
 }
@@ -85,6 +91,8 @@ async function until(want) {
       (want.pending === undefined || s.pending === want.pending) &&
       (want.banner === undefined || (s.banner !== null) === want.banner) &&
       (want.problems === undefined || s.problems.length === want.problems) &&
+      (want.problemsLeft === undefined ||
+        (s.problems.length > 0 && s.problems.every((p) => p.left) === want.problemsLeft)) &&
       (want.present ?? []).every((t) => todo(t)) &&
       (want.synced ?? []).every((t) => todo(t)?.state === "synced") &&
       (want.absent ?? []).every((t) => !todo(t)) &&
@@ -92,6 +100,7 @@ async function until(want) {
       (want.lists ?? []).every((l) => s.lists.includes(l)) &&
       (want.noLists ?? []).every((l) => !s.lists.includes(l)) &&
       (want.list === undefined || s.list === want.list) &&
+      (want.listTitle === undefined || s.listTitle === want.listTitle) &&
       (want.shares === undefined || JSON.stringify(s.shares) === JSON.stringify(want.shares));
     if (ok) return s;
     if (Date.now() > deadline) throw new Error("the screen never showed " + JSON.stringify(want) + ": " + JSON.stringify(s));
@@ -204,6 +213,22 @@ const steps = {
     await page.getByRole("button", { name: "Share", exact: true }).click();
     return screen();
   },
+  async renameList({ name, screenshot }) {
+    await page.getByRole("button", { name: "Rename", exact: true }).click();
+    await page.getByLabel("New name of the list", { exact: true }).fill(name);
+    if (screenshot) await page.screenshot({ path: logDir + "/" + screenshot, fullPage: true });
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    return until({ lists: [name], list: name, listTitle: name });
+  },
+  async confirmed({ action, screenshot }) {
+    // "Delete list" or "Leave list", then the same button of the question the app asks.
+    await page.getByRole("button", { name: action, exact: true }).click();
+    await page.waitForSelector("#confirm:not([hidden])");
+    const question = await page.locator("#confirm-text").textContent();
+    if (screenshot) await page.screenshot({ path: logDir + "/" + screenshot, fullPage: true });
+    await page.locator("#confirm").getByRole("button", { name: action, exact: true }).click();
+    return { question, ...(await screen()) };
+  },
   async unshare({ user }) {
     await page.getByRole("button", { name: "Stop sharing with " + user, exact: true }).click();
     return screen();
@@ -229,9 +254,10 @@ const steps = {
     await page.locator(`#problems li.problem[data-pk="${pk}"] button[data-how="${how}"]`).click();
     return screen();
   },
-  async screenshot({ name, width, height }) {
+  async screenshot({ name, width, height, full = true }) {
     if (width) await page.setViewportSize({ width, height });
-    await page.screenshot({ path: logDir + "/" + name, fullPage: true });
+    if (!full) await page.evaluate(() => window.scrollTo(0, 0)); // the top of the page, as it opens
+    await page.screenshot({ path: logDir + "/" + name, fullPage: full });
     if (width) await page.setViewportSize({ width: 860, height: 900 });
     return { path: logDir + "/" + name, ...(await screen()) };
   },

@@ -36,9 +36,11 @@ for bob's rows beside them and, at the end, its local commits' latency with no s
 them. Targets: >= 50,000 rows/s; a point query's median <= 1 ms. BENCH_CLIENT_BEFORE=EXE
 (a bench_client built from another tree) syncs the same rows with that build's device and
 this one's in turn, BENCH_PAIRS times (default 1): before and after in one run.
-BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size and
-the time of its pages alone; BENCH_PG_SET=name=value[,...] sets the server's settings first
-(ALTER SYSTEM), for a what-if run."""
+BENCH_EXPLAIN=1 adds EXPLAIN ANALYZE of the server's rebuild page statement at each size, and
+the time of its pages alone with the server's CPU for them (its PostgreSQL sessions, responders
+and nginx, by process); BENCH_PG_SET=name=value[,...] sets the server's settings first
+(ALTER SYSTEM; the server restarts for those that need it, such as shared_buffers), for a
+what-if run."""
 
 import base64
 import http.client
@@ -271,9 +273,41 @@ def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+def proc_cpu(pid):
+    """CPU seconds (user and system) of a process so far, 0 when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def server_cpu(stack):
+    """The CPU so far of the stack's responders, of their PostgreSQL sessions and of its nginx,
+    by process: what the server spends on requests, whatever else the machine runs."""
+    children = {}
+    for line in subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.splitlines():
+        pid, ppid = map(int, line.split())
+        children.setdefault(ppid, []).append(pid)
+
+    def tree(root):
+        out, todo = [], [root]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo.extend(children.get(p, []))
+        return out
+    sessions = stack.psql("SELECT pid FROM pg_stat_activity WHERE application_name = 'synchro-fcgi'").split()
+    groups = {"postgres": [int(p) for p in sessions], "fcgi": tree(stack.procs["fcgi"].pid),
+              "nginx": tree(stack.procs["nginx"].pid) if "nginx" in stack.procs else []}
+    return {k: {pid: proc_cpu(pid) for pid in pids} for k, pids in groups.items()}
+
+
 def explain_pages(stack, n):
     """BENCH_EXPLAIN=1: EXPLAIN (ANALYZE, BUFFERS) of the rebuild's page statement for alice
-    (as src/store/pull_statements.c builds it for todo, under its generic plan) at the start,
+    (as src/store/pull_statements.c builds it for todo, a table read by members, under its
+    generic plan) at the start,
     the middle and the end of her N rows, and of the first page's count of them."""
     tid = stack.psql("SELECT table_id FROM synchro.row_fences LIMIT 1")
     keys = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
@@ -281,23 +315,25 @@ def explain_pages(stack, n):
     last = stack.psql("SELECT id FROM public.todo WHERE owner = 'alice' ORDER BY id"
                       " OFFSET %d LIMIT 1" % max(0, n - 1001)).strip()
     page = ("SELECT r.id::text, f.version, CASE WHEN f.client_id = $1::uuid THEN f.mutation_id END,"
-            " r.title::text, left(r.done::text, 1), r.owner::text FROM public.todo r"
-            " JOIN synchro.row_fences f ON f.table_id = '%s' AND f.pk = r.id::text"
-            " WHERE r.id > $3::uuid AND r.owner = $4::text ORDER BY r.id LIMIT $2::integer" % tid)
+            " r.title::text, left(r.done::text, 1), r.note::text, r.owner::text, r.list_id::text"
+            " FROM public.todo r JOIN LATERAL (SELECT f.version, f.client_id, f.mutation_id"
+            " FROM synchro.row_fences f WHERE f.table_id = '%s' AND f.pk = r.id::text OFFSET 0) f ON true"
+            " WHERE r.id > $3::uuid AND (r.owner = $4::text OR EXISTS (SELECT 1 FROM public.todo_list h"
+            " JOIN public.list_member m ON m.list_id = h.id WHERE h.id = r.list_id AND m.user_id = $4::text))"
+            " ORDER BY r.id LIMIT $2::integer" % tid)
     count = ("SELECT count(*) FROM public.todo r JOIN synchro.row_fences f"
-             " ON f.table_id = '%s' AND f.pk = r.id::text WHERE r.owner = 'alice'" % tid)
+             " ON f.table_id = '%s' AND f.pk = r.id::text WHERE (r.owner = 'alice' OR EXISTS (SELECT 1"
+             " FROM public.todo_list h JOIN public.list_member m ON m.list_id = h.id WHERE h.id = r.list_id"
+             " AND m.user_id = 'alice'))" % tid)
     for name, after in (("a page at the start", "00000000-0000-0000-0000-000000000000"),
                         ("a page in the middle", keys), ("the last page", last)):
-        out = stack.psql("SET plan_cache_mode = force_generic_plan; PREPARE p(uuid, integer, uuid, text) AS %s;"
+        # the server's settings: its sessions' (jit off), its rebuild pages' (src/store/rebuild.c)
+        out = stack.psql("SET jit = off; SET plan_cache_mode = force_generic_plan;"
+                         " SET max_parallel_workers_per_gather = 0; PREPARE p(uuid, integer, uuid, text) AS %s;"
                          " EXPLAIN (ANALYZE, BUFFERS) EXECUTE p(gen_random_uuid(), 1001, '%s', 'alice')"
                          % (page, after))
         print("EXPLAIN ANALYZE, %s (rows after %s):\n  %s" % (name, after, out.replace("\n", "\n  ")))
-    # the middle page again, as the server would plan it without parallel workers
-    out = stack.psql("SET plan_cache_mode = force_generic_plan; SET max_parallel_workers_per_gather = 0;"
-                     " PREPARE p(uuid, integer, uuid, text) AS %s; EXPLAIN (ANALYZE, BUFFERS) EXECUTE"
-                     " p(gen_random_uuid(), 1001, '%s', 'alice')" % (page, keys))
-    print("EXPLAIN ANALYZE, the middle page without parallel workers:\n  %s" % out.replace("\n", "\n  "))
-    out = stack.psql("EXPLAIN (ANALYZE, BUFFERS) " + count)
+    out = stack.psql("SET jit = off; EXPLAIN (ANALYZE, BUFFERS) " + count)
     print("EXPLAIN ANALYZE, the first page's count:\n  %s" % out.replace("\n", "\n  "))
     # The server's pages alone: a client of the stack asking for them in turn and doing nothing
     # else (what a device waits for when it applies nothing), each page timed.
@@ -306,8 +342,10 @@ def explain_pages(stack, n):
             "page_token": None, "rebuild_id": str(uuid.uuid4()), "schema": conn["schema"]}
     hc = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
     auth = "Basic " + base64.b64encode(("alice:%s" % e2e.USERS["alice"]).encode()).decode()
-    times, got, t00 = [], 0, time.monotonic()
+    times, got, t00, cpu0 = [], 0, time.monotonic(), None
     while True:
+        if len(times) == 1:
+            cpu0 = server_cpu(stack)  # the pages after the first, as a device's steady state
         t0 = time.monotonic()
         hc.request("POST", "/v3/rebuild", body=json.dumps(body).encode(),
                    headers={"Authorization": auth, "Synchro-Protocol": "3", "Content-Type": "application/json"})
@@ -326,6 +364,11 @@ def explain_pages(stack, n):
           % (len(times), got, time.monotonic() - t00, got / (time.monotonic() - t00), 1000 * times[0],
              1000 * statistics.median(times[1:] or [0]), 1000 * percentile(times[1:] or [0], 90),
              1000 * max(times[1:] or [0])))
+    if cpu0 is not None:
+        cpu1, n = server_cpu(stack), len(times) - 1
+        used = {k: sum(c - cpu0[k].get(pid, 0.0) for pid, c in cpu1[k].items()) for k in cpu1}
+        print("the server's CPU for the %d pages after the first: PostgreSQL %.2f ms a page, synchro-fcgi %.2f ms,"
+              " nginx %.2f ms" % (n, 1000 * used["postgres"] / n, 1000 * used["fcgi"] / n, 1000 * used["nginx"] / n))
 
 
 def main_rows(counts):
@@ -352,6 +395,11 @@ def main_rows(counts):
             name, value = setting.split("=", 1)
             stack.psql("ALTER SYSTEM SET %s = '%s'" % (name, value))
             stack.psql("SELECT pg_reload_conf()")
+            if stack.psql("SELECT pending_restart FROM pg_settings WHERE name = '%s'" % name) == "t":
+                # shared_buffers and the like: the server restarts, the responders reconnect
+                stack.pg_stop()
+                stack.pg_start()
+                stack.restart_fcgi()
             print("the server's %s = %s" % (name, stack.psql("SHOW " + name)), flush=True)
         stack.start_walsync()
         url = "http://127.0.0.1:%d" % stack.port

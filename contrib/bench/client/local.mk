@@ -8,6 +8,19 @@ CLEANFILES += contrib/bench/client/bench_client
 EXTRA_DIST += contrib/bench/client/run contrib/bench/client/bench.py \
 	contrib/bench/client/web_bench.mjs contrib/bench/client/web_bench.html \
 	contrib/bench/results/client-rows-1m.txt
+# Dated runs of bench-client-rows, linked from doc/performance.md.
+EXTRA_DIST += contrib/bench/results/2026-12-07-2342-client-rows-100k-main-1.txt \
+	contrib/bench/results/2026-12-07-2342-client-rows-100k-1.txt \
+	contrib/bench/results/2026-12-07-2342-client-rows-100k-2.txt \
+	contrib/bench/results/2026-12-07-2343-client-rows-100k-main-2.txt \
+	contrib/bench/results/2026-12-07-2343-client-rows-1m-main.txt \
+	contrib/bench/results/2026-12-07-2348-client-rows-1m.txt \
+	contrib/bench/results/2026-12-07-2352-client-rows-1m-shared-buffers.txt \
+	contrib/bench/results/2026-12-07-2357-rebuild-pages-cpu-1m.md \
+	contrib/bench/results/2026-12-08-0002-client-rows-100k-explain.txt \
+	contrib/bench/results/2026-12-08-0009-rebuild-pages-round-trips-1m.md \
+	contrib/bench/results/2026-12-08-0015-rebuild-pages-owner-100k.md \
+	contrib/bench/results/2026-12-08-0016-client-rows-100k-pairs.txt
 bench-client: contrib/bench/client/bench_client
 	$(top_srcdir)/contrib/bench/client/run $(abs_top_builddir)
 # the browser client beside it (configure --enable-web, Chromium): bench.py --web

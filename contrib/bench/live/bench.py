@@ -17,6 +17,10 @@ and to the page's live() callback seeing it. Every time is read on one clock,
 CLOCK_MONOTONIC (time.monotonic() here, process.hrtime in the Node programs: watch.py), so
 no latency can be negative; the bench stops with an error if one is. The browser needs the web build (configure --enable-web), Chromium and
 playwright-core; without them the bench says why and measures the rest.
+Then the share: alice shares a list of BENCH_LIVE_SHARE_ROWS (10000) to-dos with carol
+(a list_share row, as the example app writes it), BENCH_LIVE_SHARES (2) times: from the
+share's commit to its entries in the changelog and to the list's last row in carol's native
+store; then alice removes carol, to the last of those rows gone from the store.
 Phase 2: the same while BENCH_LIVE_SUBSCRIBERS (1000) other long-poll subscriptions
 of bob's stay open; nginx's memory per subscriber (its processes' RSS), walsync's CPU per
 materialized and published transaction, and the responders' processes and requests
@@ -58,6 +62,8 @@ from synchro_e2e import Stack  # noqa: E402
 CHANGES = int(os.environ.get("BENCH_LIVE_CHANGES", "60"))
 RATE = float(os.environ.get("BENCH_LIVE_RATE", "1"))
 SUBSCRIBERS = int(os.environ.get("BENCH_LIVE_SUBSCRIBERS", "1000"))
+SHARE_ROWS = int(os.environ.get("BENCH_LIVE_SHARE_ROWS", "10000"))
+SHARES = int(os.environ.get("BENCH_LIVE_SHARES", "2"))
 CLI = os.path.join(e2e.BUILD, "src/client/synchro-cli")
 
 
@@ -287,6 +293,79 @@ def measure(stack, dev, listener, browser, pusher, label):
     return fig
 
 
+def share(stack, dev, rounds):
+    """alice shares a list of SHARE_ROWS to-dos with carol, whose native device is left
+    syncing with live updates on: from the share's commit to its entries in the changelog,
+    and to the last of the list's rows in carol's store. Then alice removes carol: to the
+    last of those rows gone from the store."""
+    db = psycopg2.connect("")
+    db.autocommit = True
+    cur = db.cursor()
+    out = []
+    for r in range(rounds):
+        lst = str(uuid.uuid4())
+        cur.execute("INSERT INTO public.todo_list (id, name, owner) VALUES (%s, 'shared', 'alice');"
+                    "INSERT INTO public.todo (id, title, owner, list_id)"
+                    " SELECT gen_random_uuid(), 'row ' || x, 'alice', %s FROM generate_series(1, %s) x",
+                    (lst, lst, SHARE_ROWS))
+        cur.execute("SELECT pg_current_wal_lsn()::text")
+        end = cur.fetchone()[0]
+        t0 = time.monotonic()
+        while True:
+            cur.execute("SELECT bool_and(confirmed_flush_lsn >= %s::pg_lsn) FROM pg_replication_slots", (end,))
+            if cur.fetchone()[0]:
+                break
+            if time.monotonic() - t0 > 120:
+                raise SystemExit("bench-live: walsync did not materialize the list's rows")
+            time.sleep(0.01)
+
+        def in_store():
+            try:
+                return dev.db.execute("SELECT count(*) FROM rows WHERE tbl = 'todo'"
+                                      " AND json_extract(row, '$.list_id') = ?", (lst,)).fetchone()[0]
+            except sqlite3.OperationalError:
+                return -1  # the store busy with the sync's write: read again
+
+        t0 = time.monotonic()
+        cur.execute("INSERT INTO public.list_share (id, list_id, user_id, list_name, owner)"
+                    " VALUES (%s, %s, 'carol', 'shared', 'alice')", (str(uuid.uuid4()), lst))
+        changelog = first = None
+        while True:
+            now = time.monotonic()
+            if first is None and in_store() > 0:
+                first = since(now, t0, "to the native store")
+            if changelog is None:
+                cur.execute("SELECT count(*) FROM synchro.changelog WHERE commit_lsn > %s::pg_lsn"
+                            " AND 'carol' = ANY (readers_after) AND table_id = 'todo'", (end,))
+                if cur.fetchone()[0] >= SHARE_ROWS:
+                    changelog = since(now, t0, "to the changelog")
+            if in_store() == SHARE_ROWS:
+                store = since(time.monotonic(), t0, "to the native store")
+                break
+            if now - t0 > 60:
+                raise SystemExit("bench-live: the share reached carol's store with %d of %d rows"
+                                 % (in_store(), SHARE_ROWS))
+            time.sleep(0.005)
+        t0 = time.monotonic()
+        cur.execute("DELETE FROM public.list_share WHERE list_id = %s AND user_id = 'carol'", (lst,))
+        while in_store() != 0:
+            if time.monotonic() - t0 > 60:
+                raise SystemExit("bench-live: the removal left %d rows in carol's store" % in_store())
+            time.sleep(0.005)
+        gone = since(time.monotonic(), t0, "to the native store")
+        out.append({"rows": SHARE_ROWS, "to_changelog_ms": changelog, "first_row_to_native_store_ms": first,
+                    "to_native_store_ms": store,
+                    "removal_to_native_store_ms": gone, "load": os.getloadavg()[0]})
+        print("share of a list of %d rows with carol: its entries in the changelog %s ms after its commit, the"
+              " first row in carol's native store %s ms and the last %.0f ms after it; the removal: the rows gone"
+              " %.0f ms after it; load average %.2f"
+              % (SHARE_ROWS, "%.0f" % changelog if changelog is not None else "(not seen)",
+                 "%.0f" % first if first is not None else "(not seen)", store, gone, os.getloadavg()[0]),
+              flush=True)
+    db.close()
+    return out
+
+
 def beside_zero(stack, dev, browser, zero):
     """App INSERTs for carol delivered at once to Synchro's native device, its browser page and
     Zero's client: each one's latency, and each server's CPU per delivered change (Synchro:
@@ -417,6 +496,7 @@ def main():
         figures["browser"] = why or "Chromium %s" % chromium_version()
         time.sleep(2)
         figures["quiet"] = measure(stack, dev, listener, browser, pusher, "quiet")
+        figures["share"] = share(stack, dev, SHARES)
         nginx = stack.procs["nginx"].pid
         nginx_pids = [nginx] + children(nginx)
         rss0 = zero_peer.rss_kb(nginx_pids)

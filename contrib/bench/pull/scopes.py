@@ -26,9 +26,16 @@ Then a pull's server CPU per request (PostgreSQL, the responders, nginx), with t
 above in the database: alice's client pulls BENCH_SCOPE_PULLS times (default 200) the same page
 of 1000 changes from the same cursor, once over 5000 rows of `otodo` she owns, once over 5000
 rows of `mtodo` in a list she is a member of (owned by another: each row passes the live
-membership check), BENCH_SCOPE_ROUNDS times each, interleaved."""
+membership check), BENCH_SCOPE_ROUNDS times each, interleaved.
+
+Where a run's CPU goes: each run also prints the CPU per entry of walsync itself, of its SQL
+backend (the changelog writes, the scope changes' reads of the live rows) and of its walsender
+(decoding). With BENCH_SCOPE_PERF=DIR, perf records those three processes during each
+members-scoped drain into DIR/KIND-ROUND.data and writes the flat profile beside it (.txt)."""
 
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -45,6 +52,7 @@ LISTS = int(os.environ.get("BENCH_SCOPE_LISTS", "2000"))
 ROUNDS = int(os.environ.get("BENCH_SCOPE_ROUNDS", "2"))
 CHURN = os.environ.get("BENCH_SCOPE_CHURN", "1") == "1"
 PULLS = int(os.environ.get("BENCH_SCOPE_PULLS", "200"))
+PERF = os.environ.get("BENCH_SCOPE_PERF", "")
 PULL_ROWS = 5000
 BATCH = 100
 
@@ -123,7 +131,27 @@ def lsn_int(text):
     return int(hi, 16) << 32 | int(lo, 16)
 
 
-def drain(st, kind, base):
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (0 when it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    return sum(int(x) for x in stat[stat.rindex(")") + 2:].split()[11:13])
+
+
+def walsync_backends(st):
+    """{"backend": pid, "walsender": pid} of the running walsync (its heartbeat left out)."""
+    out = {}
+    for line in st.psql("SELECT pid, backend_type FROM pg_stat_activity"
+                        " WHERE application_name = 'synchro-walsync'").splitlines():
+        pid, kind = line.split("|")
+        out["walsender" if kind == "walsender" else "backend"] = int(pid)
+    return out
+
+
+def drain(st, kind, base, rnd=0):
     """One run: the backlog written with walsync stopped, then drained. The run ends when the
     slot's confirmed position passes the backlog's end (walsync confirms only what it wrote)."""
     st.stop_proc("walsync")
@@ -136,7 +164,16 @@ def drain(st, kind, base):
     t_start = time.monotonic()
     first = None
     n = first_n = 0
+    pids = {}
+    perf = None
     while True:
+        if len(pids) < 2 and proc.poll() is None:
+            pids = walsync_backends(st)
+            if len(pids) == 2 and PERF and kind != "otodo":
+                out = os.path.join(PERF, "%s-%d.data" % (kind, rnd))
+                perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-o", out, "-p",
+                                         ",".join(str(x) for x in [proc.pid] + list(pids.values()))],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         c, m, done = st.psql("SELECT count(*), max(commit_lsn),"
                              " (SELECT confirmed_flush_lsn >= '%s' FROM pg_replication_slots)"
                              " FROM synchro.changelog WHERE commit_lsn > '%s'" % (end, lsn)).split("|")
@@ -154,13 +191,21 @@ def drain(st, kind, base):
             raise SystemExit("walsync did not drain the backlog: %s" % st.log("walsync")[-3000:])
         time.sleep(0.02)
     span = now - first
-    with open("/proc/%d/stat" % proc.pid) as f:
-        stat = f.read()
-    ticks = sum(int(x) for x in stat[stat.rindex(")") + 2:].split()[11:13])
-    cpu_us = 1e6 * ticks / os.sysconf("SC_CLK_TCK") / max(1, n)
+    if perf is not None:
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        data = os.path.join(PERF, "%s-%d.data" % (kind, rnd))
+        with open(data[:-5] + ".txt", "w") as f:
+            subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "comm,dso,sym",
+                            "--stdio", "-g", "none", "--percent-limit", "0.5"],
+                           stdout=f, stderr=subprocess.DEVNULL)
+    per_entry = 1e6 / os.sysconf("SC_CLK_TCK") / max(1, n)
+    cpu_us = cpu_ticks(proc.pid) * per_entry
     return {"kind": kind, "rows": ROWS, "entries": n, "write_s": write_s, "span_s": span,
             "rate": ROWS / span, "entry_rate": (n - first_n) / span, "load": os.getloadavg()[0],
-            "walsync_cpu_us": cpu_us}
+            "walsync_cpu_us": cpu_us,
+            "backend_cpu_us": cpu_ticks(pids.get("backend", 0)) * per_entry,
+            "walsender_cpu_us": cpu_ticks(pids.get("walsender", 0)) * per_entry}
 
 
 SHARE_ROWS = int(os.environ.get("BENCH_SCOPE_SHARE_ROWS", "10000"))
@@ -270,14 +315,15 @@ def main():
         base = 0
         for r in range(ROUNDS):
             for kind in ("otodo", "mtodo", "mtask"):
-                res = drain(st, kind, base)
+                res = drain(st, kind, base, r + 1)
                 base += ROWS
                 results.append(res)
                 print("  round %d, %s: %d inserts (written in %.1f s) materialized in %.1f s: %.0f changes/s "
-                      "(%d entries, %.0f entries/s with the scope changes'; walsync CPU %.1f us/entry), "
-                      "load average %.2f"
+                      "(%d entries, %.0f entries/s with the scope changes'; CPU per entry: walsync %.1f us, "
+                      "its SQL backend %.1f us, its walsender %.1f us), load average %.2f"
                       % (r + 1, kind, res["rows"], res["write_s"], res["span_s"], res["rate"], res["entries"],
-                         res["entry_rate"], res["walsync_cpu_us"], res["load"]), flush=True)
+                         res["entry_rate"], res["walsync_cpu_us"], res["backend_cpu_us"],
+                         res["walsender_cpu_us"], res["load"]), flush=True)
         for r in range(ROUNDS):
             s = share_latency(st, base)
             base += SHARE_ROWS

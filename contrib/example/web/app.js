@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The example to-do app's screen: sign in, the lists and who shares them, the live to-dos
-// of the list shown, add, edit, complete, delete, the
+// The example to-do app's screen: sign in, the lists and who shares them (rename, delete,
+// leave), the live to-dos of the list shown, add, edit, complete, delete, the
 // offline banner, the count of changes waiting to be sent, sync, and the changes that need
 // the user (a conflict with the server's row beside mine and a choice; a rejected or blocked
 // write with the client's explanation). All it knows of Synchro is in todos.js.
 import {
   signIn, PAGE_SIZE, watchLists, watchShares, watchTodos, watchCount, addTodo, renameTodo, setDone, deleteTodo,
-  addList, share, unshare, attention, settle,
+  addList, share, unshare, renameList, deleteList, leaveList, attention, settle,
 } from "./todos.js";
 
 const $ = (id) => document.getElementById(id);
@@ -19,7 +19,11 @@ let stopCounting = null;
 let stopLists = null;
 let stopSharing = null;
 let list = null; // the list shown (null: the to-dos in no list)
-let lists = []; // the lists this device sees: { id, name }
+let lists = []; // the lists this device sees: { id, name, shared_by } (shared_by null: mine)
+let me = null; // the user signed in
+let shares = []; // who the list shown is shared with: { id, user_id, owner }
+let confirming = null; // { text, yes, run } while a delete or a leave waits for its confirmation
+const titles = new Map(); // the title of each to-do shown (a change's card names it once it left)
 let page = 0; // the page of the list shown
 let total = 0; // how many to-dos there are
 let statusTimer = null;
@@ -129,7 +133,8 @@ $("sign-in-form").addEventListener("submit", async (e) => {
     $("sign-in").hidden = true;
     $("who").hidden = false;
     $("app").hidden = false;
-    stopLists = await watchLists(store, (result, err) => {
+    me = user;
+    stopLists = await watchLists(store, me, (result, err) => {
       if (err) return showMessage("The lists could not be read: " + err.message);
       lists = result;
       renderLists();
@@ -157,8 +162,10 @@ async function showList(id) {
   page = 0;
   total = 0;
   $("list-picker").value = id ?? "";
-  $("sharing").hidden = id === null;
-  $("shares").replaceChildren();
+  shares = [];
+  confirming = null;
+  $("rename-form").hidden = true;
+  renderListHead();
   stopCounting = await watchCount(store, id, (n, err) => {
     if (err) return showMessage("The list could not be counted: " + err.message);
     total = n;
@@ -168,28 +175,116 @@ async function showList(id) {
   if (id !== null)
     stopSharing = await watchShares(store, id, (result, err) => {
       if (err) return showMessage("The list's shares could not be read: " + err.message);
-      renderShares(result);
+      shares = result;
+      renderShares();
     });
   await showPage(0);
 }
 
-/** The list picker; a list that left this device (its share removed) leaves the screen. */
+/** The list picker; a list that left this device (deleted, its share removed, left) leaves
+ *  the screen. */
 function renderLists() {
   const picker = $("list-picker");
   picker.replaceChildren(el("option", { value: "" }, "My to-dos"),
     ...lists.map((l) => el("option", { value: l.id }, String(l.name))));
   if (list !== null && !lists.some((l) => l.id === list)) void showList(null);
-  else picker.value = list ?? "";
+  else {
+    picker.value = list ?? "";
+    renderListHead();
+  }
 }
 
-function renderShares(result) {
-  $("shares").replaceChildren(...result.map((r) => el("li", { className: "share", dataset: { user: r.user_id } },
-    el("span", {}, String(r.user_id)),
-    r.owner === $("user-name").textContent
-      ? el("button", { type: "button", className: "small", ariaLabel: "Stop sharing with " + r.user_id,
-        onclick: () => act(() => unshare(store, r.id)) }, "Remove")
-      : null)));
+/** The list shown: its name, whose it is, what its owner or a member may do with it. */
+function renderListHead() {
+  const l = lists.find((x) => x.id === list);
+  $("sharing").hidden = !l;
+  if (!l) return;
+  const mine = l.shared_by === null;
+  $("list-title").textContent = String(l.name);
+  $("list-owner").textContent = mine ? "Your list" : "Shared with you by " + l.shared_by;
+  const busy = confirming !== null || !$("rename-form").hidden; // one question at a time
+  $("rename-list").hidden = $("delete-list").hidden = !mine || busy;
+  $("leave-list").hidden = mine || busy;
+  $("confirm").hidden = !confirming;
+  if (confirming) {
+    $("confirm-text").textContent = confirming.text;
+    $("confirm-yes").textContent = confirming.yes;
+  }
+  renderShares();
 }
+
+/** Who the list shown is shared with; a share the user made has its Remove. */
+function renderShares() {
+  const l = lists.find((x) => x.id === list);
+  $("shares").replaceChildren(...shares.map((r) => el("li", { className: "share", dataset: { user: r.user_id } },
+    el("span", {}, String(r.user_id) + (r.user_id === me ? " (you)" : "")),
+    r.owner === me && r.user_id !== me
+      ? el("button", { type: "button", className: "icon", ariaLabel: "Stop sharing with " + r.user_id,
+        title: "Stop sharing with " + r.user_id, onclick: () => act(() => unshare(store, r.id)) }, "\u2715")
+      : null)));
+  $("no-shares").hidden = shares.length > 0 || l?.shared_by !== null;
+}
+
+/** Asks before a delete or a leave, in the page: yes runs it. */
+function confirm(text, yes, run) {
+  confirming = { text, yes, run };
+  renderListHead();
+  $("confirm-no").focus();
+}
+
+$("confirm-no").addEventListener("click", () => {
+  confirming = null;
+  renderListHead();
+});
+
+$("confirm-yes").addEventListener("click", () => {
+  const c = confirming;
+  confirming = null;
+  renderListHead();
+  if (c) void act(c.run);
+});
+
+$("rename-list").addEventListener("click", () => {
+  const l = lists.find((x) => x.id === list);
+  if (!l) return;
+  confirming = null;
+  $("list-name").value = String(l.name);
+  $("rename-form").hidden = false;
+  renderListHead();
+  $("list-name").focus();
+});
+
+function closeRename() {
+  $("rename-form").hidden = true;
+  renderListHead();
+}
+
+$("rename-cancel").addEventListener("click", closeRename);
+$("list-name").addEventListener("keydown", (e) => e.key === "Escape" && closeRename());
+
+$("rename-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const name = $("list-name").value.trim();
+  const id = list;
+  const l = lists.find((x) => x.id === id);
+  closeRename();
+  if (name && l && name !== l.name) void act(() => renameList(store, id, name));
+});
+
+$("delete-list").addEventListener("click", () => {
+  const id = list;
+  const l = lists.find((x) => x.id === id);
+  const n = total === 1 ? "its to-do" : "its " + total.toLocaleString() + " to-dos";
+  if (l) confirm("Delete " + quote(String(l.name)) + " and " + n + "? It goes for everyone it is shared with.",
+    "Delete list", () => deleteList(store, id));
+});
+
+$("leave-list").addEventListener("click", () => {
+  const id = list;
+  const l = lists.find((x) => x.id === id);
+  if (l) confirm("Leave " + quote(String(l.name)) + "? It and its to-dos leave your devices; " + l.shared_by +
+    " keeps the list.", "Leave list", () => leaveList(store, id));
+});
 
 $("list-picker").addEventListener("change", (e) => void showList(e.target.value || null));
 
@@ -200,7 +295,7 @@ $("new-list-form").addEventListener("submit", (e) => {
   $("new-list").value = "";
   void act(async () => {
     const id = await addList(store, name);
-    lists = [...lists.filter((l) => l.id !== id), { id, name }];
+    lists = [...lists.filter((l) => l.id !== id), { id, name, shared_by: null }];
     renderLists();
     await showList(id);
   });
@@ -228,6 +323,7 @@ async function showPage(p) {
       return;
     }
     rows = result;
+    for (const r of rows) titles.set(r.id, String(r.title));
     renderList();
     void refresh();
   });
@@ -258,6 +354,10 @@ $("sign-out").addEventListener("click", async () => {
   total = 0;
   list = null;
   lists = [];
+  shares = [];
+  me = null;
+  confirming = null;
+  titles.clear();
   const s = store;
   store = null;
   rows = [];
@@ -393,8 +493,14 @@ function describeRow(row) {
 }
 
 function describeIntent(i) {
-  if (i.operation === "delete") return "Delete it";
   const c = i.columns ?? {};
+  if (i.table === "todo_list")
+    return i.operation === "delete" ? "Delete the list"
+      : (i.operation === "insert" ? "New list " : "Rename the list to ") + quote(String(c.name));
+  if (i.table === "list_share")
+    return i.operation === "delete" ? "Stop sharing the list" : "Share the list with " + c.user_id;
+  if (i.table === "list_leave") return "Leave the list";
+  if (i.operation === "delete") return "Delete it";
   const parts = [];
   if ("title" in c) parts.push((i.operation === "insert" ? "Add " : "Rename to ") + quote(String(c.title)));
   if ("done" in c && i.operation !== "insert") parts.push(c.done ? "Mark done" : "Mark not done");
@@ -409,28 +515,33 @@ const HEADINGS = {
   blocked_limit: "This change is too large to send",
 };
 
-function problemItem({ intent, why, server }) {
+function problemItem({ intent, why, server, left }) {
   const mid = intent.mutation_id;
   const local = rows.find((r) => r.id === intent.pk);
-  const name = server?.title ?? local?.title ?? intent.columns?.title;
-  const heading = HEADINGS[intent.state] ?? "This change needs you";
+  const name = server?.title ?? local?.title ?? titles.get(intent.pk) ?? intent.columns?.title;
+  // A to-do whose list is no longer shared with the user left the device: the change cannot
+  // reach it, and only discarding settles it.
+  const heading = left ? "No longer shared with you" : HEADINGS[intent.state] ?? "This change needs you";
   const choice = (how, label, cls) =>
     el("button", { type: "button", className: cls ?? "", dataset: { how },
       onclick: () => act(() => settle(store, how, mid)) }, label);
   const sides = el("div", { className: "sides" },
-    intent.state === "conflict"
+    intent.state === "conflict" && !left
       ? el("div", { className: "side server" }, el("h4", {}, "On the server"), el("p", {}, describeRow(server)))
       : null,
     el("div", { className: "side mine" }, el("h4", {}, "Your change"), el("p", {}, describeIntent(intent))));
-  const actions = intent.state === "conflict"
+  const actions = intent.state === "conflict" && !left
     ? [choice("rebase", "Keep mine", "primary"), choice("accept", "Take the server\u2019s"), choice("discard", "Discard mine", "danger")]
     : [choice("discard", "Discard this change", "danger")];
   const headingId = "problem-" + mid;
-  return el("li", { className: "problem " + intent.state, dataset: { mid, state: intent.state, pk: String(intent.pk) } },
+  return el("li", { className: "problem " + intent.state + (left ? " left" : ""),
+    dataset: { mid, state: intent.state, pk: String(intent.pk), left: String(left) } },
     el("h3", { id: headingId }, heading + (name !== undefined ? ": " + quote(String(name)) : "")),
     sides,
+    left ? el("p", { className: "lead" }, "Its list is no longer shared with you, so your change cannot be" +
+      " sent. It stays on this device until you discard it.") : null,
     // A conflict's heading and sides say it; the client's full explanation on request.
-    intent.state === "conflict"
+    intent.state === "conflict" || left
       ? el("details", {}, el("summary", {}, "Details"), el("p", { className: "why" }, why))
       : el("p", { className: "why" }, why),
     // The choices' group is named by the heading: "Keep mine" says for which to-do.

@@ -12,13 +12,16 @@ export function signIn(user, password) {
 /** The to-dos shown on one screen, and how many there are: a device may hold 100,000. */
 export const PAGE_SIZE = 50;
 
-/** The lists this device sees, by name: the user's own, and those others share with the
- *  user (a share carries its list's name). onChange(rows) as watchTodos. */
-export const watchLists = (s, onChange) =>
-  s.live("SELECT id, name FROM todo_list UNION SELECT list_id, list_name FROM list_share ORDER BY 2, 1",
-    [], onChange);
+/** The lists this device sees, by name: the user's own (shared_by null), and those shared
+ *  with the user (a share carries its list's name and who shared it), but not one the user
+ *  left. onChange(rows of id, name, shared_by) as watchTodos. */
+export const watchLists = (s, user, onChange) =>
+  s.live("SELECT id, name, NULL AS shared_by FROM todo_list UNION ALL" +
+    " SELECT list_id, list_name, owner FROM list_share WHERE user_id = ?" +
+    " AND list_id NOT IN (SELECT id FROM todo_list) AND list_id NOT IN (SELECT list_id FROM list_leave)" +
+    " ORDER BY 2, 1", [user], onChange);
 
-/** Who a list is shared with: onChange(rows of id, user_id, owner). */
+/** Who a list is shared with: onChange(rows of id, user_id, owner), owner being who shared. */
 export const watchShares = (s, list, onChange) =>
   s.live("SELECT id, user_id, owner FROM list_share WHERE list_id = ? ORDER BY user_id", [list], onChange);
 
@@ -57,10 +60,21 @@ export const share = (s, list, name, user) =>
   s.transaction((tx) => tx.insert("list_share", crypto.randomUUID(), { list_id: list, user_id: user, list_name: name }));
 export const unshare = (s, id) => s.transaction((tx) => tx.delete("list_share", id));
 
+/** The owner's: renames a list (the server gives its shares the new name, so its members see
+ *  it), or deletes it, its to-dos and its shares with it, for every member. */
+export const renameList = (s, list, name) => s.transaction((tx) => tx.update("todo_list", list, { name }));
+export const deleteList = (s, list) => s.transaction((tx) => tx.delete("todo_list", list));
+
+/** A member's: leaves a list shared with the user. The request is the user's own row; the
+ *  server then deletes the share, and the list and its to-dos leave the user's devices. */
+export const leaveList = (s, list) =>
+  s.transaction((tx) => tx.insert("list_leave", crypto.randomUUID(), { list_id: list }));
+
 const ON_ITS_WAY = ["pending", "waiting", "sealed"];
 
 /** The sync status, how many changes wait to be sent, and each change that needs the user
- *  (a conflict, a rejected or blocked write): why, and for a conflict the server's row. */
+ *  (a conflict, a rejected or blocked write): why, for a conflict the server's row, and
+ *  whether its row left the user's scope (its list no longer shared with the user). */
 export async function attention(s) {
   const status = await s.status();
   const waiting = ON_ITS_WAY.reduce((n, state) => n + (status.counts[state] ?? 0), 0);
@@ -69,7 +83,7 @@ export async function attention(s) {
     if (ON_ITS_WAY.includes(intent.state)) continue;
     const why = await s.explain(intent.mutation_id);
     const server = intent.state === "conflict" ? (await s.get(intent.table, intent.pk))?.row ?? null : undefined;
-    problems.push({ intent, why, server });
+    problems.push({ intent, why, server, left: why.includes("left the user's scope") });
   }
   return { status, waiting, problems };
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The one allocator of libsynchro; tests replace it to fail allocations in turn. */
+/*
+ * alloc.h: the one allocator of libsynchro. Tests replace it to fail allocations in turn.
+ */
 #ifndef SYNCHRO_ALLOC_H
 #define SYNCHRO_ALLOC_H
 

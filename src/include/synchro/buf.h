@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A growable byte buffer: the output side of the canonical JSON writer. */
+/*
+ * buf.h: a growable byte buffer, the output side of the canonical JSON writer.
+ */
 #ifndef SYNCHRO_BUF_H
 #define SYNCHRO_BUF_H
 

@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libsynchro-client: the client half of protocol version 3 (doc/contract.md#client-rules) over one
- * SQLite file. The app writes through transactions (each write is an immutable
- * local intent with its mutation id, persisted in the same SQLite commit), reads
- * the visible state (server rows overlaid with pending intents), and drives
- * synchronization with a non-blocking step function. The library starts no
- * thread and keeps no global state; every callback runs on the thread that
- * called into the library, inside the call.
+ * client.h: libsynchro-client, the client half of protocol version 3, over one SQLite file.
  *
- * Ownership, in libsynchro's three words (synchro/common.h): "new" results
- * belong to the caller, who frees them with the named function (strings with
- * sy_client_free()); "borrowed" pointers stay owned by the library and, unless
- * said otherwise, are valid until the next call on the same sy_client; a
- * function that "steals" an argument releases it itself, also on failure.
- * Every fallible function returns an sy_client_rc and, when err is not NULL,
- * fills *err with the same code and a message (never a row, body or credential).
- * A sy_client is used by one thread at a time.
+ * Rules: doc/contract.md#client-rules (what the client must do).
+ * Notes: The app writes through transactions. Each write is an immutable local intent with
+ * its mutation id, saved in the same SQLite commit. The app reads the visible state: server
+ * rows overlaid with pending intents. It drives synchronization with a non-blocking step
+ * function. The library starts no thread and keeps no global state. Every callback runs on
+ * the thread that called into the library, inside the call.
+ *
+ * Ownership takes libsynchro's three words (synchro/common.h). A "new" result belongs to
+ * the caller, who frees it with the named function (strings with sy_client_free()). A
+ * "borrowed" pointer stays owned by the library. Unless said otherwise, it is valid until
+ * the next call on the same sy_client. A function that "steals" an argument releases it
+ * itself, also on failure. Every fallible function returns an sy_client_rc. When err is not
+ * NULL, it fills *err with the same code and a message. The message never holds a row, a
+ * body or a credential. One thread at a time uses an sy_client.
  */
 #ifndef SYNCHRO_CLIENT_H
 #define SYNCHRO_CLIENT_H

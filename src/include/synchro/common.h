@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Shared vocabulary of libsynchro: status, error reporting, attributes, and
- * the three words every public header (libsynchro's and libsynchro-client's)
- * uses for ownership:
+ * common.h: the shared vocabulary of libsynchro: status, error reporting and attributes.
+ *
+ * Notes: Every public header, libsynchro's and libsynchro-client's, uses three words for
+ * ownership:
  *
  *   new       The caller owns the result and releases it with the function
  *             named beside it ("a new request (sy_push_request_free())").
@@ -13,8 +14,8 @@
  *             (also when it fails, unless the contract says otherwise) the
  *             callee releases it, and the caller does not use it again.
  *
- * A document owns every value in it (json.h): values and strings a function
- * makes "in doc" are borrowed from doc. Every *_free() accepts NULL.
+ * A document owns every value in it (json.h). Values and strings a function makes "in doc"
+ * are borrowed from doc. Every *_free() accepts NULL.
  */
 #ifndef SYNCHRO_COMMON_H
 #define SYNCHRO_COMMON_H

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The dispatch order (doc/contract.md#dispatch-order): which gate answers a request when several
- * would refuse it. One pure function, used by the push (src/pg/push_gates.c), by pull and rebuild
- * (src/store/pull_gates.c) and by the routes of the responder; each caller finds out the facts, the
- * function says which counts.
+ * dispatch.h: the dispatch order, as one pure function. It says which gate answers a
+ * request when several would refuse it.
+ *
+ * Rules: doc/contract.md#dispatch-order (the order).
+ * Notes: The push (src/pg/push_gates.c), pull and rebuild (src/store/pull_gates.c) and the
+ * routes of the responder use it. Each caller finds out the facts. The function says which
+ * one counts.
  */
 #ifndef SYNCHRO_DISPATCH_H
 #define SYNCHRO_DISPATCH_H

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SHA-256 push fingerprints (doc/contract.md#fingerprints) and row checksums
- * (doc/contract.md#row-checksum), over the normalized arrays of push.h.
+ * fingerprint.h: SHA-256 push fingerprints and row checksums, over the normalized arrays of
+ * push.h.
+ *
+ * Rules: doc/contract.md#fingerprints (the fingerprints), doc/contract.md#row-checksum (the
+ * checksums).
  */
 #ifndef SYNCHRO_FINGERPRINT_H
 #define SYNCHRO_FINGERPRINT_H

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* RFC 8785 (JCS) canonical serialization. */
+/*
+ * jcs.h: canonical JSON serialization (RFC 8785, JCS).
+ */
 #ifndef SYNCHRO_JCS_H
 #define SYNCHRO_JCS_H
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The strict JSON reader: RFC 8259 exactly, UTF-8 validated, escaped lone
- * surrogates refused, duplicate member names refused at every depth, nesting
- * at most SY_JSON_MAX_DEPTH, nothing but whitespace after the value.
- * Values live in a document arena: the document owns every value and string
- * in it, each borrowed from it, and sy_json_doc_free() releases them together.
+ * json.h: the strict JSON reader, and the document arena its values live in.
+ *
+ * Notes: The reader takes RFC 8259 exactly. It validates UTF-8 and refuses escaped lone
+ * surrogates. It refuses duplicate member names at every depth. Nesting goes at most
+ * SY_JSON_MAX_DEPTH deep. Only whitespace may follow the value. The document owns every
+ * value and string in it, each borrowed from it. sy_json_doc_free() releases them together.
  */
 #ifndef SYNCHRO_JSON_H
 #define SYNCHRO_JSON_H

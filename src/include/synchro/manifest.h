@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Schema manifests (doc/contract.md#schema-manifest): parsing, validation, hash, compatibility. */
+/*
+ * manifest.h: schema manifests: parsing, validation, hash and compatibility.
+ *
+ * Rules: doc/contract.md#schema-manifest (the manifest).
+ */
 #ifndef SYNCHRO_MANIFEST_H
 #define SYNCHRO_MANIFEST_H
 

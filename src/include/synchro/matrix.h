@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The pure decision logic of push (doc/contract.md#operation-and-row-state-matrix, "Complete
- * outcome partition"): outcome statuses and codes, their wire names, the terminal-rule order and
- * the operation x row-state matrix.
+ * matrix.h: the pure decision logic of push: outcome statuses and codes, their wire names,
+ * the order of the terminal rules and the operation and row-state matrix.
+ *
+ * Rules: doc/contract.md#operation-and-row-state-matrix (the matrix),
+ * doc/contract.md#outcome-partition (the statuses and codes).
  */
 #ifndef SYNCHRO_MATRIX_H
 #define SYNCHRO_MATRIX_H

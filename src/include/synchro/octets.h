@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Octet spellings libsynchro and its programs share: hex and big-endian integers
- * (PostgreSQL's binary formats and the replication stream). Pure, no allocation. */
+/*
+ * octets.h: octet spellings that libsynchro and its programs share: hex and big-endian
+ * integers.
+ *
+ * Notes: PostgreSQL's binary formats and the replication stream use them. The calls are
+ * pure and allocate nothing.
+ */
 #ifndef SYNCHRO_OCTETS_H
 #define SYNCHRO_OCTETS_H
 

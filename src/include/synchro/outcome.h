@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push outcomes on the wire (doc/contract.md#outcome-partition,
- * doc/contract.md#failed-atomic-group, doc/contract.md#error-body): encoding one outcome, the 200
- * body, request-level error bodies, the atomic failed group, and the validator every response must
+ * outcome.h: push outcomes on the wire. It encodes one outcome, the 200 body, request-level
+ * error bodies and the atomic failed group. It holds the validator every response must
  * pass.
  *
- * Contract violations found here (an outcome that breaks doc/contract.md#outcome-field-rules, a
- * response that breaks the partition) are server bugs: they are reported as
- * SY_ERR_TEMPORARY_UNAVAILABLE so the caller rolls back and answers 503 rather
- * than commit a response the contract forbids. Memory exhaustion is SY_ERR_NOMEM.
+ * Rules: doc/contract.md#outcome-partition (the 200 body), doc/contract.md#failed-atomic-group
+ * (the failed group), doc/contract.md#error-body (error bodies),
+ * doc/contract.md#outcome-field-rules (what an outcome may hold).
+ * Notes: A contract violation found here is a server bug: an outcome that breaks the field
+ * rules, or a response that breaks the partition. It is reported as
+ * SY_ERR_TEMPORARY_UNAVAILABLE. So the caller rolls back and answers 503, rather than commit
+ * a response the contract forbids. Memory exhaustion is SY_ERR_NOMEM.
  */
 #ifndef SYNCHRO_OUTCOME_H
 #define SYNCHRO_OUTCOME_H

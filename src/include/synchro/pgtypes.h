@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The PostgreSQL type of each manifest type (doc/contract.md#portable-types), one mapping
- * (src/core/pgtypes.c) for the server module's parameter casts and the store's rebuild
- * statements.
+ * pgtypes.h: the PostgreSQL type of each manifest type, as one mapping (src/core/pgtypes.c).
+ *
+ * Rules: doc/contract.md#portable-types (the types).
+ * Notes: The server module's parameter casts and the store's rebuild statements use it.
  */
 #ifndef SYNCHRO_PGTYPES_H
 #define SYNCHRO_PGTYPES_H

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Push requests (doc/contract.md#mutation-shapes): structural
- * validation of everything doc/contract.md#push-request answers with 400 invalid_request that needs
- * no database, and the normalized arrays the fingerprints hash.
+ * push.h: push requests. It validates the structure of a request, and builds the
+ * normalized arrays the fingerprints hash.
+ *
+ * Rules: doc/contract.md#mutation-shapes (the shape of each mutation),
+ * doc/contract.md#push-request (what answers 400 invalid_request).
+ * Notes: It checks everything of a 400 invalid_request that needs no database.
  */
 #ifndef SYNCHRO_PUSH_H
 #define SYNCHRO_PUSH_H

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The exact octets of a push request as a replay key (doc/protocol.md "Exact replay"): a
- * SHA-256 digest over a domain, the authenticated user and the body, stored with the batch
- * when it is first executed, and the two ids the batch ledger is keyed by, peeked from the
- * body without parsing it. A later request whose digest equals a stored one is the same
- * octets from the same user, so its parse, structural validation and fingerprint are those
- * of the stored batch, and the stored response answers it without doing them again.
+ * request_digest.h: the exact octets of a push request as a replay key.
+ *
+ * Rules: doc/contract.md#exact-replay (a replay answers with the stored response).
+ * Notes: The key is a SHA-256 digest over a domain, the authenticated user and the body. It
+ * is stored with the batch when the batch first runs. The two ids that key the batch
+ * ledger are peeked from the body without parsing it. A later request with an equal digest
+ * is the same octets from the same user. So its parse, structural validation and
+ * fingerprint are those of the stored batch. The stored response answers it, without doing
+ * them again.
  */
 #ifndef SYNCHRO_REQUEST_DIGEST_H
 #define SYNCHRO_REQUEST_DIGEST_H

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Validators for the scalars of doc/contract.md#scalars. Pure functions, no allocation. */
+/*
+ * scalar.h: validators for the scalars. They are pure functions and allocate nothing.
+ *
+ * Rules: doc/contract.md#scalars (the scalars).
+ */
 #ifndef SYNCHRO_SCALAR_H
 #define SYNCHRO_SCALAR_H
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * SHA-256 for the core and the client (src/core/sha256.c): OpenSSL's natively, the
- * portable implementation below when built with SY_SHA256_PORTABLE (the WebAssembly
- * build, which has no OpenSSL). The portable functions are always built, so the native
- * unit tests check them against the same vectors (tests/unit/test_sha256.c).
- * Not installed: a private header of libsynchro and libsynchro-client.
+ * sha256.h: SHA-256 for the core and the client (src/core/sha256.c). It is a private header
+ * of libsynchro and libsynchro-client, not installed.
+ *
+ * Notes: Natively it is OpenSSL's. Built with SY_SHA256_PORTABLE, it is the portable
+ * implementation below. The WebAssembly build uses that, since it has no OpenSSL. The
+ * portable functions are always built. So the native unit tests check them against the
+ * same vectors (tests/unit/test_sha256.c).
  */
 #ifndef SYNCHRO_SHA256_H
 #define SYNCHRO_SHA256_H

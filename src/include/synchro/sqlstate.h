@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The SQLSTATEs Synchro acts on, one table (src/core/sqlstate.c) for the server module
- * (src/pg) and the store (src/store): which failures are tried again in a new transaction
- * (doc/contract.md#operational-failures; the adapter runs synchro_push again), and which say that
- * what a statement names no longer fits (doc/operations.md "DDL between publishes").
+ * sqlstate.h: the SQLSTATEs Synchro acts on, as one table (src/core/sqlstate.c). The server
+ * module (src/pg) and the store (src/store) use it.
+ *
+ * Rules: doc/contract.md#operational-failures (which failures are tried again),
+ * doc/operations.md#ddl-between-publishes (which say a statement no longer fits).
+ * Notes: Some failures are tried again in a new transaction: the adapter runs synchro_push
+ * again. Others say that what a statement names no longer fits.
  */
 #ifndef SYNCHRO_SQLSTATE_H
 #define SYNCHRO_SQLSTATE_H

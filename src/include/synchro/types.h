@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The portable types of doc/contract.md#portable-types and their canonical wire values. */
+/*
+ * types.h: the portable types and their canonical wire values.
+ *
+ * Rules: doc/contract.md#portable-types (the types).
+ */
 #ifndef SYNCHRO_TYPES_H
 #define SYNCHRO_TYPES_H
 
