@@ -593,3 +593,47 @@ sy_store_status sy_store_scopes_install(PGconn *c, const sy_manifest *m, sy_stor
 	groups_free(&l);
 	return st;
 }
+
+/* One scope or link seeded again, under a savepoint: a path broken since the publish (a
+ * relation or column gone) keeps its mirror, and its table's pulls fail as before. */
+static sy_store_status reseed_one(PGconn *c, const sy_table *t, const char *part,
+                                  const char *relation, bool member, char *name, const char *c1,
+                                  const char *c2, sy_error *err)
+{
+	sy_store_status st = sy_store_command(c, "SAVEPOINT sy_reseed", "seed a scope again", err);
+	if (st != SY_STORE_OK) {
+		sy_free(name);
+		return st;
+	}
+	group_list l = {0};
+	sy_error e = {0};
+	st = group_add(c, t, &l, part, relation, member, name, c1, c2, &e);
+	if (st == SY_STORE_OK)
+		st = seed(c, &l.g[0], NULL, NULL, &e);
+	groups_free(&l);
+	if (st == SY_STORE_NOMEM) {
+		*err = e;
+		return st;
+	}
+	return sy_store_command(c, st == SY_STORE_OK ? "RELEASE SAVEPOINT sy_reseed"
+	                                             : "ROLLBACK TO SAVEPOINT sy_reseed",
+	                        "seed a scope again", err);
+}
+
+sy_store_status sy_store_scopes_reseed(PGconn *c, const sy_manifest *m, sy_error *err)
+{
+	sy_store_status st = SY_STORE_OK;
+	for (size_t i = 0; i < m->table_count && st == SY_STORE_OK; i++) {
+		const sy_table *t = &m->tables[i];
+		const sy_members *ms = t->members;
+		if (!ms)
+			continue;
+		st = reseed_one(c, t, "policy.members", ms->relation, true, sy_store_scope_name(ms),
+		                ms->match, ms->user, err);
+		if (st == SY_STORE_OK && ms->hop_count > 1)
+			st = reseed_one(c, t, "policy.members.hops[0]", ms->hops[0].relation, false,
+			                sy_store_link_name(ms), ms->hops[0].key, ms->hops[1].column,
+			                err);
+	}
+	return st;
+}

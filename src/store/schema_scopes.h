@@ -41,4 +41,13 @@ SY_MUST_CHECK sy_store_status sy_store_scopes_install(PGconn *c, const sy_manife
                                                       sy_store_note_fn note, void *arg,
                                                       sy_error *err);
 
+/*
+ * After a stream break (in its transaction, which holds the writer lease): the mirror of every
+ * scope and link of m seeded again from the live relations. The break's gap may hold
+ * membership and link changes whose messages walsync never decoded. A path broken since
+ * the publish (a relation or column gone) keeps its mirror.
+ */
+SY_MUST_CHECK sy_store_status sy_store_scopes_reseed(PGconn *c, const sy_manifest *m,
+                                                     sy_error *err);
+
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "store/conn.h"
+#include "store/schema_scopes.h"
 #include "store/stream_continuity.h"
 
 static void copy_col(char *dst, size_t size, const PGresult *r, int col)
@@ -94,6 +95,33 @@ sy_store_status sy_store_stream_has_history(PGconn *c, bool *out, sy_error *err)
 	return SY_STORE_OK;
 }
 
+/* The published manifest's scopes and links (migration 22), seeded again from the live
+ * relations: the gap may hold membership changes walsync never decoded. */
+static sy_store_status reseed_scopes(PGconn *c, sy_error *err)
+{
+	sy_store_status st;
+	PGresult *r = sy_store_exec(c,
+	                            "SELECT manifest FROM synchro.schema_versions"
+	                            " WHERE to_regclass('synchro.scope_members') IS NOT NULL"
+	                            " ORDER BY version DESC LIMIT 1",
+	                            0, NULL, PGRES_TUPLES_OK, "read the published manifest", NULL,
+	                            &st, err);
+	if (!r)
+		return st;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return SY_STORE_OK;
+	}
+	sy_error perr = {0};
+	sy_manifest *m = sy_manifest_parse(PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0), &perr);
+	PQclear(r);
+	if (!m)
+		return sy_store_fail(err, SY_STORE_FAILED, "the published manifest: %s", perr.message);
+	st = sy_store_scopes_reseed(c, m, err);
+	sy_manifest_free(m);
+	return st;
+}
+
 sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l, const char *slot,
                                       const char *reason, uint64_t slot_lsn,
                                       sy_store_break_result *out, sy_error *err)
@@ -103,7 +131,9 @@ sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l, const 
 	snprintf(epoch, sizeof epoch, "%lld", l->epoch);
 	sy_store_lsn_format(slot_lsn, text);
 	const char *p[] = {epoch, l->token, slot, reason, text};
-	sy_store_status st;
+	sy_store_status st = sy_store_command(c, "BEGIN", "resolve the stream break", err);
+	if (st != SY_STORE_OK)
+		return st;
 	PGresult *r = sy_store_exec(c,
 	                            "SELECT horizon_lsn, horizon_ordinal, clients FROM"
 	                            " synchro.stream_break($1::bigint, $2::uuid, $3, $4,"
@@ -111,6 +141,7 @@ sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l, const 
 	                            5, p, PGRES_TUPLES_OK, "resolve the stream break", sqlstate,
 	                            &st, err);
 	if (!r) {
+		sy_store_rollback(c);
 		if (strcmp(sqlstate, "SY020") == 0)
 			return SY_STORE_CONFLICT;
 		if (strcmp(sqlstate, "SY021") == 0)
@@ -126,10 +157,19 @@ sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l, const 
 	}
 	PQclear(r);
 	if (!ok)
-		return sy_store_fail(err, SY_STORE_FAILED,
-		                     "resolve the stream break: unexpected "
-		                     "result");
-	return SY_STORE_OK;
+		st = sy_store_fail(err, SY_STORE_FAILED,
+		                   "resolve the stream break: unexpected "
+		                   "result");
+	/* In the break's transaction: its lease row stays locked until the commit. */
+	if (st == SY_STORE_OK)
+		st = reseed_scopes(c, err);
+	if (st == SY_STORE_OK)
+		st = sy_store_command(c, "COMMIT", "resolve the stream break", err);
+	if (st != SY_STORE_OK) {
+		sy_store_rollback(c);
+		memset(out, 0, sizeof *out);
+	}
+	return st;
 }
 
 static sy_store_status verified_from(PGconn *c, const char *sql, bool *verify, uint64_t *from,

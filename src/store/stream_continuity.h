@@ -52,8 +52,9 @@ typedef struct {
 /*
  * Resolves a break (synchro.stream_break, one transaction under the lease): expires every
  * cursor and rebuild session of the old stream, marks every accepted write materialized,
- * makes slot_lsn the durable position and records the break with reason (one line, no row
- * value). SY_STORE_CONFLICT when the lease is not the caller's; SY_STORE_INVALID when the
+ * makes slot_lsn the durable position, records the break with reason (one line, no row
+ * value) and seeds the scope mirror again from the live membership and hop relations (what
+ * the gap changed there never reached walsync). SY_STORE_CONFLICT when the lease is not the caller's; SY_STORE_INVALID when the
  * slot starts at or before the changelog's end (SQLSTATE SY021: nothing was changed).
  */
 SY_MUST_CHECK sy_store_status sy_store_stream_break(PGconn *c, const sy_store_lease *l,

@@ -4,8 +4,9 @@
 synchro-walsync, synchro-fcgi, nginx, the fault proxy) and N simulated devices, each a real
 libsynchro-client store driven through synchro-cli (and, by default, one a store of the
 browser client in Chromium, tests/chaos/chaos_browser.py), for several users, writing at random
-offline and online while faults are injected at random moments; then a final sync and the
-checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
+offline and online while memberships churn (shares, removals and moves between lists,
+tests/chaos/chaos_churn.py) and faults are injected at random moments; then a final sync and
+the checker over the whole history (tests/chaos/chaos_checker.py). Any violation fails the run
 and prints the seed that reproduces its schedule.
 
 Run inside a throwaway PostgreSQL: contrib/chaos [--topology NAME] [--seed N] [--minutes M]
@@ -28,6 +29,7 @@ sys.path.insert(0, HERE)
 import synchro_e2e as e2e  # noqa: E402
 from chaos_browser import BrowserDevice, browsers_missing  # noqa: E402
 from chaos_checker import Checker  # noqa: E402
+from chaos_churn import Churn  # noqa: E402
 from chaos_clock import ClockSteps  # noqa: E402
 from chaos_device import Device, HOT_ITEMS, HOT_TODOS_PER_USER  # noqa: E402
 from chaos_faults import Faults  # noqa: E402
@@ -51,6 +53,9 @@ def parse(argv):
                          " and Chromium exist, else 0)")
     ap.add_argument("--workers", type=int, default=4, help="synchro-fcgi responders (default 4)")
     ap.add_argument("--no-faults", action="store_true", help="workload and checker only")
+    ap.add_argument("--no-churn", action="store_true",
+                    help="no membership churn (tests/chaos/chaos_churn.py: shares, removals and moves of to-dos"
+                         " between lists during the run)")
     ap.add_argument("--fault-every", type=float, default=3.0, help="mean seconds between faults (default 3)")
     ap.add_argument("--figures", default=None, help="write the run's figures as JSON to this file")
     ap.add_argument("--sabotage", default=None,
@@ -95,10 +100,42 @@ SABOTAGE = {
     # every live subscription a web server answered timed out without a notification (as when
     # its publisher refuses walsync), recorded as the fault proxy records each subscription
     "live_silent": (None, "answered no live subscription with a notification"),
+    # the last pull delivered a to-do of a list its user does not read (as a pull without its
+    # live scope check would), recorded as the fault proxy records every pull
+    "scope_leak": (None, "outside its user's scope"),
+    # a user shared a list behind the devices' backs (walsync delivers its rows at the next
+    # pull, which never comes): the devices lack rows of their user's scope
+    "scope_share": (None, "in its user's scope) diverges"),
+    # a pull answered cursor_expired to a cursor nothing expired (as a share that made a
+    # device rebuild would), recorded as the fault proxy records every pull
+    "expire_ahead": (None, "at or past the horizon"),
 }
 
 
-def sabotage(stack, kinds, proxy):
+def scope_sabotage(kind, stack, proxy, churn, devices):
+    """A list with to-dos, not all of them the user's, and a user with a device who is not its
+    member now: scope_leak records one of those to-dos as delivered by a pull at the last
+    position; scope_share shares the list with the user on the server alone."""
+    m = churn.model
+    for lst in churn.lists:
+        todos = [pk for pk in churn.todos if (m.now(("todo", pk)) or (None,))[0] == lst]
+        for d in devices:
+            if d.retired or d.client_id is None:
+                continue
+            if kind == "scope_leak" and not m.now(("lm", lst, d.user)):
+                theirs = [pk for pk in todos if m.now(("todo", pk))[1] != d.user]
+                if theirs:
+                    row = {"id": theirs[0], "list_id": lst, "owner": m.now(("todo", theirs[0]))[1], "title": "x"}
+                    proxy.deliveries.append((d.client_id, churn.done, churn.done, None, [(theirs[0], row)]))
+                    return True
+            if kind == "scope_share" and todos and not m.now(("lm", lst, d.user)) and \
+                    any(m.now(("todo", pk))[1] != d.user for pk in todos):
+                stack.run_sql_file("INSERT INTO public.list_member VALUES ('%s', '%s');" % (lst, d.user))
+                return True
+    return False
+
+
+def sabotage(stack, kinds, proxy, churn=None, devices=()):
     expect = []
     for k in kinds:
         sql, needle = SABOTAGE[k]
@@ -111,6 +148,13 @@ def sabotage(stack, kinds, proxy):
             for index, _, _ in stack.live_hosts():
                 n = sum(live.pop(key) for key in [key for key in live if key[0] == index])
                 live[(index, 408)] = max(1, n)
+        elif k in ("scope_leak", "scope_share"):
+            if churn is None or not scope_sabotage(k, stack, proxy, churn, devices):
+                print("chaos: sabotage %s: no list to break it with; not expected" % k, flush=True)
+                continue
+        elif k == "expire_ahead":
+            cid, _, answered = proxy.pulls[-1]
+            proxy.expired.append((cid, answered))
         elif sql is None:
             cid, _, answered = proxy.pulls[-1]
             proxy.pulls.append((cid, answered, "c1.0000000000000000.00000000"))
@@ -158,6 +202,7 @@ def run(a):
     stack = make_stack(a.topology, a.workers)
     proxy = None
     faults = None
+    churn = None
     errors = []
     devices = []
     t_start = time.monotonic()
@@ -166,6 +211,10 @@ def run(a):
         stack.install_mirror()
         proxy = FaultProxy(stack.upstreams(), "%d/proxy" % a.seed, connect_timeout=stack.upstream_connect_timeout)
         hot = setup_hot_rows(stack, rng)
+        if not a.no_churn:
+            churn = Churn(a.seed, USERS)
+            churn.setup(stack.run_sql_file)
+            proxy.position = churn.position
         for i in range(a.devices):
             user = USERS[i % len(USERS)]
             # the last --browser-devices devices are browser stores (tests/chaos/chaos_browser.py)
@@ -185,12 +234,17 @@ def run(a):
                    for d in devices]
         for t in threads:
             t.start()
+        if churn:
+            churn.start()
         if faults:
             faults.run_until(deadline)
         for t in threads:
             t.join(a.duration + 300)
             if t.is_alive():
                 errors.append("a device loop did not end")
+        if churn:
+            churn.finish()
+            errors.extend(churn.problems)
         if faults:
             faults.finish()
         t_work = time.monotonic() - t_start
@@ -198,14 +252,15 @@ def run(a):
         proxy.set_rates(0.0, 0.0)
         for d in devices:
             d.settle()
-        checker = Checker(stack, proxy, devices, errors)
+        checker = Checker(stack, proxy, devices, errors, churn=churn, faults=not a.no_faults)
         checker.wait_materialized()
         for d in devices:
             d.settle(rounds=3)
-        expect = sabotage(stack, a.sabotage.split(","), proxy) if a.sabotage else []
+        expect = sabotage(stack, a.sabotage.split(","), proxy, churn, devices) if a.sabotage else []
         checker.check()
         fig = checker.figures(faults.counts() if faults else {}, a, t_work)
         fig["topology"] = a.topology
+        fig["membership_churn"] = churn.figures() if churn else "off"
         fig.update(stack.topology_figures())
         fig["browser_devices"] = a.browser_devices
         fig["browser_operations"] = sum(len(d.authored) for d in devices if isinstance(d, BrowserDevice))
@@ -250,6 +305,8 @@ def run(a):
     finally:
         if faults:
             faults.finish()
+        if churn and churn.is_alive():
+            churn.finish()
         for d in devices:
             if isinstance(d, BrowserDevice):
                 d.close()

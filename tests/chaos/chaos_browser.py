@@ -252,10 +252,10 @@ class BrowserDevice(Device):
                 continue
             if r["tbl"] == "todo":
                 todo.add(json.loads(r["pk"]))
-            elif json.loads(r["row"]).get("deleted_at") is None:
+            elif r["tbl"] == "item" and json.loads(r["row"]).get("deleted_at") is None:
                 item.add(json.loads(r["pk"]))
         for i in sorted(rec["intents"], key=lambda i: i["ord"]):
-            if i["state"] in QUEUED:
+            if i["state"] in QUEUED and i["tbl"] in ("todo", "item"):
                 s = todo if i["tbl"] == "todo" else item
                 (s.discard if i["op"] == "delete" else s.add)(json.loads(i["pk"]))
         if rec["schemas"]:

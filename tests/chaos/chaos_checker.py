@@ -24,7 +24,24 @@ replay     every 200 answer to one batch (each attempt a device recorded, each r
            proxy saw, delivered or dropped) is byte-identical to the batch ledger's response;
            no answer but 200, 409 (generation, retired), 422, 429, 503 or a lost response.
 replicas   after the final sync each device's replica is the server's rows of its user's
-           scope (versions and values) and holds no row of another user.
+           scope (versions and values; a to-do is in it when the user owns it or a
+           list_member row names the user for its list) and holds no row outside it.
+scope      with membership churn (chaos_churn.py): every to-do upsert a pull or rebuild page
+           delivered was readable by the device's user at that page's position in the commit
+           order, by the churn actor's own record: some state i between the last operation
+           committed before the page was sent (for a pull, also the last one its cursor
+           holds; a replica's pull is placed by its cursor alone, a replica's rebuild page
+           not at all) and the last one started when it was answered, where the row exists
+           in the delivered list with the delivered owner, the user owns it or is a member of
+           that list, and a title the actor gave it was given at or before i. A to-do the
+           actor never wrote must be the user's own, in no list. Scope entries (walsync's
+           entries of a share, a removal or a move, ordinals from 2^30) are not transitions:
+           the chain rule skips them, and an actor's direct write is a transition without a
+           mutation id. A pull answered cursor_expired sent a cursor below the compaction
+           horizon the run ended with (only a compaction, a publish that changes what pull
+           delivers or a stream break moves it). In a run without faults, no pull was
+           answered 409 and each device rebuilt once, to start: a share never makes a device
+           rebuild.
 pulls      no pull answered 200 with a cursor older than the one its device sent (a read
            replica behind the client, or any other server state older than what it had seen).
 topology   the topology's own checks (chaos_topology.py: a standby's changelog and fences are
@@ -38,6 +55,8 @@ import time
 
 import psycopg2
 
+from chaos_churn import cursor_lsn
+
 TERMINAL = {"applied", "superseded_before_send", "cancelled_before_send", "conflict", "rejected",
             "schema_incompatible", "resolved"}
 QUEUED = {"pending", "waiting", "sealed"}
@@ -47,8 +66,13 @@ PUSH_STATUSES = {0, 200, 409, 422, 429, 503}
 EXPECTED_409 = {"client_generation_expired", "client_retired"}
 
 
+SCOPE_ORDINAL = 1 << 30  # src/store/changelog.h: walsync's scope entries' ordinals start here
+
+
 class Checker:
-    def __init__(self, stack, proxy, devices, errors):
+    def __init__(self, stack, proxy, devices, errors, churn=None, faults=True):
+        self.churn = churn
+        self.faults = faults
         self.stack = stack
         self.proxy = proxy
         self.devices = devices
@@ -107,7 +131,7 @@ class Checker:
             self.batches[bid] = (cid, status, bytes(resp) if resp is not None else None, atomic)
         # The history: the mirror at or below the compaction horizon (compacted away from the
         # changelog), the changelog itself above it; above it both must agree.
-        cols = "table_id, pk, version, state, mutation_id::text, client_id::text, owner_after"
+        cols = "table_id, pk, version, state, mutation_id::text, client_id::text, owner_after, ordinal"
         above = "(commit_lsn, ordinal) > (SELECT commit_lsn, ordinal FROM synchro.changelog_horizon)"
         self.changelog = self.rows(
             "SELECT %s FROM (SELECT * FROM public.chaos_changelog_mirror WHERE NOT %s"
@@ -124,8 +148,9 @@ class Checker:
                 self.v("changelog entry %s/%d is not in the mirror" % (lsn, ordinal))
         self.fences = {(t, pk): (state, version, mid) for t, pk, state, version, mid in self.rows(
             "SELECT table_id, pk, state, version, mutation_id::text FROM synchro.row_fences")}
-        self.todo = {pk: (owner, title, done, note) for pk, owner, title, done, note in self.rows(
-            "SELECT id::text, owner, title, done, note FROM public.todo")}
+        self.todo = {pk: (owner, title, done, note, lst) for pk, owner, title, done, note, lst in self.rows(
+            "SELECT id::text, owner, title, done, note, list_id::text FROM public.todo")}
+        self.members = set(self.rows("SELECT list_id::text, user_id FROM public.list_member"))
         self.item = {pk: (qty, label, deleted) for pk, qty, label, deleted in self.rows(
             "SELECT id::text, qty, label, deleted_at IS NOT NULL FROM public.item")}
         self.retired = {cid for (cid,) in self.rows("SELECT client_id::text FROM synchro.retirements")}
@@ -163,6 +188,8 @@ class Checker:
                 self.check_replica(d, self.stores[d.name])
         self.check_proxy()
         self.check_pulls()
+        self.check_scope_positions()
+        self.check_no_rebuild()
         self.stack.check_topology(self)
 
     def check_intents(self, d, s):
@@ -275,8 +302,16 @@ class Checker:
         applied = {mid: (cid, led) for (cid, mid), led in self.ledger.items() if led["status"] == "applied"}
         seen = {}
         per_row = {}
+        self.stats["scope_entries"] = 0
         for entry in self.changelog:
-            table, pk, version, state, mid, cid, owner = entry
+            table, pk, version, state, mid, cid, owner, ordinal = entry
+            if ordinal >= SCOPE_ORDINAL:
+                # an entry of a share, a removal or a move: the row's version for its new or
+                # former readers, not a transition
+                self.stats["scope_entries"] += 1
+                if mid is not None:
+                    self.v("%s %s: scope entry %d carries mutation %s" % (table, pk, ordinal, mid))
+                continue
             per_row.setdefault((table, pk), []).append(entry)
             if mid is not None:
                 seen[mid] = seen.get(mid, 0) + 1
@@ -286,6 +321,8 @@ class Checker:
         authored = {mid: op for d in self.devices for mid, op in d.authored.items()}
         gap_rows = {(authored[mid][1], str(authored[mid][2])) for mid in gap if mid not in seen and mid in authored}
         gap_rows |= {(applied[mid][1]["table"], _pk_text(applied[mid][1]["pk"])) for mid in gap if mid not in seen}
+        if self.churn:
+            gap_rows |= self.churn.gap_rows(getattr(self.stack, "gap_xids", set()))
         self.stats["in_stream_break_gap"] = sum(1 for mid in gap if mid not in seen)
         self.stats["doubled"] = sum(1 for n in seen.values() if n > 1)
         self.stats["lost"] = sum(1 for mid in applied if mid not in seen and mid not in gap)
@@ -301,9 +338,10 @@ class Checker:
             if (table, pk) in gap_rows:
                 continue
             prev = None
-            for n, (_, _, version, state, mid, cid, _) in enumerate(entries):
+            churned = self.churn is not None and table == "todo" and self.churn.model.known(("todo", pk))
+            for n, (_, _, version, state, mid, cid, _, _) in enumerate(entries):
                 if mid is None:
-                    if n != 0:
+                    if n != 0 and not churned:
                         self.v("%s %s: a transition without a mutation id after the first" % (table, pk))
                     prev = (version, state)
                     continue
@@ -332,21 +370,27 @@ class Checker:
                 self.v("%s %s: the fence %s is not the last transition %s" % (table, pk, fence, last[2:5]))
         self.stats["accepted"] = len(applied)
 
+    def in_scope(self, user, pk):
+        owner, lst = self.todo[pk][0], self.todo[pk][4]
+        return owner == user or (lst is not None and (lst, user) in self.members)
+
     def check_replica(self, d, s):
         rows = s["rows"]
-        mine = {pk for pk, t in self.todo.items() if t[0] == d.user}
+        mine = {pk for pk in self.todo if self.in_scope(d.user, pk)}
         for pk in mine:
             fence = self.fences.get(("todo", pk))
             r = rows.get(("todo", pk))
+            shared = self.todo[pk][0] != d.user
+            what = "todo %s%s" % (pk, " (in list %s, in its user's scope)" % self.todo[pk][4] if shared else "")
             if r is None or r["deleted"] or fence is None or r["server_version"] != fence[1]:
-                self.v("%s: todo %s diverges: replica %s, server version %s"
-                       % (d.name, pk, None if r is None else (r["deleted"], r["server_version"]), fence and fence[1]))
+                self.v("%s: %s diverges: replica %s, server version %s"
+                       % (d.name, what, None if r is None else (r["deleted"], r["server_version"]), fence and fence[1]))
                 continue
             row = json.loads(r["row"])
-            owner, title, done, note = self.todo[pk]
-            if (row.get("owner"), row.get("title"), row.get("done")) != (owner, title, done) or \
+            owner, title, done, note, lst = self.todo[pk]
+            if (row.get("owner"), row.get("title"), row.get("done"), row.get("list_id")) != (owner, title, done, lst) or \
                     ("note" in row and row["note"] != note):
-                self.v("%s: todo %s values diverge" % (d.name, pk))
+                self.v("%s: %s values diverge" % (d.name, what))
         for pk, i in self.item.items():
             fence = self.fences.get(("item", pk))
             r = rows.get(("item", pk))
@@ -364,13 +408,71 @@ class Checker:
                     self.v("%s: item %s values diverge" % (d.name, pk))
         for (tbl, pk), r in rows.items():
             if tbl == "todo" and pk not in mine:
-                if pk in self.todo:
-                    self.v("%s: holds todo %s of user %s" % (d.name, pk, self.todo[pk][0]))
+                if pk in self.todo and not r["deleted"]:
+                    self.v("%s: holds todo %s of user %s (list %s), outside its user's scope"
+                           % (d.name, pk, self.todo[pk][0], self.todo[pk][4]))
                 elif not r["deleted"]:
                     self.v("%s: holds todo %s, which the server does not have" % (d.name, pk))
             elif tbl == "item" and pk not in self.item:
                 self.v("%s: holds item %s, which the server does not have" % (d.name, pk))
         self.stats["divergent"] = self.stats.get("divergent", 0)
+
+    def check_scope_positions(self):
+        """The scope rule at each page's position (the module's head comment)."""
+        if self.churn is None:
+            return
+        users = {d.client_id: d.user for d in self.devices}
+        behind = getattr(self.stack, "reads_behind", False)
+        checked = 0
+        for cid, done, started, cursor, rows in self.proxy.deliveries:
+            user = users.get(cid)
+            if user is None or not rows:
+                continue
+            lo = 0 if behind else done
+            lsn = cursor_lsn(cursor) if cursor else None
+            if lsn is not None:
+                lo = max(lo, self.churn.reached_by(lsn))
+            for pk, row in rows:
+                checked += 1
+                verdict = self.churn.reads(user, pk, row, started)
+                if verdict is None:
+                    if row.get("owner") != user or row.get("list_id") is not None:
+                        self.v("%s: a page delivered todo %s (owner %s, list %s), outside its user's scope"
+                               % (user, pk, row.get("owner"), row.get("list_id")))
+                    continue
+                if not verdict and not any(self.churn.reads(user, pk, row, i) for i in range(started - 1, lo - 1, -1)):
+                    self.v("%s: a page delivered todo %s (owner %s, list %s, title %s) outside its user's scope"
+                           " at every position from operation %d to %d" % (user, pk, row.get("owner"),
+                                                                           row.get("list_id"), row.get("title"),
+                                                                           lo, started))
+        self.stats["scope_rows_checked"] = checked
+
+    def check_no_rebuild(self):
+        """Only what moves the compaction horizon expires a cursor (a compaction, a publish
+        that changes what pull delivers, a stream break): every pull answered 409
+        cursor_expired sent a cursor below the horizon the run ended with. Without faults
+        nothing expires one: no pull answered 409, and each device rebuilt once (its first
+        sync), whatever the shares, removals and moves."""
+        (h_lsn, h_ord), = self.rows("SELECT commit_lsn::text, ordinal FROM synchro.changelog_horizon")
+        hi, lo = h_lsn.split("/")
+        horizon = ((int(hi, 16) << 32) | int(lo, 16), h_ord)
+        for cid, cursor in self.proxy.expired:
+            try:
+                pos = (int(cursor.split(".")[1], 16), int(cursor.split(".")[2], 16))
+            except (AttributeError, IndexError, ValueError):
+                continue  # a rebuild's first pull (no cursor) is not expired
+            if pos >= horizon:
+                self.v("client %s: a pull answered cursor_expired to cursor %s, at or past the horizon %s/%d"
+                       % (cid, cursor, h_lsn, h_ord))
+        self.stats["cursors_expired"] = len(self.proxy.expired)
+        if self.faults or self.churn is None:
+            return
+        expired = self.proxy.routes.get(("/v3/pull", 409), 0)
+        if expired:
+            self.v("%d pull(s) answered 409 in a run without faults" % expired)
+        for cid, n in self.proxy.rebuilds.items():
+            if n > 1:
+                self.v("client %s rebuilt %d times in a run without faults" % (cid, n))
 
     def check_proxy(self):
         self.violations.extend("proxy: " + u for u in self.proxy.unexpected)
@@ -411,6 +513,8 @@ class Checker:
             "lost": self.stats.get("lost", 0), "accepted_in_stream_break_gap": self.stats.get("in_stream_break_gap", 0), "doubled": self.stats.get("doubled", 0), "divergent": div,
             "violations": len(self.violations), "pulls_answered": self.stats.get("pulls", 0),
             "changelog_compacted_entries": self.compacted,
+            "scope_entries": self.stats.get("scope_entries", 0),
+            "scope_rows_checked": self.stats.get("scope_rows_checked", 0),
             "rebuild_pages": self.proxy.routes.get(("/v3/rebuild", 200), 0),
             "store_full_syncs_failed": sum(d.counts.get("store_full_failed", 0) for d in self.devices),
             "pulls_cursor_expired": self.proxy.routes.get(("/v3/pull", 409), 0),

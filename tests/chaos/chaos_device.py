@@ -154,10 +154,11 @@ class Device:
             for tbl, pk, row in db.execute("SELECT tbl, pk, row FROM rows WHERE deleted = 0"):
                 if tbl == "todo":
                     todo.add(json.loads(pk))
-                elif json.loads(row).get("deleted_at") is None:  # soft delete
+                elif tbl == "item" and json.loads(row).get("deleted_at") is None:  # soft delete
                     item.add(json.loads(pk))
             for tbl, pk, op in db.execute("SELECT tbl, pk, op FROM intents WHERE state IN"
-                                          " ('pending', 'waiting', 'sealed') ORDER BY ord"):
+                                          " ('pending', 'waiting', 'sealed') AND tbl IN ('todo', 'item')"
+                                          " ORDER BY ord"):
                 s = todo if tbl == "todo" else item
                 (s.discard if op == "delete" else s.add)(json.loads(pk))
             schema = db.execute("SELECT manifest FROM schemas ORDER BY version DESC LIMIT 1").fetchone()

@@ -364,6 +364,7 @@ class PgBouncerTopology(Topology):
 
 class ReplicaTopology(Topology):
     name = "replica"
+    reads_behind = True  # pulls read the standby: the checker places them by their cursors
     faults = Topology.faults + (("replica_restart", 1), ("replica_replay_pause", 2))
     REPLAY_PAUSE_S = (1.0, 6.0)
 

@@ -60,6 +60,15 @@ class FaultProxy:
         self.routes = {}            # (path, status) -> count
         self.push_200 = {}          # batch_id -> [body bytes, ...]
         self.pulls = []             # (client_id, cursor sent, cursor answered) of each pull answered 200
+        # With a position source (a callable answering (operations done, operations started),
+        # chaos_churn.py's): each pull and rebuild page answered 200 as (client_id, done before
+        # it was sent, started after it was answered, its cursor or None, the upserts of
+        # `delivered_table` it delivered as (pk value, row)).
+        self.position = None
+        self.delivered_table = "todo"
+        self.deliveries = []
+        self.rebuilds = {}          # client_id -> rebuilds begun (first pages answered 200)
+        self.expired = []           # (client_id, cursor sent) of each pull answered 409 cursor_expired
         self.unexpected = []        # descriptions of answers the protocol never gives
         self.retry_after = {}       # Retry-After of the 429 and 503 answers (None: absent) -> count
         self.by_upstream = {}       # (upstream index, status) -> count
@@ -146,6 +155,8 @@ class FaultProxy:
         with self.lock:
             n = len(self.upstreams)
             index = self.pick_rng.randrange(n) if n > 1 else 0
+        reads = self.position is not None and lines[0].startswith((b"POST /v3/pull", b"POST /v3/rebuild"))
+        before = self.position()[0] if reads else None
         resp = b""
         try:
             upstream = socket.create_connection(self.upstreams[index], timeout=self.connect_timeout)
@@ -163,6 +174,7 @@ class FaultProxy:
             finally:
                 upstream.close()
         status = self._status(resp)
+        after = self.position()[1] if reads else None
         is_push = lines[0].startswith(b"POST /v3/push")
         with self.lock:
             self.statuses[status] = self.statuses.get(status, 0) + 1
@@ -185,7 +197,13 @@ class FaultProxy:
             elif is_push and status == 200:
                 self._record_push(body, resp)
             elif status == 200 and lines[0].startswith(b"POST /v3/pull"):
-                self._record_pull(body, resp)
+                self._record_pull(body, resp, before, after)
+            elif status == 409 and lines[0].startswith(b"POST /v3/pull"):
+                self._record_expired(body, resp)
+            elif status == 200 and lines[0].startswith(b"POST /v3/rebuild"):
+                self._record_rebuild(body)
+                if reads:
+                    self._record_delivery(body, resp, before, after)
             roll = self.rng.random()
             drop = is_push and status == 200 and roll < self.drop_rate
             reset = not drop and roll < self.drop_rate + self.reset_rate and len(resp) > 1
@@ -230,12 +248,40 @@ class FaultProxy:
             body = self._dechunk(body)
         return body
 
-    def _record_pull(self, req_body, resp):
+    def _record_pull(self, req_body, resp, before=None, after=None):
         try:
             req = json.loads(req_body)
             self.pulls.append((req["client_id"], req["cursor"], json.loads(self._body(resp))["cursor"]))
         except (ValueError, KeyError, TypeError):
             self.unexpected.append("a pull answered 200 without a cursor in its request or answer")
+            return
+        if before is not None:
+            self._record_delivery(req_body, resp, before, after)
+
+    def _record_expired(self, req_body, resp):
+        try:
+            if json.loads(self._body(resp))["error"]["code"] == "cursor_expired":
+                req = json.loads(req_body)
+                self.expired.append((req["client_id"], req["cursor"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # the checker judges 409s by their codes elsewhere
+
+    def _record_rebuild(self, req_body):
+        try:
+            req = json.loads(req_body)
+            if req.get("page_token") is None:
+                self.rebuilds[req["client_id"]] = self.rebuilds.get(req["client_id"], 0) + 1
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.unexpected.append("a rebuild answered 200 without a client_id in its request")
+
+    def _record_delivery(self, req_body, resp, before, after):
+        try:
+            req, doc = json.loads(req_body), json.loads(self._body(resp))
+            rows = [(ch["pk"]["value"], ch["row"]) for ch in doc.get("changes", doc.get("rows", []))
+                    if ch.get("op") == "upsert" and ch.get("table") == self.delivered_table]
+            self.deliveries.append((req["client_id"], before, after, doc.get("cursor"), rows))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.unexpected.append("a pull or rebuild page answered 200 with a body of another shape")
 
     def _record_push_answer(self, index, status, req_body, resp):
         try:
