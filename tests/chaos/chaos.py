@@ -250,6 +250,7 @@ def run(a):
         t_work = time.monotonic() - t_start
         # The final sync: every fault healed, each device syncs until nothing is left to send.
         proxy.set_rates(0.0, 0.0)
+        stack.heal_nginx()
         for d in devices:
             d.settle()
         checker = Checker(stack, proxy, devices, errors, churn=churn, faults=not a.no_faults)
