@@ -269,6 +269,11 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 			goto done;
 		}
 	}
+	/* The next page is asked for now: the server reads it while this one is checked and
+	 * applied. Its answer applies only over this page's token (answers_store above); a page
+	 * that fails its checks or its apply cancels it (on_pull). */
+	if (rebuild && token->type == SY_JSON_STRING && ahead != NULL)
+		rc = ahead(c, token->u.string.data, err);
 	/* Everything is checked before anything is applied. */
 	for (size_t i = 0; rc == SY_CLIENT_OK && i < items->u.array.count; i++)
 		rc = apply_change(c, items->u.array.items[i], rebuild, i, true, err);
@@ -278,10 +283,6 @@ sy_client_rc sy_cl_pull_apply(sy_client *c, bool rebuild, const char *body, size
 	 * and their page token together (one transaction), and the rebuild goes on from the
 	 * token that survived (the server's session answers any page of it again). */
 	relaxed = rc == SY_CLIENT_OK && rebuild && token->type == SY_JSON_STRING;
-	/* The next page is asked for now: the server reads it while this one is applied.
-	 * Its answer applies only over this page's token (answers_store below). */
-	if (relaxed && ahead != NULL)
-		rc = ahead(c, token->u.string.data, err);
 	if (rc == SY_CLIENT_OK && relaxed)
 		rc = sy_cl_exec(c, "PRAGMA synchronous = NORMAL", err);
 	if (rc != SY_CLIENT_OK || (rc = sy_cl_begin(c, err)) != SY_CLIENT_OK)

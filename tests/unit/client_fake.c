@@ -71,7 +71,7 @@ struct fake {
 	/* knobs */
 	int fail_status, fail_retry;
 	char fail_code[48];
-	bool drop, corrupt, hold, rebuild, retired, garble_pull;
+	bool drop, corrupt, hold, rebuild, retired, garble_pull, bad_page;
 	char *token;        /* the bearer token every request needs, or NULL */
 	char *refused[MAX]; /* bodies of the pushes refused 401 */
 	size_t refused_len[MAX], nrefused;
@@ -617,6 +617,15 @@ static void pull(fake *f, const char *body, size_t len, bool rebuild)
 		}
 		while (i < f->nrows && f->rows[i].row == NULL)
 			i++;
+		if (f->bad_page && tok != NULL) {
+			/* one row's checksum no longer matches its row */
+			char *at = strstr(b.data, "\"row_checksum\":\"");
+			if (at != NULL) {
+				at += strlen("\"row_checksum\":\"");
+				*at = *at == '0' ? '1' : '0';
+			}
+			f->bad_page = false;
+		}
 		if (tok == NULL)
 			sy_buf_printf(&b, "],\"rows_total\":%zu,", total);
 		else
@@ -806,6 +815,11 @@ void fake_publish_v2(fake *f)
 void fake_bump_generation(fake *f)
 {
 	f->generation++;
+}
+
+void fake_bad_next_page(fake *f)
+{
+	f->bad_page = true;
 }
 
 void fake_garble_next_pull(fake *f)

@@ -50,6 +50,8 @@ void fake_publish_v2(fake *f);
 void fake_bump_generation(fake *f);
 /* The next pull answers 409 rebuild_required. */
 void fake_require_rebuild(fake *f);
+/* The next rebuild page after the first carries a row whose checksum does not match it. */
+void fake_bad_next_page(fake *f);
 /* The next pull (after a cursor) answers 200 with a truncated body. */
 void fake_garble_next_pull(fake *f);
 /* 409 client_retired from now on. */

@@ -280,6 +280,39 @@ static void test_rebuild_page_asked_ahead(void)
 	stop();
 }
 
+/* A page whose rows fail their checks is not applied, and the page asked for ahead of it
+ * (before its checks) is cancelled: the rebuild asks for that page again and ends whole. */
+static void test_rebuild_page_bad_cancels_ahead(void)
+{
+	rebuild_in_pages();
+	fake_bad_next_page(F);
+	OK(step_until_staged(2));
+	CU_ASSERT_EQUAL_FATAL(C->inflight, SY_CL_REQ_REBUILD);
+	size_t asked = fake_requests(F, "/v3/rebuild");
+	/* The second page arrives with a bad row: the third was asked for, then cancelled. */
+	for (int n = 0; n < 10 && C->inflight != SY_CL_REQ_NONE; n++) {
+		int64_t next;
+		OK(sy_client_step(C, &next, &E));
+	}
+	CU_ASSERT_EQUAL(C->inflight, SY_CL_REQ_NONE);
+	CU_ASSERT_EQUAL(fake_requests(F, "/v3/rebuild"), asked + 1);
+	CU_ASSERT_EQUAL(staged_rows(), 2);
+	sy_client_status s;
+	OK(sy_client_status_get(C, &s, &E));
+	CU_ASSERT_TRUE(s.rebuilding);
+	CU_ASSERT_PTR_NOT_NULL(strstr(s.last_error, "invalid_response"));
+	sync_ok();
+	for (int k = 0; k < 5; k++) {
+		char pk[8], *row = NULL;
+		snprintf(pk, sizeof pk, "\"r%d\"", k);
+		OK(sy_client_get(C, "todo", pk, &row, NULL, &E));
+		CU_ASSERT_PTR_NOT_NULL(row);
+		sy_free(row);
+	}
+	OK(sy_client_verify(C, NULL, &E));
+	stop();
+}
+
 /* A local write during a rebuild goes first: no page is asked for ahead of its push. */
 static void test_rebuild_page_not_ahead_of_a_push(void)
 {
@@ -705,6 +738,8 @@ int main(void)
 	         test_rebuild_page_not_ahead_of_a_push},
 	        {"a rebuild page that fails cancels the one asked for ahead of it",
 	         test_rebuild_page_failed_cancels_ahead},
+	        {"a rebuild page with a bad row cancels the one asked for ahead of it",
+	         test_rebuild_page_bad_cancels_ahead},
 	        {"a rebuild page answering another page token is not applied",
 	         test_rebuild_page_of_another_token_dropped},
 	        {"a batch sealed ahead gets its successor too", test_seal_ahead_successors},
