@@ -91,6 +91,7 @@ EXTRA_DIST += contrib/bench/results/2026-12-07-1834-live.md contrib/bench/result
 	contrib/bench/results/2026-12-08-0031-live-share.md \
 	contrib/bench/results/2026-12-08-0035-scopes.md \
 	contrib/bench/results/2026-12-08-0032-client-rows.md \
+	contrib/bench/results/2026-12-08-0137-client-rows-web-1m.md \
 	contrib/bench/results/2026-12-07-2123-scopes.md \
 	contrib/bench/results/2026-12-07-2135-scopes.md \
 	contrib/bench/results/2026-12-07-2347-scopes-breakdown.md \
