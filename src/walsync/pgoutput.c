@@ -317,18 +317,23 @@ static bool scope_members(const sy_json *root, sy_ws_synchro_kind kind, char *po
 		bad = member ? "user_after" : "to_after";
 	if (bad)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s message: bad %s", what, bad);
-	/* A membership row with a null key or user names nobody. */
-	if (member && (!out->key_before || !out->value_before))
-		out->key_before = out->value_before = NULL;
-	if (member && (!out->key_after || !out->value_after))
-		out->key_after = out->value_after = NULL;
-	if (!out->key_before)
-		out->value_before = NULL;
-	if (!out->key_after)
-		out->value_after = NULL;
+	sy_ws_scope_msg_trim(out, member);
 	if (!out->key_before && !out->key_after && !member)
 		return sy_error_set(err, SY_ERR_INVALID_REQUEST, "%s message: no key", what);
 	return true;
+}
+
+void sy_ws_scope_msg_trim(sy_ws_scope_msg *m, bool member)
+{
+	/* A membership side with a null key or user names nobody. */
+	if (member && (!m->key_before || !m->value_before))
+		m->key_before = m->value_before = NULL;
+	if (member && (!m->key_after || !m->value_after))
+		m->key_after = m->value_after = NULL;
+	if (!m->key_before)
+		m->value_before = NULL;
+	if (!m->key_after)
+		m->value_after = NULL;
 }
 
 bool sy_ws_synchro_parse(const char *json, size_t len, char *buf, size_t size,

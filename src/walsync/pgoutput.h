@@ -159,6 +159,10 @@ typedef struct {
 	const char *value_after;
 } sy_ws_scope_msg;
 
+/* Drops the sides of m that name nobody: a member side whose key or user is null, and the
+ * value of any side whose key is null. */
+void sy_ws_scope_msg_trim(sy_ws_scope_msg *m, bool member);
+
 /*
  * Decodes the JSON content of a message of prefix synchro: *kind from its member "kind"
  * (absent: a version-fence message into *change, as sy_ws_change_parse(); "member" or

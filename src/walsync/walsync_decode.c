@@ -49,6 +49,21 @@ static bool scope_change(walsync *w, sy_ws_synchro_kind kind, const sy_ws_scope_
 	return true;
 }
 
+/* The arena holds at least need bytes; false (logged) when memory runs out. */
+static bool arena_fit(walsync *w, size_t need)
+{
+	if (need <= w->arena_size)
+		return true;
+	char *a = sy_realloc(w->arena, need);
+	if (!a) {
+		sy_log(SY_LOG_ERR, "out of memory");
+		return false;
+	}
+	w->arena = a;
+	w->arena_size = need;
+	return true;
+}
+
 static bool on_message(walsync *w, const sy_ws_msg *m)
 {
 	bool change = strcmp(m->prefix, SY_WS_PREFIX_CHANGE) == 0;
@@ -79,16 +94,8 @@ static bool on_message(walsync *w, const sy_ws_msg *m)
 		}
 		return true;
 	}
-	size_t need = m->content_len + 16;
-	if (need > w->arena_size) {
-		char *a = sy_realloc(w->arena, need);
-		if (!a) {
-			sy_log(SY_LOG_ERR, "out of memory");
-			return false;
-		}
-		w->arena = a;
-		w->arena_size = need;
-	}
+	if (!arena_fit(w, m->content_len + 16))
+		return false;
 	sy_ws_change c;
 	sy_ws_scope_msg scope;
 	sy_ws_synchro_kind kind;
@@ -165,20 +172,6 @@ static void on_relation(walsync *w, const sy_ws_msg *m)
 		w->scope_cols = scols;
 		w->scope_rows_known = true;
 	}
-}
-
-static bool arena_fit(walsync *w, size_t need)
-{
-	if (need <= w->arena_size)
-		return true;
-	char *a = sy_realloc(w->arena, need);
-	if (!a) {
-		sy_log(SY_LOG_ERR, "out of memory");
-		return false;
-	}
-	w->arena = a;
-	w->arena_size = need;
-	return true;
 }
 
 /* A row of synchro.scope_changes (migration 23): a membership or link change, numbered as

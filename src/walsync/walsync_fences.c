@@ -275,14 +275,6 @@ bool sy_ws_scope_from_row(const sy_ws_row *row, const sy_ws_scope_cols *cols, ch
 	if (!member && strcmp(k, "link") != 0)
 		return false;
 	*kind = member ? SY_WS_SYNCHRO_MEMBER : SY_WS_SYNCHRO_LINK;
-	/* As the message's parse: a membership row with a null key or user names nobody. */
-	if (member && (!out->key_before || !out->value_before))
-		out->key_before = out->value_before = NULL;
-	if (member && (!out->key_after || !out->value_after))
-		out->key_after = out->value_after = NULL;
-	if (!out->key_before)
-		out->value_before = NULL;
-	if (!out->key_after)
-		out->value_after = NULL;
+	sy_ws_scope_msg_trim(out, member); /* as the message's parse */
 	return member || out->key_before || out->key_after;
 }
